@@ -1,0 +1,204 @@
+internal import CGMime
+internal import CMailsecShims
+import Foundation
+
+/// An RFC 5322 message. Owns one reference to its `GMimeMessage`.
+///
+/// Not `Sendable`: GMime objects must stay on one thread at a time.
+public final class MIMEMessage {
+    let raw: UnsafeMutablePointer<GMimeMessage>
+
+    /// Problems the parser noticed and worked around; empty for built messages.
+    public private(set) var parseIssues: [ParseIssue] = []
+
+    init(taking raw: UnsafeMutablePointer<GMimeMessage>) { self.raw = raw }
+
+    init(borrowing raw: UnsafeMutablePointer<GMimeMessage>) {
+        g_object_ref(raw)
+        self.raw = raw
+    }
+
+    deinit { g_object_unref(raw) }
+
+    var object: UnsafeMutablePointer<GMimeObject> { cast(raw) }
+
+    // MARK: Parsing
+
+    /// Parses a message from memory.
+    public static func parse(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> MIMEMessage {
+        guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        return try parse(stream: MemoryStream(copying: bytes).raw, options: options)
+    }
+
+    /// Parses the message in the file at `path`, streaming it from disk.
+    public static func parse(contentsOf path: String, options: ParseOptions = .standard) throws -> MIMEMessage {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+        defer { close(fd) }
+        return try parse(fileDescriptor: fd, options: options)
+    }
+
+    /// Parses a message read from the open file descriptor `fd` (left open).
+    /// A regular file is streamed from disk; a pipe is read into memory, at
+    /// most ``ParseOptions/maxSize`` bytes.
+    public static func parse(fileDescriptor fd: Int32, options: ParseOptions = .standard) throws -> MIMEMessage {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+        if (info.st_mode & S_IFMT) == S_IFREG {
+            guard Int(info.st_size) <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+            let own = dup(fd)
+            guard own >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+            GMimeLibrary.initialise()
+            let stream = g_mime_stream_fs_new(own)!  // owns `own` and closes it
+            defer { g_object_unref(stream) }
+            return try parse(stream: stream, options: options)
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw MIMEError(.io(String(cString: strerror(errno))))
+            }
+            if count == 0 { break }
+            bytes += chunk[..<count]
+            guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        }
+        return try parse(bytes, options: options)
+    }
+
+    /// Splits an mbox file into messages (`GMIME_FORMAT_MBOX`).
+    public static func parseMbox(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> [MIMEMessage] {
+        guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        let stream = MemoryStream(copying: bytes)
+        let parser = g_mime_parser_new_with_stream(stream.raw)
+        defer { g_object_unref(parser) }
+        g_mime_parser_set_format(parser, GMIME_FORMAT_MBOX)
+        var messages: [MIMEMessage] = []
+        while g_mime_parser_eos(parser) == 0 {
+            let collector = IssueCollector()
+            guard let raw = collector.withParserOptions({ g_mime_parser_construct_message(parser, $0) }) else { break }
+            let message = MIMEMessage(taking: raw)
+            message.parseIssues = collector.issues
+            try message.checkDepth(options)
+            messages.append(message)
+        }
+        return messages
+    }
+
+    private static func parse(stream: UnsafeMutablePointer<GMimeStream>, options: ParseOptions) throws -> MIMEMessage {
+        let collector = IssueCollector()
+        let raw = collector.withParserOptions { parserOptions in
+            let parser = g_mime_parser_new_with_stream(stream)
+            defer { g_object_unref(parser) }
+            return g_mime_parser_construct_message(parser, parserOptions)
+        }
+        guard let raw else { throw MIMEError(.notParsable) }
+        let message = MIMEMessage(taking: raw)
+        message.parseIssues = collector.issues
+        try message.checkDepth(options)
+        return message
+    }
+
+    private func checkDepth(_ options: ParseOptions) throws {
+        if (body?.depth ?? 0) > options.maxDepth { throw MIMEError(.tooDeep(limit: options.maxDepth)) }
+    }
+
+    // MARK: Reading
+
+    /// The top-level body entity (`g_mime_message_get_mime_part`).
+    public var body: MIMEEntity? {
+        g_mime_message_get_mime_part(raw).map { MIMEEntity(borrowing: $0) }
+    }
+
+    /// The message's header fields, in order, decoded.
+    public var headers: [Header] { MIME.headers(of: object) }
+
+    /// The first header named `name` (case-insensitive), decoded.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    /// The Subject, decoded (`g_mime_message_get_subject`).
+    public var subject: String? { g_mime_message_get_subject(raw).map { String(cString: $0) } }
+
+    /// The Message-ID without angle brackets.
+    public var messageID: String? { g_mime_message_get_message_id(raw).map { String(cString: $0) } }
+
+    /// The mailboxes of an address field, groups flattened, names decoded.
+    public func addresses(_ field: AddressField) -> [MailAddress] {
+        guard let list = g_mime_message_get_addresses(raw, field.raw) else { return [] }
+        return mailboxes(in: list)
+    }
+
+    private func mailboxes(in list: UnsafeMutablePointer<InternetAddressList>) -> [MailAddress] {
+        var result: [MailAddress] = []
+        for index in 0..<internet_address_list_length(list) {
+            guard let address = internet_address_list_get_address(list, index) else { continue }
+            let name = internet_address_get_name(address).map { String(cString: $0) } ?? ""
+            if mailsec_is_address_group(address) != 0 {
+                let group: UnsafeMutablePointer<InternetAddressGroup> = cast(address)
+                if let members = internet_address_group_get_members(group) {
+                    result += mailboxes(in: members)
+                }
+            } else {
+                let mailbox: UnsafeMutablePointer<InternetAddressMailbox> = cast(address)
+                let addr = internet_address_mailbox_get_addr(mailbox).map { String(cString: $0) } ?? ""
+                result.append(MailAddress(name: name, address: addr))
+            }
+        }
+        return result
+    }
+
+    // MARK: Writing
+
+    /// Serialises the message. Header fields named in `hiding` (for example
+    /// `Bcc`) are left out of the output.
+    public func serialize(newline: Newline = .lf, hiding: [String] = []) -> [UInt8] {
+        MIME.serialize(object, newline: newline, hidden: hiding)
+    }
+
+    // MARK: Building
+
+    /// A new message with `body` and no headers yet (`g_mime_message_new`).
+    public convenience init(body: MIMEEntity) {
+        GMimeLibrary.initialise()
+        self.init(taking: g_mime_message_new(1))
+        g_mime_message_set_mime_part(raw, body.raw)
+    }
+
+    /// Replaces the body.
+    public func setBody(_ body: MIMEEntity) {
+        g_mime_message_set_mime_part(raw, body.raw)
+    }
+
+    /// Adds mailboxes to an address field; names are encoded as needed.
+    public func add(_ addresses: [MailAddress], to field: AddressField) {
+        for address in addresses {
+            g_mime_message_add_mailbox(raw, field.raw, address.name.isEmpty ? nil : address.name, address.address)
+        }
+    }
+
+    /// Sets the Subject, encoding it (RFC 2047) when it is not plain ASCII.
+    public func setSubject(_ subject: String) {
+        g_mime_message_set_subject(raw, subject, "utf-8")
+    }
+
+    /// Sets a header field, replacing any of the same name; the value is
+    /// encoded as needed.
+    public func setHeader(_ name: String, _ value: String) {
+        g_mime_object_set_header(object, name, value, "utf-8")
+    }
+
+    /// Appends a header field, keeping any of the same name; the value is
+    /// encoded as needed.
+    public func appendHeader(_ name: String, _ value: String) {
+        g_mime_object_append_header(object, name, value, "utf-8")
+    }
+
+    /// Removes every header field named `name`.
+    public func removeHeader(_ name: String) {
+        while g_mime_object_remove_header(object, name) != 0 {}
+    }
+}

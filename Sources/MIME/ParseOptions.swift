@@ -1,0 +1,92 @@
+internal import CGMime
+import Foundation
+
+/// Limits and behaviour of the parser.
+public struct ParseOptions: Sendable, Hashable {
+    /// The largest input accepted, in bytes.
+    public var maxSize: Int
+    /// The deepest nesting of parts accepted (multiparts and embedded
+    /// messages); the top-level body is depth 1.
+    public var maxDepth: Int
+
+    public init(maxSize: Int = 64 << 20, maxDepth: Int = 32) {
+        self.maxSize = maxSize
+        self.maxDepth = maxDepth
+    }
+
+    /// 64 MiB, nesting up to 32 levels.
+    public static let standard = ParseOptions()
+}
+
+/// A problem the parser noticed and worked around (`GMimeParserWarning`).
+public struct ParseIssue: Sendable, Hashable, CustomStringConvertible {
+    /// The kind of problem.
+    public enum Kind: Sendable, Hashable {
+        case duplicatedHeader, duplicatedParameter, unencoded8BitHeader, invalidContentType
+        case invalidEncodedWord, malformedMultipart, truncatedMessage, malformedMessage
+        case invalidHeaderName, conflictingHeader, conflictingParameter, multipartWithoutBoundary
+        case invalidParameter, invalidAddressList, nestingOverflow, partWithoutContent
+        case partWithoutHeadersOrContent
+        case other(UInt32)
+
+        init(_ warning: GMimeParserWarning) {
+            switch warning {
+            case GMIME_WARN_DUPLICATED_HEADER: self = .duplicatedHeader
+            case GMIME_WARN_DUPLICATED_PARAMETER: self = .duplicatedParameter
+            case GMIME_WARN_UNENCODED_8BIT_HEADER: self = .unencoded8BitHeader
+            case GMIME_WARN_INVALID_CONTENT_TYPE: self = .invalidContentType
+            case GMIME_WARN_INVALID_RFC2047_HEADER_VALUE: self = .invalidEncodedWord
+            case GMIME_WARN_MALFORMED_MULTIPART: self = .malformedMultipart
+            case GMIME_WARN_TRUNCATED_MESSAGE: self = .truncatedMessage
+            case GMIME_WARN_MALFORMED_MESSAGE: self = .malformedMessage
+            case GMIME_CRIT_INVALID_HEADER_NAME: self = .invalidHeaderName
+            case GMIME_CRIT_CONFLICTING_HEADER: self = .conflictingHeader
+            case GMIME_CRIT_CONFLICTING_PARAMETER: self = .conflictingParameter
+            case GMIME_CRIT_MULTIPART_WITHOUT_BOUNDARY: self = .multipartWithoutBoundary
+            case GMIME_WARN_INVALID_PARAMETER: self = .invalidParameter
+            case GMIME_WARN_INVALID_ADDRESS_LIST: self = .invalidAddressList
+            case GMIME_CRIT_NESTING_OVERFLOW: self = .nestingOverflow
+            case GMIME_WARN_PART_WITHOUT_CONTENT: self = .partWithoutContent
+            case GMIME_CRIT_PART_WITHOUT_HEADERS_OR_CONTENT: self = .partWithoutHeadersOrContent
+            default: self = .other(warning.rawValue)
+            }
+        }
+    }
+
+    public let kind: Kind
+    /// Byte offset in the input where the parser noticed it, if known.
+    public let offset: Int64?
+
+    /// GMime's `GMIME_CRIT_*` issues: parts of the input may be skipped or read
+    /// differently by other software.
+    public var isCritical: Bool {
+        switch kind {
+        case .invalidHeaderName, .conflictingHeader, .conflictingParameter, .multipartWithoutBoundary,
+             .nestingOverflow, .partWithoutHeadersOrContent: true
+        default: false
+        }
+    }
+
+    public var description: String {
+        "\(kind)" + (offset.map { " at byte \($0)" } ?? "")
+    }
+}
+
+/// Collects parser warnings through GMime's warning callback.
+final class IssueCollector {
+    var issues: [ParseIssue] = []
+
+    /// Runs `body` with GMime parser options whose warning callback appends here.
+    func withParserOptions<R>(_ body: (OpaquePointer?) throws -> R) rethrows -> R {
+        GMimeLibrary.initialise()
+        let options = g_mime_parser_options_new()
+        defer { g_mime_parser_options_free(options) }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        g_mime_parser_options_set_warning_callback(options, { offset, code, _, userData in
+            guard let userData else { return }
+            let collector = Unmanaged<IssueCollector>.fromOpaque(userData).takeUnretainedValue()
+            collector.issues.append(ParseIssue(kind: .init(code), offset: offset >= 0 ? Int64(offset) : nil))
+        }, context)
+        return try withExtendedLifetime(self) { try body(options) }
+    }
+}

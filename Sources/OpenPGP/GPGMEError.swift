@@ -1,0 +1,95 @@
+internal import CGPGME
+internal import CMailsecShims
+
+/// An error reported by GPGME, built from its error code.
+///
+/// The description names the operation and GPGME's text for the code
+/// (`gpgme_strerror_r`); it never contains message content, passphrases or key
+/// material. Match a code in a `catch` clause with `catch GPGMEError.Code.noSecretKey`.
+public struct GPGMEError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A GPGME (libgpg-error) error code, as the `gpg_err_code_t` value.
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// `GPG_ERR_GENERAL`
+        public static let general = Code(rawValue: GPG_ERR_GENERAL.rawValue)
+        /// `GPG_ERR_NO_PUBKEY`
+        public static let noPublicKey = Code(rawValue: GPG_ERR_NO_PUBKEY.rawValue)
+        /// `GPG_ERR_NO_SECKEY`
+        public static let noSecretKey = Code(rawValue: GPG_ERR_NO_SECKEY.rawValue)
+        /// `GPG_ERR_NO_DATA`: the input holds no OpenPGP data of the expected kind.
+        public static let noData = Code(rawValue: GPG_ERR_NO_DATA.rawValue)
+        /// `GPG_ERR_DECRYPT_FAILED`
+        public static let decryptFailed = Code(rawValue: GPG_ERR_DECRYPT_FAILED.rawValue)
+        /// `GPG_ERR_BAD_SIGNATURE`
+        public static let badSignature = Code(rawValue: GPG_ERR_BAD_SIGNATURE.rawValue)
+        /// `GPG_ERR_UNUSABLE_PUBKEY`: an encryption key was refused by the engine.
+        public static let unusablePublicKey = Code(rawValue: GPG_ERR_UNUSABLE_PUBKEY.rawValue)
+        /// `GPG_ERR_UNUSABLE_SECKEY`: a signing key was refused by the engine.
+        public static let unusableSecretKey = Code(rawValue: GPG_ERR_UNUSABLE_SECKEY.rawValue)
+        /// `GPG_ERR_INV_VALUE`
+        public static let invalidValue = Code(rawValue: GPG_ERR_INV_VALUE.rawValue)
+        /// `GPG_ERR_INV_ENGINE`: gpg is missing or too old.
+        public static let invalidEngine = Code(rawValue: GPG_ERR_INV_ENGINE.rawValue)
+        /// `GPG_ERR_NO_PASSPHRASE`
+        public static let noPassphrase = Code(rawValue: GPG_ERR_NO_PASSPHRASE.rawValue)
+        /// `GPG_ERR_BAD_PASSPHRASE`
+        public static let badPassphrase = Code(rawValue: GPG_ERR_BAD_PASSPHRASE.rawValue)
+        /// `GPG_ERR_CANCELED`
+        public static let canceled = Code(rawValue: GPG_ERR_CANCELED.rawValue)
+        /// `GPG_ERR_EOF`
+        public static let endOfFile = Code(rawValue: GPG_ERR_EOF.rawValue)
+
+        /// Lets `catch GPGMEError.Code.noData` match a thrown ``GPGMEError``.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? GPGMEError)?.code == code
+        }
+    }
+
+    /// What the library was doing when GPGME reported the error.
+    public enum Operation: String, Sendable {
+        case initialise = "initialising GPGME"
+        case context = "creating a GPGME context"
+        case data = "preparing GPGME data"
+        case keyListing = "key listing"
+        case keyImport = "key import"
+        case keyExport = "key export"
+        case sign = "signing"
+        case encrypt = "encryption"
+        case decrypt = "decryption"
+        case verify = "signature verification"
+    }
+
+    /// The error code.
+    public let code: Code
+    /// The operation that failed.
+    public let operation: Operation
+    /// GPGME's description of the code (`gpgme_strerror_r`).
+    public let reason: String
+
+    init(_ err: gpgme_error_t, _ operation: Operation) {
+        self.code = Code(rawValue: mailsec_gpgme_err_code(err))
+        self.operation = operation
+        var buffer = [CChar](repeating: 0, count: 256)
+        if gpgme_strerror_r(err, &buffer, buffer.count) == 0 {
+            self.reason = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        } else {
+            self.reason = "error code \(code.rawValue)"
+        }
+    }
+
+    init(code: Code, _ operation: Operation) {
+        self.init(mailsec_gpgme_error(code.rawValue), operation)
+    }
+
+    public var description: String { "\(operation.rawValue) failed: \(reason)" }
+}
+
+/// Throws a ``GPGMEError`` unless `err` is success.
+@inline(__always)
+func check(_ err: gpgme_error_t, _ operation: GPGMEError.Operation) throws(GPGMEError) {
+    if mailsec_gpgme_err_code(err) != GPG_ERR_NO_ERROR.rawValue {
+        throw GPGMEError(err, operation)
+    }
+}

@@ -1,0 +1,229 @@
+internal import CGPGME
+internal import CMailsecShims
+import Foundation
+
+/// OpenPGP through GnuPG, for one GnuPG home.
+///
+/// Each method creates its own GPGME context, runs one operation and releases
+/// it, so a `GnuPG` value can be shared between threads freely.
+public struct GnuPG: Sendable {
+    /// The GnuPG home directory; nil means GnuPG's own default
+    /// (`$GNUPGHOME`, then `~/.gnupg`).
+    public let home: String?
+    /// The gpg executable; nil means the one GPGME found at build time.
+    public let executable: String?
+
+    public init(home: String? = nil, executable: String? = nil) {
+        self.home = home
+        self.executable = executable
+    }
+
+    /// The GPGME library version in use (`gpgme_check_version`).
+    public static var libraryVersion: String? { GPGMELibrary.version }
+
+    // MARK: Keys
+
+    /// Lists the keys for every address in `addresses` with **one** key-listing
+    /// operation (`gpgme_op_keylist_ext_start`, one pattern `<address>` each) and
+    /// judges each candidate against `requirements`.
+    ///
+    /// Matching is exact and case-insensitive on the user ID's mail address.
+    /// The result has one entry per distinct address, in the order given.
+    public func lookup(_ addresses: [String], requirements: KeyRequirements = .anyValidity) throws -> [KeyLookup] {
+        var seen = Set<String>()
+        let unique = addresses.filter { seen.insert($0.lowercased()).inserted }
+        guard !unique.isEmpty else { return [] }
+        for address in unique { try KeyLookup.validate(address) }
+        let keys = try listKeys(patterns: unique.map { "<\($0)>" }, secretOnly: false)
+        return unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) }
+    }
+
+    /// The keys whose secret part GnuPG holds and that have a user ID for
+    /// exactly `address` and can sign now; newest first.
+    public func signingKeys(for address: String) throws -> [Key] {
+        try KeyLookup.validate(address)
+        return try listKeys(patterns: ["<\(address)>"], secretOnly: true)
+            .filter { key in
+                !key.userIDs(matching: address).isEmpty && !key.isRevoked && !key.isExpired
+                    && !key.isDisabled && !key.isInvalid && key.subkeys.contains(where: \.isUsableForSigning)
+            }
+            .sorted { ($0.created ?? .distantPast) > ($1.created ?? .distantPast) }
+    }
+
+    /// Lists keys by fingerprint (one operation), e.g. to turn stored
+    /// fingerprints back into keys.
+    public func keys(fingerprints: [String], secretOnly: Bool = false) throws -> [Key] {
+        guard !fingerprints.isEmpty else { return [] }
+        return try listKeys(patterns: fingerprints, secretOnly: secretOnly)
+    }
+
+    func listKeys(patterns: [String], secretOnly: Bool) throws -> [Key] {
+        let context = try Context(home: home, executable: executable)
+        try check(gpgme_set_keylist_mode(context.raw, gpgme_keylist_mode_t(GPGME_KEYLIST_MODE_LOCAL)), .keyListing)
+        var cPatterns: [UnsafeMutablePointer<CChar>?] = patterns.map { strdup($0) }
+        defer { cPatterns.forEach { free($0) } }
+        cPatterns.append(nil)
+        let started = cPatterns.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
+                gpgme_op_keylist_ext_start(context.raw, $0, secretOnly ? 1 : 0, 0)
+            }
+        }
+        try check(started, .keyListing)
+        var keys: [Key] = []
+        while true {
+            var raw: gpgme_key_t?
+            let err = gpgme_op_keylist_next(context.raw, &raw)
+            if GPGMEError.Code(rawValue: mailsec_gpgme_err_code(err)) == .endOfFile { break }
+            try check(err, .keyListing)
+            if let raw { keys.append(Key(taking: raw)) }
+        }
+        // A truncated listing must not pass for a complete one.
+        if let result = gpgme_op_keylist_result(context.raw), result.pointee.truncated != 0 {
+            throw GPGMEError(code: .general, .keyListing)
+        }
+        return keys
+    }
+
+    /// Imports keys from `data`, armored or binary (`gpgme_op_import`).
+    public func importKeys(_ data: [UInt8]) throws -> ImportSummary {
+        let context = try Context(home: home, executable: executable)
+        try DataBuffer.borrowing(data) { input in
+            try check(gpgme_op_import(context.raw, input.raw), .keyImport)
+        }
+        guard let result = gpgme_op_import_result(context.raw)?.pointee else {
+            throw GPGMEError(code: .general, .keyImport)
+        }
+        var fingerprints: [String] = []
+        var pointer = result.imports
+        while let status = pointer {
+            if let fpr = status.pointee.fpr { fingerprints.append(String(cString: fpr)) }
+            pointer = status.pointee.next
+        }
+        if result.considered > 0 && result.imported + result.unchanged + result.secret_read == 0 {
+            throw GPGMEError(code: .invalidValue, .keyImport)
+        }
+        if result.considered == 0 {
+            throw GPGMEError(code: .noData, .keyImport)
+        }
+        return ImportSummary(
+            considered: Int(result.considered), imported: Int(result.imported),
+            unchanged: Int(result.unchanged), secretRead: Int(result.secret_read),
+            fingerprints: fingerprints)
+    }
+
+    /// Exports the public part of `keys` (`gpgme_op_export_keys`). `minimal`
+    /// strips all but the latest self-signatures, as Autocrypt asks.
+    public func exportKeys(_ keys: [Key], armored: Bool = true, minimal: Bool = false) throws -> [UInt8] {
+        let context = try Context(home: home, executable: executable, armor: armored)
+        let output = try DataBuffer.memory()
+        var handles: [gpgme_key_t?] = keys.map { $0.handle.raw }
+        handles.append(nil)
+        let mode: gpgme_export_mode_t = minimal ? UInt32(GPGME_EXPORT_MODE_MINIMAL) : 0
+        try withExtendedLifetime(keys) {
+            try check(gpgme_op_export_keys(context.raw, &handles, mode, output.raw), .keyExport)
+        }
+        let bytes = output.takeBytes()
+        if bytes.isEmpty { throw GPGMEError(code: .noData, .keyExport) }
+        return bytes
+    }
+
+    // MARK: Sign, encrypt, decrypt, verify
+
+    /// Makes an armored detached signature over `data` with `signer`
+    /// (`gpgme_op_sign`, `GPGME_SIG_MODE_DETACH`), e.g. for `multipart/signed`.
+    public func signDetached(_ data: [UInt8], signer: Key) throws -> DetachedSignature {
+        let context = try Context(home: home, executable: executable, armor: true)
+        try context.setSigners([signer])
+        let output = try DataBuffer.memory()
+        try DataBuffer.borrowing(data) { input in
+            try check(gpgme_op_sign(context.raw, input.raw, output.raw, GPGME_SIG_MODE_DETACH), .sign)
+        }
+        let result = gpgme_op_sign_result(context.raw)?.pointee
+        if result?.invalid_signers != nil { throw GPGMEError(code: .unusableSecretKey, .sign) }
+        guard let made = result?.signatures?.pointee,
+              let name = gpgme_hash_algo_name(made.hash_algo)
+        else { throw GPGMEError(code: .general, .sign) }
+        return DetachedSignature(armored: output.takeBytes(), hashAlgorithm: String(cString: name))
+    }
+
+    /// Encrypts `plaintext` to `recipients`, ASCII-armored; signs it in the same
+    /// operation when `signer` is given (`gpgme_op_encrypt_sign`).
+    ///
+    /// The caller has judged the keys already (``lookup(_:requirements:)``),
+    /// so GnuPG's own trust check is off (`GPGME_ENCRYPT_ALWAYS_TRUST`).
+    /// `hideRecipients` leaves the key ids out of the message
+    /// (`GPGME_ENCRYPT_THROW_KEYIDS`).
+    public func encrypt(_ plaintext: [UInt8], to recipients: [Key], signer: Key? = nil, hideRecipients: Bool = false) throws -> [UInt8] {
+        let output = try DataBuffer.memory()
+        try DataBuffer.borrowing(plaintext) { input in
+            try encrypt(input, output, recipients: recipients, signer: signer, hideRecipients: hideRecipients)
+        }
+        return output.takeBytes()
+    }
+
+    /// Like ``encrypt(_:to:signer:hideRecipients:)``, streaming from the open
+    /// file descriptor `input` to `output`, so large data never sits in memory.
+    public func encrypt(from input: Int32, to output: Int32, recipients: [Key], signer: Key? = nil, hideRecipients: Bool = false) throws {
+        try encrypt(DataBuffer.fileDescriptor(input), DataBuffer.fileDescriptor(output),
+                    recipients: recipients, signer: signer, hideRecipients: hideRecipients)
+    }
+
+    private func encrypt(_ input: DataBuffer, _ output: DataBuffer, recipients: [Key], signer: Key?, hideRecipients: Bool) throws {
+        guard !recipients.isEmpty else { throw GPGMEError(code: .noPublicKey, .encrypt) }
+        let context = try Context(home: home, executable: executable, armor: true)
+        var flags = GPGME_ENCRYPT_ALWAYS_TRUST.rawValue
+        if hideRecipients { flags |= GPGME_ENCRYPT_THROW_KEYIDS.rawValue }
+        var handles: [gpgme_key_t?] = recipients.map { $0.handle.raw }
+        handles.append(nil)
+        try withExtendedLifetime(recipients) {
+            if let signer {
+                try context.setSigners([signer])
+                try check(gpgme_op_encrypt_sign(context.raw, &handles, gpgme_encrypt_flags_t(flags), input.raw, output.raw), .encrypt)
+                if gpgme_op_sign_result(context.raw)?.pointee.invalid_signers != nil {
+                    throw GPGMEError(code: .unusableSecretKey, .sign)
+                }
+            } else {
+                try check(gpgme_op_encrypt(context.raw, &handles, gpgme_encrypt_flags_t(flags), input.raw, output.raw), .encrypt)
+            }
+        }
+        if gpgme_op_encrypt_result(context.raw)?.pointee.invalid_recipients != nil {
+            throw GPGMEError(code: .unusablePublicKey, .encrypt)
+        }
+    }
+
+    /// Decrypts `ciphertext` and verifies any signature inside it in the same
+    /// pass (`gpgme_op_decrypt_verify`).
+    public func decrypt(_ ciphertext: [UInt8]) throws -> Decrypted {
+        let output = try DataBuffer.memory()
+        let info = try DataBuffer.borrowing(ciphertext) { input in
+            try decrypt(input, output)
+        }
+        return Decrypted(plaintext: output.takeBytes(), info: info)
+    }
+
+    /// Like ``decrypt(_:)``, streaming between open file descriptors.
+    public func decrypt(from input: Int32, to output: Int32) throws -> DecryptionInfo {
+        try decrypt(DataBuffer.fileDescriptor(input), DataBuffer.fileDescriptor(output))
+    }
+
+    private func decrypt(_ input: DataBuffer, _ output: DataBuffer) throws -> DecryptionInfo {
+        let context = try Context(home: home, executable: executable)
+        try check(gpgme_op_decrypt_verify(context.raw, input.raw, output.raw), .decrypt)
+        return DecryptionInfo(context)
+    }
+
+    /// Verifies the detached `signature` over `signedData` (`gpgme_op_verify`).
+    /// A bad signature is a result (status `.bad`), not an error; an input that
+    /// holds no signature throws.
+    public func verifyDetached(signature: [UInt8], signedData: [UInt8]) throws -> [Signature] {
+        let context = try Context(home: home, executable: executable)
+        try DataBuffer.borrowing(signature) { sig in
+            try DataBuffer.borrowing(signedData) { text in
+                try check(gpgme_op_verify(context.raw, sig.raw, text.raw, nil), .verify)
+            }
+        }
+        let signatures = Signature.list(context)
+        if signatures.isEmpty { throw GPGMEError(code: .noData, .verify) }
+        return signatures
+    }
+}

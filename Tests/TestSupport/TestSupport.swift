@@ -1,0 +1,137 @@
+import Foundation
+
+/// Paths of the repository's own test material, found from this file.
+public enum Paths {
+    /// The repository's top folder.
+    public static let root: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `Fixtures/` at the top of the repository.
+    public static let fixtures = root.appendingPathComponent("Fixtures")
+
+    /// A file under `Fixtures/keys/`.
+    public static func key(_ name: String) -> URL { fixtures.appendingPathComponent("keys/\(name)") }
+
+    /// `../shared/corpora/public` beside the repository, when it is there. A
+    /// newcomer's clone has no `../shared`; tests that need it say so.
+    public static let publicCorpus: URL? = {
+        let url = root.deletingLastPathComponent().appendingPathComponent("shared/corpora/public")
+        return FileManager.default.fileExists(atPath: url.path) ? url : nil
+    }()
+
+    /// The built `mailsec` executable, in the build folder that holds the
+    /// test bundle (SwiftPM builds it before it runs the tests).
+    public static var mailsecExecutable: URL {
+        var folder = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = folder.appendingPathComponent("mailsec")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder = folder.deletingLastPathComponent()
+        }
+        return root.appendingPathComponent(".build/debug/mailsec")
+    }
+}
+
+/// What a finished process printed and how it ended.
+public struct ProcessResult: Sendable {
+    public let status: Int32
+    public let stdout: [UInt8]
+    public let stderr: [UInt8]
+    public var output: String { String(decoding: stdout, as: UTF8.self) }
+    public var errors: String { String(decoding: stderr, as: UTF8.self) }
+}
+
+/// Runs `executable` with `arguments`, feeding `input` on stdin. Output goes
+/// through temporary files, so a large output cannot block the child.
+public func run(_ executable: String, _ arguments: [String], input: [UInt8] = [],
+                environment: [String: String]? = nil) throws -> ProcessResult {
+    let folder = try makePrivateDirectory(prefix: "ms-run")
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let inPath = folder + "/in", outPath = folder + "/out", errPath = folder + "/err"
+    FileManager.default.createFile(atPath: inPath, contents: Data(input))
+    FileManager.default.createFile(atPath: outPath, contents: nil)
+    FileManager.default.createFile(atPath: errPath, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
+    process.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
+    if let environment { process.environment = environment }
+    let stdin = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+    let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+    let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    defer { try? stdin.close(); try? stdout.close(); try? stderr.close() }
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    process.waitUntilExit()
+    return ProcessResult(
+        status: process.terminationStatus,
+        stdout: Array(FileManager.default.contents(atPath: outPath) ?? Data()),
+        stderr: Array(FileManager.default.contents(atPath: errPath) ?? Data()))
+}
+
+/// Makes a new directory readable by us only (0700) under /tmp. The path is
+/// short on purpose: gpg-agent's socket path must stay under ~100 bytes.
+public func makePrivateDirectory(prefix: String) throws -> String {
+    var template = Array("/tmp/\(prefix).XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else {
+        throw CocoaError(.fileWriteUnknown)
+    }
+    return String(cString: made)
+}
+
+/// A throwaway GnuPG home (0700, loopback pinentry, no DISPLAY). `close()`
+/// stops its agent (`gpgconf --kill all`) and removes it.
+public final class TemporaryGnuPGHome: @unchecked Sendable {
+    // @unchecked: the path is immutable; close() is called once, by the owner.
+    public let path: String
+
+    public init() throws {
+        path = try makePrivateDirectory(prefix: "ms-gpg")
+        try "allow-loopback-pinentry\n".write(toFile: path + "/gpg-agent.conf", atomically: true, encoding: .utf8)
+        try "pinentry-mode loopback\n".write(toFile: path + "/gpg.conf", atomically: true, encoding: .utf8)
+    }
+
+    /// The environment for a gpg (or mailsec) child that uses this home.
+    public var environment: [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["GNUPGHOME"] = path
+        env.removeValue(forKey: "DISPLAY")
+        env.removeValue(forKey: "GPG_AGENT_INFO")
+        return env
+    }
+
+    /// Runs the gpg command line in this home, batch mode.
+    @discardableResult
+    public func gpg(_ arguments: [String], input: [UInt8] = []) throws -> ProcessResult {
+        try run("gpg", ["--batch", "--yes", "--no-tty"] + arguments, input: input, environment: environment)
+    }
+
+    /// Imports fixture key files from `Fixtures/keys/` with the gpg command line.
+    public func importFixtures(_ names: [String], extra: [String] = []) throws {
+        for name in names {
+            let result = try gpg(extra + ["--import", Paths.key(name).path])
+            guard result.status == 0 else {
+                throw FixtureError(message: "gpg --import \(name) failed: \(result.errors)")
+            }
+        }
+    }
+
+    public func close() {
+        _ = try? run("gpgconf", ["--kill", "all"], environment: environment)
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// Runs `body` with a fresh GnuPG home and always stops its agent afterwards.
+public func withGnuPGHome<R>(importing fixtures: [String] = [], _ body: (TemporaryGnuPGHome) throws -> R) throws -> R {
+    let home = try TemporaryGnuPGHome()
+    defer { home.close() }
+    try home.importFixtures(fixtures)
+    return try body(home)
+}
+
+public struct FixtureError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
