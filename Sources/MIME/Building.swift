@@ -1,16 +1,19 @@
 internal import CGMime
+internal import CMailsecShims
 import Foundation
 
 extension MIMEEntity {
     /// A `text/SUBTYPE` part holding `text` in UTF-8 (US-ASCII when it is
-    /// plain ASCII), with a 7-bit-safe transfer encoding.
+    /// plain ASCII), with a 7-bit-safe transfer encoding. GMime's own
+    /// `g_mime_text_part_set_text` would pick a legacy charset such as
+    /// ISO-8859-1; one charset for everything we write is simpler to reason about.
     public static func text(_ text: String, subtype: String = "plain") -> MIMEEntity {
         GMimeLibrary.initialise()
         let part = g_mime_text_part_new_with_subtype(subtype)!
-        g_mime_text_part_set_text(part, text)
-        let plain: UnsafeMutablePointer<GMimePart> = cast(part)
-        g_mime_part_set_content_encoding(plain, g_mime_part_get_best_content_encoding(plain, GMIME_ENCODING_CONSTRAINT_7BIT))
-        return MIMEEntity(taking: cast(part))
+        let entity = MIMEEntity(taking: cast(part))
+        entity.setContent(Array(text.utf8))
+        g_mime_text_part_set_charset(part, text.utf8.allSatisfy { $0 < 0x80 } ? "us-ascii" : "utf-8")
+        return entity
     }
 
     /// A leaf part of type `type/subtype` holding `data`, base64 or
@@ -20,13 +23,19 @@ extension MIMEEntity {
         GMimeLibrary.initialise()
         let part = g_mime_part_new_with_type(type, subtype)!
         let entity = MIMEEntity(taking: cast(part))
+        entity.setContent(data)
+        if let filename { g_mime_part_set_filename(part, filename) }
+        return entity
+    }
+
+    /// Sets the decoded content of a leaf and picks a 7-bit-safe transfer encoding.
+    private func setContent(_ data: [UInt8]) {
+        let part: UnsafeMutablePointer<GMimePart> = cast(raw)
         let stream = MemoryStream(copying: data)
         let wrapper = g_mime_data_wrapper_new_with_stream(stream.raw, GMIME_CONTENT_ENCODING_DEFAULT)
         g_mime_part_set_content(part, wrapper)
         g_object_unref(wrapper)
-        if let filename { g_mime_part_set_filename(part, filename) }
         g_mime_part_set_content_encoding(part, g_mime_part_get_best_content_encoding(part, GMIME_ENCODING_CONSTRAINT_7BIT))
-        return entity
     }
 
     /// A `multipart/SUBTYPE` holding `children` (for example `mixed` or

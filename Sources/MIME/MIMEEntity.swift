@@ -142,10 +142,20 @@ public final class MIMEEntity {
     }
 
     /// The RFC 3156 canonical form to sign or encrypt: content re-encoded so
-    /// that it is 7-bit clean (`g_mime_object_encode`, which also protects
-    /// trailing white space and "From " lines), written with CRLF line endings.
+    /// that it is 7-bit clean and trailing white space is protected
+    /// (`g_mime_object_encode`), written with CRLF line endings. GMime's
+    /// quoted-printable leaves a line starting "From " as it is, and a mail
+    /// store may turn it into ">From ", so such parts become base64.
     public func canonicalBytes() -> [UInt8] {
         g_mime_object_encode(raw, GMIME_ENCODING_CONSTRAINT_7BIT)
+        for (_, entity) in walk() where mailsec_gmime_is_part(entity.raw) != 0 {
+            let part: UnsafeMutablePointer<GMimePart> = cast(entity.raw)
+            let encoding = g_mime_part_get_content_encoding(part)
+            guard encoding != GMIME_CONTENT_ENCODING_BASE64, let content = entity.content,
+                  content.starts(with: Array("From ".utf8)) || content.contains(Array("\nFrom ".utf8))
+            else { continue }
+            g_mime_part_set_content_encoding(part, GMIME_CONTENT_ENCODING_BASE64)
+        }
         return serialize(newline: .crlf)
     }
 
@@ -158,7 +168,7 @@ public final class MIMEEntity {
         let object = collector.withParserOptions { parserOptions in
             let parser = g_mime_parser_new_with_stream(stream.raw)
             defer { g_object_unref(parser) }
-            return g_mime_parser_construct_part(parser, parserOptions)
+            return withExtendedLifetime(stream) { g_mime_parser_construct_part(parser, parserOptions) }
         }
         guard let object else { throw MIMEError(.notParsable) }
         let entity = MIMEEntity(taking: object)

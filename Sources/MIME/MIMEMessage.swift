@@ -27,7 +27,8 @@ public final class MIMEMessage {
     /// Parses a message from memory.
     public static func parse(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> MIMEMessage {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
-        return try parse(stream: MemoryStream(copying: bytes).raw, options: options)
+        let stream = MemoryStream(copying: bytes)
+        return try withExtendedLifetime(stream) { try parse(stream: stream.raw, options: options) }
     }
 
     /// Parses the message in the file at `path`, streaming it from disk.

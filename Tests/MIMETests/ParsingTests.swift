@@ -1,0 +1,105 @@
+import Foundation
+import MIME
+import TestSupport
+import Testing
+
+func fixtureMessage(_ name: String) throws -> MIMEMessage {
+    try MIMEMessage.parse(contentsOf: Paths.fixtures.appendingPathComponent("messages/\(name)").path)
+}
+
+@Suite("Parsing with GMime")
+struct ParsingTests {
+    @Test("headers are decoded: encoded-words in two charsets, names, groups")
+    func decodedHeaders() throws {
+        let message = try fixtureMessage("charsets.eml")
+        #expect(message.subject == "Grüße aus Köln")
+        #expect(message.header("subject") == "Grüße aus Köln")
+        #expect(message.headers.first { $0.name == "Subject" }?.rawValue.contains("=?UTF-8?B?") == true)
+        #expect(message.addresses(.from) == [MailAddress(name: "Jörg Müller", address: "joerg@example.org")])
+        #expect(message.addresses(.to).map(\.address) == ["alice@example.org", "bob@example.org", "carol@example.org"])
+        #expect(message.addresses(.to).last?.name == "Carol Álv")
+        #expect(message.addresses(.cc).map(\.address) == ["dave@example.org"])
+        #expect(message.messageID == "charsets.1@example.org")
+        #expect(message.parseIssues.isEmpty)
+    }
+
+    @Test("text parts come out as String whatever their charset and transfer encoding")
+    func textParts() throws {
+        let body = try #require(try fixtureMessage("charsets.eml").body)
+        #expect(body.kind == .multipart)
+        #expect(body.contentType.is("multipart", "mixed"))
+        // The line break before a boundary belongs to the boundary (RFC 2046).
+        #expect(body.entity(at: [0])?.text == "Grüße aus Köln, sagt Jörg.")
+        #expect(body.entity(at: [1])?.text == "Привет, 世界 — ünïcödé\n")
+        let attachment = try #require(body.entity(at: [2]))
+        #expect(attachment.text == nil)
+        #expect(attachment.filename == "résumé.bin")
+        #expect(attachment.disposition == "attachment")
+        #expect(attachment.content == [0x00, 0x01, 0x02, 0xFF])
+        #expect(body.entity(at: [3]) == nil)
+        #expect(body.walk().map(\.path) == [[], [0], [1], [2]])
+    }
+
+    @Test("a message read from a pipe parses like one read from a file")
+    func fromPipe() throws {
+        let bytes = Array(try Data(contentsOf: Paths.fixtures.appendingPathComponent("messages/charsets.eml")))
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let written = bytes.withUnsafeBytes { write(fds[1], $0.baseAddress, $0.count) }
+        #expect(written == bytes.count)
+        close(fds[1])
+        defer { close(fds[0]) }
+        let message = try MIMEMessage.parse(fileDescriptor: fds[0])
+        #expect(message.subject == "Grüße aus Köln")
+        #expect(message.serialize() == (try MIMEMessage.parse(bytes)).serialize())
+    }
+
+    @Test("inputs over the size limit are refused, from memory, file and pipe")
+    func sizeLimit() throws {
+        let bytes = Array(try Data(contentsOf: Paths.fixtures.appendingPathComponent("messages/charsets.eml")))
+        let small = ParseOptions(maxSize: 100)
+        #expect(throws: MIMEError(.tooLarge(limit: 100))) { try MIMEMessage.parse(bytes, options: small) }
+        #expect(throws: MIMEError(.tooLarge(limit: 100))) {
+            try MIMEMessage.parse(contentsOf: Paths.fixtures.appendingPathComponent("messages/charsets.eml").path, options: small)
+        }
+        #expect(throws: MIMEError.self) { try MIMEMessage.parse(contentsOf: "/nonexistent/message.eml") }
+    }
+
+    @Test("parts nested deeper than the limit are refused")
+    func depthLimit() throws {
+        func nested(_ depth: Int) -> [UInt8] {
+            var text = "From: a@example.org\nSubject: deep\nMIME-Version: 1.0\n"
+            for level in 0..<depth {
+                text += "Content-Type: multipart/mixed; boundary=\"b\(level)\"\n\n--b\(level)\n"
+            }
+            text += "Content-Type: text/plain\n\ninnermost\n"
+            for level in (0..<depth).reversed() { text += "--b\(level)--\n" }
+            return Array(text.utf8)
+        }
+        let options = ParseOptions(maxDepth: 10)
+        let fine = try MIMEMessage.parse(nested(9), options: options)
+        #expect(fine.body?.depth == 10)
+        #expect(fine.body?.entity(at: Array(repeating: 0, count: 9))?.text == "innermost")
+        #expect(throws: MIMEError(.tooDeep(limit: 10))) { try MIMEMessage.parse(nested(10), options: options) }
+        // Far beyond: GMime's own nesting guard holds and we still refuse.
+        #expect(throws: MIMEError.self) { try MIMEMessage.parse(nested(5000), options: options) }
+    }
+
+    @Test("broken input is parsed with its problems reported, not crashed on")
+    func problemsReported() throws {
+        let broken = Array("""
+            From: a@example.org
+            From: b@example.org
+            Subject: =?UTF-8?B?broken
+            Content-Type: multipart/mixed
+
+            no boundary here
+            """.utf8)
+        let message = try MIMEMessage.parse(broken)
+        let kinds = message.parseIssues.map(\.kind)
+        #expect(kinds.contains(.multipartWithoutBoundary))
+        #expect(message.parseIssues.contains { $0.isCritical })
+        #expect(!message.serialize().isEmpty)
+        #expect(throws: MIMEError.self) { try MIMEMessage.parse([]) }
+    }
+}
