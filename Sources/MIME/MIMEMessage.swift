@@ -163,9 +163,11 @@ public final class MIMEMessage {
     // MARK: Building
 
     /// A new message with `body` and no headers yet (`g_mime_message_new`).
+    /// GMime's "pretty headers" mode is off: it pre-creates empty header
+    /// fields, which would be written out as broken empty lines.
     public convenience init(body: MIMEEntity) {
         GMimeLibrary.initialise()
-        self.init(taking: g_mime_message_new(1))
+        self.init(taking: g_mime_message_new(0))
         g_mime_message_set_mime_part(raw, body.raw)
     }
 

@@ -58,7 +58,7 @@ public enum Letter {
         let ciphertext = try gnupg.encrypt(body.canonicalBytes(), to: recipients, signer: signer,
                                            hideRecipients: hideRecipients)
         let letter = MIMEMessage(body: try PGPMIME.encrypted(armoredCiphertext: ciphertext))
-        for header in message.headers where !bodyHeaders.contains(header.name.lowercased()) {
+        for header in message.headers where !bodyHeaders.contains(header.name.lowercased()) && !header.value.isEmpty {
             letter.appendHeader(header.name, header.value)
         }
         return letter
