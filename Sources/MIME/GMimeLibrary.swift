@@ -89,3 +89,11 @@ final class MemoryStream {
         return Array(UnsafeBufferPointer(start: array.pointee.data, count: Int(array.pointee.len)))
     }
 }
+
+/// Facts about the GMime library in use.
+public enum MIMELibrary {
+    /// GMime's version, e.g. `3.2.13` (`gmime_major_version` and friends).
+    public static var version: String {
+        "\(gmime_major_version).\(gmime_minor_version).\(gmime_micro_version)"
+    }
+}

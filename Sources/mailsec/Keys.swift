@@ -1,0 +1,137 @@
+import ArgumentParser
+import Foundation
+import OpenPGP
+
+struct Keys: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Look up and import OpenPGP keys.",
+        subcommands: [Lookup.self, Import.self]
+    )
+}
+
+extension Keys {
+    struct Lookup: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the key each address would be encrypted to, or why it has none.",
+            discussion: """
+                All addresses are looked up in one key listing. An address matches a user ID only \
+                exactly (case aside). Of several usable keys the newest is chosen. The exit status \
+                is 0 when the look-up ran, whether or not every address has a usable key.
+                """
+        )
+
+        @OptionGroup var global: GlobalOptions
+
+        @Flag(help: "Print JSON for machines.")
+        var json = false
+
+        @Option(help: ArgumentHelp("Least user ID validity a key needs: marginal, full or ultimate.",
+                                   valueName: "validity"))
+        var minValidity: Validity?
+
+        @Argument(help: ArgumentHelp("Mail addresses to look up.", valueName: "address"))
+        var addresses: [String]
+
+        func validate() throws {
+            if addresses.isEmpty { throw ValidationError("Give at least one address.") }
+        }
+
+        func run() throws {
+            let results = try global.gnupg.lookup(addresses, requirements: KeyRequirements(minimumValidity: minValidity))
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                encoder.dateEncodingStrategy = .iso8601
+                try writeOutput(Array(encoder.encode(results.map(LookupReport.init))) + [10], to: nil)
+            } else {
+                for result in results { print(LookupReport(result).line) }
+            }
+        }
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import keys (armored or binary) from files; - reads standard input.")
+
+        @OptionGroup var global: GlobalOptions
+
+        @Argument(help: ArgumentHelp("Key files.", valueName: "file"))
+        var files: [String]
+
+        func validate() throws {
+            if files.isEmpty { throw ValidationError("Give at least one key file.") }
+        }
+
+        func run() throws {
+            let inputs = try files.map { ($0, try readInput($0)) }  // all readable before any import
+            for (name, bytes) in inputs {
+                let summary = try global.gnupg.importKeys(bytes)
+                print("\(name): \(summary.considered) considered, \(summary.imported) imported, "
+                      + "\(summary.unchanged) unchanged, \(summary.secretRead) secret")
+            }
+        }
+    }
+}
+
+extension Validity: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let value = Validity.allCases.first(where: { $0.description == argument.lowercased() }) else { return nil }
+        self = value
+    }
+}
+
+/// What `keys lookup` reports for one address.
+struct LookupReport: Encodable {
+    struct KeyReport: Encodable {
+        let fingerprint: String
+        let algorithms: [String]
+        let created: Date?
+        let expires: Date?
+        let userIDs: [String]
+        let verdict: String
+        let reason: String?
+
+        init(_ candidate: KeyCandidate) {
+            let key = candidate.key
+            fingerprint = key.fingerprint
+            algorithms = key.subkeys.map(\.algorithm)
+            created = key.created
+            expires = key.expires
+            userIDs = key.userIDs.map(\.uid)
+            switch candidate.verdict {
+            case .usable: verdict = "usable"; reason = nil
+            case .unusable(let problem): verdict = problem.code; reason = problem.description
+            }
+        }
+    }
+
+    let address: String
+    let chosen: String?
+    let candidates: [KeyReport]
+
+    enum CodingKeys: String, CodingKey { case address, chosen, candidates }
+
+    /// Written by hand so that "no key chosen" is an explicit `null`.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(address, forKey: .address)
+        try container.encode(chosen, forKey: .chosen)
+        try container.encode(candidates, forKey: .candidates)
+    }
+
+    init(_ lookup: KeyLookup) {
+        address = lookup.address
+        chosen = lookup.chosen?.fingerprint
+        candidates = lookup.candidates.map(KeyReport.init)
+    }
+
+    var line: String {
+        if let chosen, let key = candidates.first(where: { $0.fingerprint == chosen }) {
+            let created = key.created.map { ", created " + $0.formatted(.iso8601.year().month().day()) } ?? ""
+            return "\(address): \(chosen) (\(key.algorithms.joined(separator: "/"))\(created))"
+        }
+        if candidates.isEmpty { return "\(address): no key" }
+        let reasons = candidates.map { "\($0.fingerprint) \($0.reason ?? $0.verdict)" }
+        return "\(address): no usable key (\(reasons.joined(separator: "; ")))"
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import TestSupport
+import Testing
+
+func mailsec(_ arguments: [String], input: [UInt8] = [], home: TemporaryGnuPGHome? = nil) throws -> ProcessResult {
+    try run(Paths.mailsecExecutable.path, arguments, input: input, environment: home?.environment)
+}
+
+/// Error output must be exactly one line.
+func expectOneLine(_ result: ProcessResult, sourceLocation: SourceLocation = #_sourceLocation) {
+    let lines = result.errors.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+    #expect(lines.count == 1, "stderr: \(result.errors)", sourceLocation: sourceLocation)
+    #expect(result.errors.hasPrefix("mailsec: "), sourceLocation: sourceLocation)
+}
+
+let demoMail = Array("""
+    From: Alice <alice@example.org>
+    To: Bob <bob@example.org>
+    Subject: Dinner
+    Message-ID: <cli.1@example.org>
+    MIME-Version: 1.0
+    Content-Type: text/plain; charset=utf-8
+
+    The secret ingredient is saffron.
+
+    """.utf8)
+
+@Suite("The mailsec command line", .serialized)
+struct CLITests {
+    @Test("--version names mailsec, GPGME and GMime")
+    func version() throws {
+        let result = try mailsec(["--version"])
+        #expect(result.status == 0)
+        #expect(result.output.hasPrefix("mailsec 0.1.0 (GPGME 1."))
+        #expect(result.output.contains("GMime 3."))
+    }
+
+    @Test("keys import, then keys lookup in text and JSON")
+    func importAndLookup() throws {
+        try withGnuPGHome { home throws in
+            let files = ["alice.pub.asc", "expired.pub.asc", "malice.pub.asc"].map { Paths.key($0).path }
+            let imported = try mailsec(["keys", "import", "--gnupg-home", home.path] + files)
+            #expect(imported.status == 0, "\(imported.errors)")
+            #expect(imported.output.split(separator: "\n").count == 3)
+            #expect(imported.output.contains("alice.pub.asc: 1 considered, 1 imported"))
+
+            let colons = try home.gpg(["--with-colons", "--list-keys", "alice@example.org"]).output
+            let aliceFingerprint = try #require(colons.split(separator: "\n").first { $0.hasPrefix("fpr:") }?
+                .split(separator: ":", omittingEmptySubsequences: false)[9])
+
+            // The global option may also stand before the subcommand.
+            let text = try mailsec(["--gnupg-home", home.path, "keys", "lookup",
+                                    "alice@example.org", "expired@example.org", "nobody@example.org"])
+            #expect(text.status == 0, "\(text.errors)")
+            let lines = text.output.split(separator: "\n")
+            #expect(lines.count == 3)
+            #expect(lines[0].hasPrefix("alice@example.org: \(aliceFingerprint) (ed25519/cv25519"))
+            #expect(lines[1].hasPrefix("expired@example.org: no usable key (") && lines[1].hasSuffix(" expired)"))
+            #expect(lines[2] == "nobody@example.org: no key")
+
+            let json = try mailsec(["keys", "lookup", "--json", "--gnupg-home", home.path,
+                                    "alice@example.org", "expired@example.org"])
+            #expect(json.status == 0)
+            let reports = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout)) as? [[String: Any]])
+            #expect(reports.count == 2)
+            #expect(reports[0]["chosen"] as? String == String(aliceFingerprint))
+            #expect(reports[1]["chosen"] is NSNull)
+            let expired = try #require((reports[1]["candidates"] as? [[String: Any]])?.first)
+            #expect(expired["verdict"] as? String == "expired")
+
+            // The default home is $GNUPGHOME.
+            let fromEnvironment = try mailsec(["keys", "lookup", "alice@example.org"], home: home)
+            #expect(fromEnvironment.output.hasPrefix("alice@example.org: \(aliceFingerprint)"))
+        }
+    }
+
+    @Test("usage errors exit 64 with one line; unreadable input exits 66")
+    func usageErrors() throws {
+        try withGnuPGHome { home throws in
+            for arguments in [["keys", "lookup"], ["keys", "lookup", "--bogus", "a@example.org"],
+                              ["keys", "lookup", "not an address"], ["frobnicate"],
+                              ["keys", "lookup", "--gnupg-home", "/nonexistent/home", "a@example.org"],
+                              ["keys", "lookup", "--min-validity", "sometimes", "a@example.org"]] {
+                let result = try mailsec(arguments, home: home)
+                #expect(result.status == 64, "\(arguments): \(result.errors)")
+                expectOneLine(result)
+            }
+            let missing = try mailsec(["keys", "import", "/nonexistent/key.asc"], home: home)
+            #expect(missing.status == 66)
+            expectOneLine(missing)
+            let garbage = try mailsec(["keys", "import", "-"], input: Array("not a key".utf8), home: home)
+            #expect(garbage.status == 1)
+            expectOneLine(garbage)
+        }
+    }
+
+    @Test("encrypt makes a letter that gpg opens; decrypt opens it again")
+    func encryptDecrypt() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { sender throws in
+            let letter = try mailsec(["encrypt", "-"], input: demoMail, home: sender)
+            #expect(letter.status == 0, "\(letter.errors)")
+            #expect(!letter.output.contains("saffron"))
+            #expect(letter.output.contains("multipart/encrypted"))
+            try withGnuPGHome(importing: ["bob.sec.asc", "alice.pub.asc"]) { recipient throws in
+                let opened = try mailsec(["decrypt", "-"], input: letter.stdout, home: recipient)
+                #expect(opened.status == 0, "\(opened.errors)")
+                #expect(opened.output.contains("The secret ingredient is saffron."))
+                #expect(opened.errors.hasPrefix("signature: good "))
+                let plain = try mailsec(["decrypt", "-"], input: demoMail, home: recipient)
+                #expect(plain.status == 65)
+                expectOneLine(plain)
+            }
+        }
+    }
+
+    @Test("encrypt refuses, with reasons and no output, when a recipient has no usable key")
+    func encryptRefuses() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "expired.pub.asc"]) { home throws in
+            var mail = String(decoding: demoMail, as: UTF8.self)
+            mail = mail.replacingOccurrences(of: "To: Bob <bob@example.org>",
+                                             with: "To: Bob <bob@example.org>, expired@example.org\nCc: nobody@example.org")
+            let result = try mailsec(["encrypt", "-"], input: Array(mail.utf8), home: home)
+            #expect(result.status == 69)
+            #expect(result.stdout.isEmpty)
+            expectOneLine(result)
+            #expect(result.errors.contains("expired@example.org (expired)"))
+            #expect(result.errors.contains("nobody@example.org (no key)"))
+            #expect(!result.errors.contains("bob@example.org"))
+            #expect(!result.errors.contains("saffron"))
+        }
+    }
+}
