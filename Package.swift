@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "OpenPGP", targets: ["OpenPGP"]),
         .library(name: "MIME", targets: ["MIME"]),
+        .library(name: "Policy", targets: ["Policy"]),
         .library(name: "Pipeline", targets: ["Pipeline"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
@@ -28,7 +29,9 @@ let package = Package(
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
         .target(name: "OpenPGP", dependencies: ["CGPGME", "CMailsecShims"]),
         .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
-        .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME"]),
+        // Pure Swift: decisions, plans and redaction. No C, no GnuPG.
+        .target(name: "Policy"),
+        .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
@@ -39,7 +42,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "TestSupport"]),
         .testTarget(name: "MIMETests", dependencies: ["MIME", "TestSupport"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "OpenPGP", "MIME", "TestSupport"]),
+        .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

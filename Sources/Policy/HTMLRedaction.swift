@@ -1,0 +1,212 @@
+/// Redaction of marked spans in HTML.
+///
+/// The document is split into tags, comments and text. Markers are looked
+/// for in the *decoded* text of the whole document, so a marker broken up by
+/// a tag (`[[pri<b>vate]]`) or written with entities still counts. Inside a
+/// span no text and no attribute value survives: tags stay, bare (`<b>`,
+/// `</p>`), so the document keeps its shape and stays well formed. Text outside
+/// spans is kept byte for byte.
+extension Redactor {
+    public func redactHTML(_ html: String, mode: Mode, part: String = "html") throws(PolicyError) -> String {
+        let tokens = HTMLToken.split(html)
+        // The decoded text stream, and for each text token where its scalars start.
+        var stream: [Unicode.Scalar] = []
+        var starts: [Int] = []
+        for token in tokens {
+            starts.append(stream.count)
+            if case .text(_, let decoded) = token { stream += decoded }
+        }
+        let found = try spans(stream, part: part)
+        // Markers inside tags and comments must pair up within them.
+        for token in tokens {
+            switch token {
+            case .tag(let raw), .comment(let raw): try validate(raw, part: part)
+            default: break
+            }
+        }
+        guard !found.isEmpty || tokens.contains(where: { $0.hasMarkers(self) }) else { return html }
+
+        var placeholderAt = Set<Int>()     // censor: emit the placeholder before this position
+        var keep = [Bool](repeating: true, count: stream.count)
+        for span in found {
+            for index in span.openStart..<span.openEnd { keep[index] = false }
+            for index in span.closeStart..<span.closeEnd { keep[index] = false }
+            if mode == .censor {
+                for index in span.openEnd..<span.closeStart { keep[index] = false }
+                placeholderAt.insert(span.openStart)
+            }
+        }
+        /// A tag at stream position `p` lies in a span when span scalars stand on both sides.
+        func tagInSpan(_ p: Int) -> Bool {
+            found.contains { $0.openStart < p && p < $0.closeEnd }
+        }
+
+        var out = ""
+        for (index, token) in tokens.enumerated() {
+            let start = starts[index]
+            switch token {
+            case .text(let raw, let decoded):
+                let range = start..<(start + decoded.count)
+                if range.allSatisfy({ keep[$0] && !placeholderAt.contains($0) }) {
+                    out += raw
+                    continue
+                }
+                for position in range {
+                    if placeholderAt.contains(position) { out += escape(placeholder.unicodeScalars) }
+                    if keep[position] { out += escape(CollectionOfOne(stream[position])) }
+                }
+            case .tag(let raw):
+                if mode == .censor && (tagInSpan(start) || hasMarkers(raw)) {
+                    out += HTMLToken.bare(raw)
+                } else {
+                    out += try redact(raw, mode: .reveal, part: part)
+                }
+            case .comment(let raw):
+                if mode == .censor && (tagInSpan(start) || hasMarkers(raw)) { continue }
+                out += try redact(raw, mode: .reveal, part: part)
+            case .other(let raw):
+                if mode == .reveal || !tagInSpan(start) { out += raw }
+            }
+        }
+        return out
+    }
+
+    private func escape<S: Sequence<Unicode.Scalar>>(_ scalars: S) -> String {
+        var out = ""
+        for scalar in scalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
+
+/// A piece of an HTML document.
+enum HTMLToken {
+    /// Character data: as written, and decoded (entities resolved).
+    case text(raw: String, decoded: [Unicode.Scalar])
+    /// A start or end tag, as written.
+    case tag(String)
+    /// `<!-- … -->`
+    case comment(String)
+    /// `<!DOCTYPE …>`, `<?…>`, CDATA.
+    case other(String)
+
+    func hasMarkers(_ redactor: Redactor) -> Bool {
+        switch self {
+        case .text(let raw, _), .tag(let raw), .comment(let raw), .other(let raw): redactor.hasMarkers(raw)
+        }
+    }
+
+    /// Splits `html` into tokens. Script and style content is text.
+    static func split(_ html: String) -> [HTMLToken] {
+        let s = Array(html.unicodeScalars)
+        var tokens: [HTMLToken] = []
+        var index = 0
+        var textStart = 0
+        var rawTextEnd: String?   // inside <script> or <style>: the end tag we wait for
+        func flushText(_ end: Int) {
+            guard end > textStart else { return }
+            let raw = String(String.UnicodeScalarView(s[textStart..<end]))
+            tokens.append(.text(raw: raw, decoded: rawTextEnd == nil ? decodeEntities(raw) : Array(raw.unicodeScalars)))
+        }
+        func starts(_ prefix: String, at i: Int) -> Bool {
+            let p = Array(prefix.unicodeScalars)
+            guard i + p.count <= s.count else { return false }
+            return zip(s[i..<(i + p.count)], p).allSatisfy { String($0).lowercased() == String($1).lowercased() }
+        }
+        while index < s.count {
+            guard s[index] == "<" else { index += 1; continue }
+            if let end = rawTextEnd, !starts(end, at: index) { index += 1; continue }
+            var tokenEnd: Int?
+            var make: ((String) -> HTMLToken)?
+            if starts("<!--", at: index) {
+                var j = index + 4
+                while j < s.count && !starts("-->", at: j) { j += 1 }
+                tokenEnd = min(j + 3, s.count)
+                make = { .comment($0) }
+            } else if index + 1 < s.count, s[index + 1] == "!" || s[index + 1] == "?" {
+                var j = index + 2
+                while j < s.count && s[j] != ">" { j += 1 }
+                tokenEnd = min(j + 1, s.count)
+                make = { .other($0) }
+            } else if index + 1 < s.count, s[index + 1].properties.isAlphabetic || s[index + 1] == "/" {
+                var j = index + 1
+                var quote: Unicode.Scalar?
+                while j < s.count {
+                    let c = s[j]
+                    if let q = quote { if c == q { quote = nil } } else if c == "\"" || c == "'" { quote = c } else if c == ">" { break }
+                    j += 1
+                }
+                if j < s.count {
+                    tokenEnd = j + 1
+                    make = { .tag($0) }
+                }
+            }
+            guard let end = tokenEnd, let make else { index += 1; continue }
+            flushText(index)
+            let raw = String(String.UnicodeScalarView(s[index..<end]))
+            tokens.append(make(raw))
+            if case .tag = tokens.last! {
+                let name = tagName(raw)
+                if rawTextEnd != nil { rawTextEnd = nil }
+                else if !raw.hasPrefix("</") && (name == "script" || name == "style") && !raw.hasSuffix("/>") { rawTextEnd = "</" + name }
+            }
+            index = end
+            textStart = end
+        }
+        flushText(s.count)
+        return tokens
+    }
+
+    /// The lower-cased element name of a tag.
+    static func tagName(_ raw: String) -> String {
+        var name = ""
+        for scalar in raw.unicodeScalars.dropFirst(raw.hasPrefix("</") ? 2 : 1) {
+            if scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == ":" {
+                name.unicodeScalars.append(scalar)
+            } else { break }
+        }
+        return name.lowercased()
+    }
+
+    /// The tag without attributes: `<a href="x">` becomes `<a>`.
+    static func bare(_ raw: String) -> String {
+        let name = tagName(raw)
+        if raw.hasPrefix("</") { return "</\(name)>" }
+        return raw.hasSuffix("/>") ? "<\(name)/>" : "<\(name)>"
+    }
+}
+
+/// Resolves `&name;`, `&#NN;` and `&#xHH;` references; unknown ones stay.
+func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
+    let named: [String: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": "\u{A0}"]
+    let s = Array(raw.unicodeScalars)
+    var out: [Unicode.Scalar] = []
+    var index = 0
+    while index < s.count {
+        if s[index] == "&", let semicolon = s[index...].prefix(12).firstIndex(of: ";") {
+            let body = String(String.UnicodeScalarView(s[(index + 1)..<semicolon]))
+            var value: Unicode.Scalar?
+            if body.hasPrefix("#x") || body.hasPrefix("#X") {
+                value = UInt32(body.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init)
+            } else if body.hasPrefix("#") {
+                value = UInt32(body.dropFirst(1)).flatMap(Unicode.Scalar.init)
+            } else {
+                value = named[body.lowercased()]
+            }
+            if let value {
+                out.append(value)
+                index = semicolon + 1
+                continue
+            }
+        }
+        out.append(s[index])
+        index += 1
+    }
+    return out
+}

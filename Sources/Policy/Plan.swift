@@ -1,0 +1,306 @@
+/// A recipient's place in the mail.
+public enum RecipientRole: String, Sendable, Hashable, Codable, CaseIterable {
+    case to, cc, bcc
+}
+
+/// One recipient of a mail.
+public struct Recipient: Sendable, Hashable, Codable {
+    /// The mail address, `local@domain`.
+    public let address: String
+    public let role: RecipientRole
+
+    public init(_ address: String, _ role: RecipientRole) {
+        self.address = address
+        self.role = role
+    }
+
+    /// The domain part, lower-cased.
+    public var domain: String {
+        address.split(separator: "@").last.map { $0.lowercased() } ?? ""
+    }
+}
+
+/// Why one key for a recipient cannot be used (from the key look-up).
+public struct KeyRefusal: Sendable, Hashable, Codable {
+    /// The refused key's fingerprint.
+    public let fingerprint: String
+    /// A stable reason code: `revoked`, `expired`, `disabled`, `invalid`,
+    /// `no-encryption-subkey`, `validity-too-low`.
+    public let reason: String
+    /// The reason in words.
+    public let detail: String
+
+    public init(fingerprint: String, reason: String, detail: String) {
+        self.fingerprint = fingerprint
+        self.reason = reason
+        self.detail = detail
+    }
+}
+
+/// What the key look-up found for one recipient: the input the policy needs.
+public enum KeyAvailability: Sendable, Hashable {
+    /// A usable key: its fingerprint and where it came from (e.g. `keyring`).
+    case usable(fingerprint: String, source: String)
+    /// Keys exist but none is usable, each with its reason.
+    case unusable([KeyRefusal])
+    /// No key for the address at all.
+    case missing
+
+    public var isUsable: Bool {
+        if case .usable = self { return true }
+        return false
+    }
+}
+
+/// How postcards of a mail with marked spans treat the spans.
+public enum PostcardExtension: String, Sendable, Hashable, Codable {
+    /// Each span replaced by a fixed placeholder.
+    case censored
+    /// Each span replaced by a link to a reading page (password-protected).
+    case partiallyEncrypted = "partially-encrypted"
+}
+
+/// Per-mail options.
+public struct MailOptions: Sendable, Hashable {
+    /// Everybody gets a postcard, even recipients with keys.
+    public var enforcePostcard: Bool
+    /// Everybody must get a letter, or the mail is refused.
+    public var requireLetter: Bool
+    /// Recipients in these domains (lower-case) must get a letter, or the mail is refused.
+    public var requireLetterDomains: Set<String>
+    /// Postcards invite their recipients to encrypted mail.
+    public var invite: Bool
+    /// What postcards do with marked spans.
+    public var postcardExtension: PostcardExtension
+
+    public init(enforcePostcard: Bool = false, requireLetter: Bool = false, requireLetterDomains: Set<String> = [],
+                invite: Bool = false, postcardExtension: PostcardExtension = .censored) {
+        self.enforcePostcard = enforcePostcard
+        self.requireLetter = requireLetter
+        self.requireLetterDomains = Set(requireLetterDomains.map { $0.lowercased() })
+        self.invite = invite
+        self.postcardExtension = postcardExtension
+    }
+
+    /// Letters where keys allow, postcards elsewhere, censored spans.
+    public static let standard = MailOptions()
+
+    func requiresLetter(_ recipient: Recipient) -> Bool {
+        requireLetter || requireLetterDomains.contains(recipient.domain)
+    }
+}
+
+/// The decision for one recipient, with its reason.
+public enum Decision: Sendable, Hashable {
+    /// Encrypted and signed to this key.
+    case letter(fingerprint: String, source: String)
+    /// Plain, because of `why`.
+    case postcard(PostcardReason)
+    /// A letter was required but cannot be made; the mail is refused.
+    case refused(PostcardReason)
+
+    public var isLetter: Bool {
+        if case .letter = self { return true }
+        return false
+    }
+}
+
+/// Why a recipient does not get a letter.
+public enum PostcardReason: Sendable, Hashable {
+    /// `enforcePostcard` was set (the recipient may well have a key).
+    case enforced
+    /// No key for the address.
+    case noKey
+    /// Keys exist but none is usable.
+    case noUsableKey([KeyRefusal])
+
+    /// A short, stable code: `enforced`, `no-key`, `no-usable-key`.
+    public var code: String {
+        switch self {
+        case .enforced: "enforced"
+        case .noKey: "no-key"
+        case .noUsableKey: "no-usable-key"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .enforced: "postcard enforced for this mail"
+        case .noKey: "no key"
+        case .noUsableKey(let refusals):
+            "no usable key (" + refusals.map { "\($0.fingerprint) \($0.detail)" }.joined(separator: "; ") + ")"
+        }
+    }
+}
+
+/// Whether the recipients have usable keys (regardless of options).
+public enum RecipientSecurityState: String, Sendable, Hashable, Codable {
+    case none, allSecure, allInsecure, mixed
+}
+
+/// What the mail as a whole becomes.
+public enum MailSecurityState: Sendable, Hashable {
+    /// Every recipient gets a letter.
+    case letter
+    /// Some recipients get plain postcards.
+    case postcard
+    /// Some recipients get postcards, and the mail has marked spans.
+    case extendedPostcard(PostcardExtension)
+
+    /// `letter`, `postcard`, `extendedPostcard(censored)` …
+    public var name: String {
+        switch self {
+        case .letter: "letter"
+        case .postcard: "postcard"
+        case .extendedPostcard(let ext): "extendedPostcard(\(ext == .censored ? "censored" : "partiallyEncrypted"))"
+        }
+    }
+}
+
+/// One message to write, and who receives it.
+public struct PlannedCopy: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable, Codable {
+        case letter, postcard
+    }
+
+    public let kind: Kind
+    /// Envelope recipients of this copy, in the mail's order.
+    public let recipients: [Recipient]
+    /// For a letter: the recipients' key fingerprints, in the same order.
+    public let fingerprints: [String]
+}
+
+/// A recipient with its decision.
+public struct RecipientDecision: Sendable, Hashable {
+    public let recipient: Recipient
+    public let decision: Decision
+}
+
+/// The plan for one mail: decisions with reasons, both security states, and
+/// the copies to write. Made before anything is sent.
+public struct Plan: Sendable, Hashable {
+    public let decisions: [RecipientDecision]
+    public let recipientState: RecipientSecurityState
+    public let mailState: MailSecurityState
+    /// The copies to write; empty when the plan is refused.
+    public let copies: [PlannedCopy]
+    /// True when the mail has marked spans.
+    public let hasMarkedSpans: Bool
+    public let options: MailOptions
+
+    /// Recipients for whom a letter was required but no usable key exists.
+    public var refused: [RecipientDecision] {
+        decisions.filter { if case .refused = $0.decision { true } else { false } }
+    }
+
+    /// A refused plan writes nothing.
+    public var isRefused: Bool { !refused.isEmpty }
+
+    /// Decides for every recipient. Recipients are taken in order, each
+    /// address once (the first role wins: To before Cc before Bcc).
+    ///
+    /// - `enforcePostcard` gives everybody a postcard;
+    /// - `requireLetter` (or a required domain) refuses the mail when such a
+    ///   recipient has no usable key;
+    /// - otherwise a letter where a usable key exists, a postcard elsewhere.
+    ///
+    /// Copies: one letter for all To/Cc letter recipients, one letter for each
+    /// Bcc letter recipient, one postcard for all postcard recipients.
+    public init(recipients: [Recipient], keys: [String: KeyAvailability], hasMarkedSpans: Bool,
+                options: MailOptions = .standard) throws(PolicyError) {
+        if options.enforcePostcard && (options.requireLetter || !options.requireLetterDomains.isEmpty) {
+            throw PolicyError(.conflictingOptions)
+        }
+        var seen = Set<String>()
+        let unique = recipients.filter { seen.insert($0.address.lowercased()).inserted }
+        func availability(_ recipient: Recipient) -> KeyAvailability {
+            keys[recipient.address.lowercased()] ?? keys[recipient.address] ?? .missing
+        }
+
+        decisions = unique.map { recipient in
+            let keyState = availability(recipient)
+            let decision: Decision
+            switch keyState {
+            case .usable(let fingerprint, let source):
+                decision = options.enforcePostcard ? .postcard(.enforced) : .letter(fingerprint: fingerprint, source: source)
+            case .missing:
+                decision = options.requiresLetter(recipient) ? .refused(.noKey) : .postcard(.noKey)
+            case .unusable(let refusals):
+                decision = options.requiresLetter(recipient) ? .refused(.noUsableKey(refusals)) : .postcard(.noUsableKey(refusals))
+            }
+            return RecipientDecision(recipient: recipient, decision: decision)
+        }
+
+        let secure = unique.filter { availability($0).isUsable }.count
+        recipientState = unique.isEmpty ? .none
+            : secure == unique.count ? .allSecure
+            : secure == 0 ? .allInsecure : .mixed
+
+        let anyPostcard = decisions.contains { if case .postcard = $0.decision { true } else { false } }
+        mailState = !anyPostcard ? .letter
+            : hasMarkedSpans ? .extendedPostcard(options.postcardExtension) : .postcard
+        self.hasMarkedSpans = hasMarkedSpans
+        self.options = options
+
+        let isRefused = decisions.contains { if case .refused = $0.decision { true } else { false } }
+        guard !isRefused else {
+            copies = []
+            return
+        }
+        var copies: [PlannedCopy] = []
+        var openLetter: [(Recipient, String)] = []
+        var bccLetters: [PlannedCopy] = []
+        var postcard: [Recipient] = []
+        for item in decisions {
+            switch item.decision {
+            case .letter(let fingerprint, _) where item.recipient.role == .bcc:
+                bccLetters.append(PlannedCopy(kind: .letter, recipients: [item.recipient], fingerprints: [fingerprint]))
+            case .letter(let fingerprint, _):
+                openLetter.append((item.recipient, fingerprint))
+            case .postcard:
+                postcard.append(item.recipient)
+            case .refused:
+                break
+            }
+        }
+        if !openLetter.isEmpty {
+            copies.append(PlannedCopy(kind: .letter, recipients: openLetter.map(\.0), fingerprints: openLetter.map(\.1)))
+        }
+        copies += bccLetters
+        if !postcard.isEmpty {
+            copies.append(PlannedCopy(kind: .postcard, recipients: postcard, fingerprints: []))
+        }
+        self.copies = copies
+    }
+}
+
+/// An error of the policy layer.
+public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: Sendable, Equatable {
+        /// `enforcePostcard` together with `requireLetter`.
+        case conflictingOptions
+        /// Markers do not pair up: an opening marker inside a span, a closing
+        /// one outside, or a span left open. Line and column are 1-based.
+        case unbalancedMarkers(part: String, line: Int, column: Int, problem: MarkerProblem)
+        /// A marker is empty, or both markers are the same.
+        case invalidMarkers
+    }
+
+    public enum MarkerProblem: String, Sendable, Equatable {
+        case nested = "opening marker inside a marked span"
+        case unopened = "closing marker without an opening one"
+        case unclosed = "marked span is never closed"
+    }
+
+    public let code: Code
+
+    public init(_ code: Code) { self.code = code }
+
+    public var description: String {
+        switch code {
+        case .conflictingOptions: "enforcePostcard and requireLetter cannot both be set"
+        case let .unbalancedMarkers(part, line, column, problem): "\(part), line \(line), column \(column): \(problem.rawValue)"
+        case .invalidMarkers: "markers must be non-empty and different"
+        }
+    }
+}

@@ -1,0 +1,134 @@
+/// Finds marked spans and redacts them, in plain text and in HTML.
+///
+/// Markers match case-insensitively, so `[[Private]]` counts too: a typo in
+/// the marker must not leak the span.
+public struct Redactor: Sendable, Hashable {
+    /// The marker that opens a span.
+    public let open: String
+    /// The marker that closes a span.
+    public let close: String
+    /// What a censored span becomes; the same whatever the span's length.
+    public let placeholder: String
+
+    /// The default markers `[[private]]` … `[[/private]]` and placeholder `█████`.
+    public static let standard = try! Redactor(open: "[[private]]", close: "[[/private]]", placeholder: "█████")
+
+    public init(open: String, close: String, placeholder: String = "█████") throws(PolicyError) {
+        guard !open.isEmpty, !close.isEmpty, open.lowercased() != close.lowercased(),
+              !open.lowercased().contains(close.lowercased()), !close.lowercased().contains(open.lowercased())
+        else { throw PolicyError(.invalidMarkers) }
+        self.open = open
+        self.close = close
+        self.placeholder = placeholder
+    }
+
+    /// What to do with the spans.
+    public enum Mode: Sendable {
+        /// Keep the span text, drop the markers (letters).
+        case reveal
+        /// Replace each span, markers included, by the placeholder (postcards).
+        case censor
+    }
+
+    // MARK: Plain text
+
+    /// True when `text` contains a marker (balanced or not).
+    public func hasMarkers(_ text: String) -> Bool {
+        let scalars = folded(Array(text.unicodeScalars))
+        return find(folded(Array(open.unicodeScalars)), in: scalars, from: 0) != nil
+            || find(folded(Array(close.unicodeScalars)), in: scalars, from: 0) != nil
+    }
+
+    /// Checks that the markers in `text` pair up; `part` names the text in errors.
+    public func validate(_ text: String, part: String) throws(PolicyError) {
+        _ = try spans(Array(text.unicodeScalars), part: part)
+    }
+
+    /// Applies `mode` to plain text. Throws when markers do not pair up.
+    public func redact(_ text: String, mode: Mode, part: String = "text") throws(PolicyError) -> String {
+        let scalars = Array(text.unicodeScalars)
+        let found = try spans(scalars, part: part)
+        guard !found.isEmpty else { return text }
+        var out = String.UnicodeScalarView()
+        var position = 0
+        for span in found {
+            out.append(contentsOf: scalars[position..<span.openStart])
+            switch mode {
+            case .reveal: out.append(contentsOf: scalars[span.openEnd..<span.closeStart])
+            case .censor: out.append(contentsOf: placeholder.unicodeScalars)
+            }
+            position = span.closeEnd
+        }
+        out.append(contentsOf: scalars[position...])
+        return String(out)
+    }
+
+    /// A span in a scalar array: [openStart, openEnd) is the opening marker,
+    /// [closeStart, closeEnd) the closing one.
+    struct Span {
+        let openStart: Int, openEnd: Int, closeStart: Int, closeEnd: Int
+    }
+
+    /// Finds the spans in `scalars`, in order, checking that markers pair up.
+    func spans(_ scalars: [Unicode.Scalar], part: String) throws(PolicyError) -> [Span] {
+        let lowered = folded(scalars)
+        let openScalars = folded(Array(open.unicodeScalars))
+        let closeScalars = folded(Array(close.unicodeScalars))
+        var result: [Span] = []
+        var index = 0
+        var pendingOpen: (start: Int, end: Int)?
+        while index < lowered.count {
+            let nextOpen = find(openScalars, in: lowered, from: index)
+            let nextClose = find(closeScalars, in: lowered, from: index)
+            switch (nextOpen, nextClose) {
+            case (nil, nil):
+                index = lowered.count
+            case let (openAt?, closeAt) where closeAt == nil || openAt < closeAt!:
+                if pendingOpen != nil { throw markerError(part, scalars, openAt, .nested) }
+                pendingOpen = (openAt, openAt + openScalars.count)
+                index = openAt + openScalars.count
+            case let (_, closeAt?):
+                guard let opened = pendingOpen else { throw markerError(part, scalars, closeAt, .unopened) }
+                result.append(Span(openStart: opened.start, openEnd: opened.end,
+                                   closeStart: closeAt, closeEnd: closeAt + closeScalars.count))
+                pendingOpen = nil
+                index = closeAt + closeScalars.count
+            default:
+                index = lowered.count
+            }
+        }
+        if let opened = pendingOpen { throw markerError(part, scalars, opened.start, .unclosed) }
+        return result
+    }
+
+    private func markerError(_ part: String, _ scalars: [Unicode.Scalar], _ offset: Int,
+                             _ problem: PolicyError.MarkerProblem) -> PolicyError {
+        var line = 1, column = 1
+        for scalar in scalars[..<offset] {
+            if scalar == "\n" { line += 1; column = 1 } else { column += 1 }
+        }
+        return PolicyError(.unbalancedMarkers(part: part, line: line, column: column, problem: problem))
+    }
+}
+
+/// Each scalar lower-cased where that gives one scalar, so that offsets stay
+/// those of the original text.
+func folded(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar] {
+    scalars.map { scalar in
+        guard scalar.properties.changesWhenLowercased else { return scalar }
+        let lower = scalar.properties.lowercaseMapping.unicodeScalars
+        return lower.count == 1 ? lower.first! : scalar
+    }
+}
+
+/// The first index at which `needle` occurs in `haystack` at or after `from`.
+func find(_ needle: [Unicode.Scalar], in haystack: [Unicode.Scalar], from: Int) -> Int? {
+    guard let first = needle.first, haystack.count >= needle.count else { return nil }
+    var index = from
+    let last = haystack.count - needle.count
+    while index <= last {
+        if haystack[index] == first && haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
+        index += 1
+    }
+    return nil
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Policy
+import Testing
+
+@Suite("Marked spans and redaction")
+struct RedactorTests {
+    let redactor = Redactor.standard
+
+    @Test("plain text: letters keep the text without markers, postcards get a fixed placeholder")
+    func plainText() throws {
+        let text = "Meet at [[private]]Room 7,\nthird floor[[/private]] at [[PRIVATE]]9[[/Private]]."
+        #expect(try redactor.redact(text, mode: .reveal) == "Meet at Room 7,\nthird floor at 9.")
+        #expect(try redactor.redact(text, mode: .censor) == "Meet at █████ at █████.")
+        #expect(try redactor.redact("no spans here", mode: .censor) == "no spans here")
+        #expect(redactor.hasMarkers(text) && !redactor.hasMarkers("plain"))
+        // The placeholder does not tell how long the span was.
+        let short = try redactor.redact("[[private]]a[[/private]]", mode: .censor)
+        let long = try redactor.redact("[[private]]" + String(repeating: "x", count: 500) + "[[/private]]", mode: .censor)
+        #expect(short == long)
+    }
+
+    @Test("unbalanced and nested markers are errors that name the place")
+    func markerErrors() throws {
+        let cases: [(String, Int, Int, PolicyError.MarkerProblem)] = [
+            ("a\nb [[private]] open", 2, 3, .unclosed),
+            ("x [[/private]]", 1, 3, .unopened),
+            ("[[private]] a\n  [[private]] b [[/private]]", 2, 3, .nested),
+        ]
+        for (text, line, column, problem) in cases {
+            #expect(throws: PolicyError(.unbalancedMarkers(part: "body", line: line, column: column, problem: problem))) {
+                try redactor.redact(text, mode: .censor, part: "body")
+            }
+        }
+    }
+
+    @Test("configurable markers; bad markers refused")
+    func customMarkers() throws {
+        let custom = try Redactor(open: "<<", close: ">>", placeholder: "[redacted]")
+        #expect(try custom.redact("a <<b>> c", mode: .censor) == "a [redacted] c")
+        #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "", close: "x") }
+        #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "[p]", close: "[P]") }
+    }
+
+    @Test("HTML: no text and no attribute value survives inside a span; tags stay bare")
+    func html() throws {
+        let html = """
+            <p class="intro">Hello <b>Bob</b>, [[private]]the <a href="https://secret.example/x" title="hint">code</a>
+            is <i style="color:red">42</i>[[/private]] &amp; bye.</p>
+            """
+        let censored = try redactor.redactHTML(html, mode: .censor)
+        #expect(censored == """
+            <p class="intro">Hello <b>Bob</b>, █████<a></a><i></i> &amp; bye.</p>
+            """)
+        for secret in ["secret.example", "hint", "code", "42", "color", "private"] {
+            #expect(!censored.contains(secret), "\(secret) leaked")
+        }
+        let revealed = try redactor.redactHTML(html, mode: .reveal)
+        #expect(revealed == html.replacingOccurrences(of: "[[private]]", with: "").replacingOccurrences(of: "[[/private]]", with: ""))
+    }
+
+    @Test("HTML: markers split by tags or written with entities still count")
+    func htmlSplitMarkers() throws {
+        let html = "<div>[[pri<span>vate]]</span>top &#115;ecret[[&#x2F;private]] end</div>"
+        let censored = try redactor.redactHTML(html, mode: .censor)
+        #expect(!censored.contains("ecret") && !censored.contains("top"))
+        #expect(censored.contains("█████") && censored.contains(" end</div>"))
+        #expect(try redactor.redactHTML(html, mode: .reveal).contains("top secret"))
+    }
+
+    @Test("HTML: markers inside attribute values and comments are handled; unbalanced ones are errors")
+    func htmlAttributes() throws {
+        let html = #"<img alt="[[private]]Ann's face[[/private]]" src="a.png"><!-- [[private]]note[[/private]] --><p>x</p>"#
+        let censored = try redactor.redactHTML(html, mode: .censor)
+        #expect(censored == "<img><p>x</p>")
+        #expect(try redactor.redactHTML(html, mode: .reveal) == #"<img alt="Ann's face" src="a.png"><!-- note --><p>x</p>"#)
+        #expect(throws: PolicyError.self) { try redactor.redactHTML("<p>[[private]]open</p>", mode: .censor) }
+    }
+
+    @Test("HTML: script and style content inside a span is dropped too")
+    func htmlRawText() throws {
+        let html = "<p>[[private]]<script>var key = 'k';</script><style>.x{}</style>[[/private]]ok</p>"
+        #expect(try redactor.redactHTML(html, mode: .censor) == "<p>█████<script></script><style></style>ok</p>")
+    }
+}
