@@ -28,11 +28,41 @@ extension MIMEEntity {
         return entity
     }
 
+    /// Replaces the text of a `text/*` leaf, written as UTF-8 with a 7-bit-safe
+    /// transfer encoding whatever the charset and encoding were before.
+    public func replaceText(_ text: String) throws {
+        guard mailsec_gmime_is_text_part(raw) != 0 else { throw MIMEError(.invalidArgument("not a text part")) }
+        setContent(Array(text.utf8))
+        g_mime_text_part_set_charset(cast(raw), text.utf8.allSatisfy { $0 < 0x80 } ? "us-ascii" : "utf-8")
+    }
+
+    /// Sets the file name of a leaf (Content-Disposition `filename` and
+    /// Content-Type `name`).
+    public func setFilename(_ filename: String) {
+        guard mailsec_gmime_is_part(raw) != 0 else { return }
+        g_mime_part_set_filename(cast(raw), filename)
+    }
+
+    /// Removes every header field named `name`.
+    public func removeHeader(_ name: String) {
+        while g_mime_object_remove_header(raw, name) != 0 {}
+    }
+
+    /// Prepends a header field; the value is encoded as needed.
+    public func prependHeader(_ name: String, _ value: String) {
+        g_mime_object_prepend_header(raw, name, value, "utf-8")
+    }
+
+    /// An independent copy of this entity (written out and parsed again).
+    public func copy() throws -> MIMEEntity {
+        try MIMEEntity.parse(serialize(newline: .lf)).entity
+    }
+
     /// Sets the decoded content of a leaf and picks a 7-bit-safe transfer encoding.
     private func setContent(_ data: [UInt8]) {
         let part: UnsafeMutablePointer<GMimePart> = cast(raw)
         let stream = MemoryStream(copying: data)
-        let wrapper = g_mime_data_wrapper_new_with_stream(stream.raw, GMIME_CONTENT_ENCODING_DEFAULT)
+        let wrapper = withExtendedLifetime(stream) { g_mime_data_wrapper_new_with_stream(stream.raw, GMIME_CONTENT_ENCODING_DEFAULT) }
         g_mime_part_set_content(part, wrapper)
         g_object_unref(wrapper)
         g_mime_part_set_content_encoding(part, g_mime_part_get_best_content_encoding(part, GMIME_ENCODING_CONSTRAINT_7BIT))

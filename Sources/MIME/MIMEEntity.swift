@@ -141,20 +141,29 @@ public final class MIMEEntity {
         MIME.serialize(raw, newline: newline, hidden: [])
     }
 
-    /// The RFC 3156 canonical form to sign or encrypt: content re-encoded so
-    /// that it is 7-bit clean and trailing white space is protected
-    /// (`g_mime_object_encode`), written with CRLF line endings. GMime's
-    /// quoted-printable leaves a line starting "From " as it is, and a mail
-    /// store may turn it into ">From ", so such parts become base64.
+    /// The RFC 3156 canonical form to sign or encrypt, written with CRLF line
+    /// endings. The entity is re-encoded **in place** first so that it is 7-bit
+    /// clean (`g_mime_object_encode`), and so that no line a mail server might
+    /// touch is left as it is: a part with white space at a line end becomes
+    /// quoted-printable (RFC 3156 §3), one with a line starting "From " base64
+    /// (GMime's quoted-printable leaves those, and mail stores turn them into
+    /// ">From "). Work on a ``copy()`` to leave the original alone.
     public func canonicalBytes() -> [UInt8] {
         g_mime_object_encode(raw, GMIME_ENCODING_CONSTRAINT_7BIT)
         for (_, entity) in walk() where mailsec_gmime_is_part(entity.raw) != 0 {
             let part: UnsafeMutablePointer<GMimePart> = cast(entity.raw)
             let encoding = g_mime_part_get_content_encoding(part)
-            guard encoding != GMIME_CONTENT_ENCODING_BASE64, let content = entity.content,
-                  content.starts(with: Array("From ".utf8)) || content.contains(Array("\nFrom ".utf8))
-            else { continue }
-            g_mime_part_set_content_encoding(part, GMIME_CONTENT_ENCODING_BASE64)
+            guard encoding != GMIME_CONTENT_ENCODING_BASE64, let content = entity.content else { continue }
+            let lines = content.split(separator: 10, omittingEmptySubsequences: false)
+            if lines.contains(where: { $0.starts(with: Array("From ".utf8)) }) {
+                g_mime_part_set_content_encoding(part, GMIME_CONTENT_ENCODING_BASE64)
+            } else if encoding != GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE,
+                      lines.contains(where: { line in
+                          let trimmed = line.last == 13 ? line.dropLast() : line[...]
+                          return trimmed.last == 32 || trimmed.last == 9
+                      }) {
+                g_mime_part_set_content_encoding(part, GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE)
+            }
         }
         return serialize(newline: .crlf)
     }

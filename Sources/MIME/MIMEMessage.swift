@@ -73,13 +73,18 @@ public final class MIMEMessage {
     public static func parseMbox(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> [MIMEMessage] {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
         let stream = MemoryStream(copying: bytes)
-        let parser = g_mime_parser_new_with_stream(stream.raw)
+        let parser = withExtendedLifetime(stream) { g_mime_parser_new_with_stream(stream.raw) }
         defer { g_object_unref(parser) }
         g_mime_parser_set_format(parser, GMIME_FORMAT_MBOX)
         var messages: [MIMEMessage] = []
         while g_mime_parser_eos(parser) == 0 {
             let collector = IssueCollector()
-            guard let raw = collector.withParserOptions({ g_mime_parser_construct_message(parser, $0) }) else { break }
+            guard let raw = collector.withParserOptions({ g_mime_parser_construct_message(parser, $0) }) else {
+                // Input is left but no message could be made of it: say so
+                // rather than drop the rest of the mailbox.
+                if g_mime_parser_eos(parser) == 0 && !messages.isEmpty { throw MIMEError(.notParsable) }
+                break
+            }
             let message = MIMEMessage(taking: raw)
             message.parseIssues = collector.issues
             try message.checkDepth(options)
@@ -93,6 +98,9 @@ public final class MIMEMessage {
         let raw = collector.withParserOptions { parserOptions in
             let parser = g_mime_parser_new_with_stream(stream)
             defer { g_object_unref(parser) }
+            // Read every part now: a part left on disk could change or vanish
+            // under us, and writing it out later would fail unnoticed.
+            g_mime_parser_set_persist_stream(parser, 0)
             return g_mime_parser_construct_message(parser, parserOptions)
         }
         guard let raw else { throw MIMEError(.notParsable) }
@@ -198,6 +206,11 @@ public final class MIMEMessage {
     /// encoded as needed.
     public func appendHeader(_ name: String, _ value: String) {
         g_mime_object_append_header(object, name, value, "utf-8")
+    }
+
+    /// An independent copy of this message (written out and parsed again).
+    public func copy() throws -> MIMEMessage {
+        try MIMEMessage.parse(serialize(newline: .lf))
     }
 
     /// Removes every header field named `name`.

@@ -21,7 +21,8 @@ public enum PGPMIME {
     /// `sign` receives the canonical form of `content` (7-bit clean, CRLF
     /// line endings) and returns a detached signature over exactly those
     /// bytes. The signed part of the result is parsed back from the same bytes,
-    /// so what is written out is what was signed.
+    /// so what is written out is what was signed. `content` itself is
+    /// re-encoded in place (see ``MIMEEntity/canonicalBytes()``).
     public static func signed(_ content: MIMEEntity, sign: ([UInt8]) throws -> Signature) throws -> MIMEEntity {
         let canonical = content.canonicalBytes()
         let signature = try sign(canonical)

@@ -73,20 +73,35 @@ public struct ParseIssue: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Collects parser warnings through GMime's warning callback.
+///
+/// GMime copies the parser options, callback and user data included, into
+/// every header list it builds, and calls the callback again when a header is
+/// changed long after the parse. So the callback gets no pointer of ours:
+/// it reports to the collector that is parsing on this thread right now, and
+/// warnings outside a parse are dropped.
 final class IssueCollector {
     var issues: [ParseIssue] = []
 
-    /// Runs `body` with GMime parser options whose warning callback appends here.
+    /// The collector parsing on the current thread, if any.
+    private static let current: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// Runs `body` with GMime parser options whose warnings land here.
     func withParserOptions<R>(_ body: (OpaquePointer?) throws -> R) rethrows -> R {
         GMimeLibrary.initialise()
         let options = g_mime_parser_options_new()
         defer { g_mime_parser_options_free(options) }
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        g_mime_parser_options_set_warning_callback(options, { offset, code, _, userData in
-            guard let userData else { return }
-            let collector = Unmanaged<IssueCollector>.fromOpaque(userData).takeUnretainedValue()
+        g_mime_parser_options_set_warning_callback(options, { offset, code, _, _ in
+            guard let active = pthread_getspecific(IssueCollector.current) else { return }
+            let collector = Unmanaged<IssueCollector>.fromOpaque(active).takeUnretainedValue()
             collector.issues.append(ParseIssue(kind: .init(code), offset: offset >= 0 ? Int64(offset) : nil))
-        }, context)
+        }, nil)
+        let previous = pthread_getspecific(Self.current)
+        pthread_setspecific(Self.current, Unmanaged.passUnretained(self).toOpaque())
+        defer { pthread_setspecific(Self.current, previous) }
         return try withExtendedLifetime(self) { try body(options) }
     }
 }

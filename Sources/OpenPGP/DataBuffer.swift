@@ -4,17 +4,29 @@ import Foundation
 /// Owns one `gpgme_data_t`, released in `deinit`.
 final class DataBuffer {
     private(set) var raw: gpgme_data_t?
+    /// A memory buffer GPGME filled: it may hold (partial) plaintext.
+    private let isMemory: Bool
 
-    private init(raw: gpgme_data_t) { self.raw = raw }
+    private init(raw: gpgme_data_t, isMemory: Bool = false) {
+        self.raw = raw
+        self.isMemory = isMemory
+    }
 
-    deinit { if let raw { gpgme_data_release(raw) } }
+    /// A memory buffer not taken (an operation failed half way) is zeroed too.
+    deinit {
+        if isMemory {
+            _ = takeBytes()
+        } else if let raw {
+            gpgme_data_release(raw)
+        }
+    }
 
     /// An empty, growing memory buffer for output (`gpgme_data_new`).
     static func memory() throws(GPGMEError) -> DataBuffer {
         var dh: gpgme_data_t?
         try check(gpgme_data_new(&dh), .data)
         guard let dh else { throw GPGMEError(code: .general, .data) }
-        return DataBuffer(raw: dh)
+        return DataBuffer(raw: dh, isMemory: true)
     }
 
     /// A buffer that reads or writes the open file descriptor `fd`

@@ -49,9 +49,18 @@ func describe(_ error: any Error) -> String {
     }
 }
 
-/// Prints `mailsec: MESSAGE` on stderr and exits.
+/// Prints `mailsec: MESSAGE` on stderr and exits. Control characters (from
+/// an address in a hostile header, say) are shown escaped, never sent to the terminal.
 func fail(_ message: String, status: ExitStatus) -> Never {
-    let line = "mailsec: " + message.replacingOccurrences(of: "\n", with: " ") + "\n"
+    var printable = ""
+    for scalar in message.unicodeScalars {
+        if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+            printable += scalar == "\n" ? " " : "\\u{\(String(scalar.value, radix: 16))}"
+        } else {
+            printable.unicodeScalars.append(scalar)
+        }
+    }
+    let line = "mailsec: " + printable + "\n"
     FileHandle.standardError.write(Data(line.utf8))
     exit(status.rawValue)
 }
@@ -66,12 +75,24 @@ func readInput(_ path: String) throws -> [UInt8] {
 }
 
 /// Writes `bytes` to the file at `path`, or standard output for nil or `-`.
+/// A new file is private (0600) from the moment it exists; it is never
+/// written through a symbolic link.
 func writeOutput(_ bytes: [UInt8], to path: String?) throws {
     guard let path, path != "-" else {
         FileHandle.standardOutput.write(Data(bytes))
         return
     }
-    guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
-        throw CommandFailure("cannot write \(path)", status: .failure)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))", status: .failure) }
+    defer { close(fd) }
+    fchmod(fd, 0o600)
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))", status: .failure)
+        }
+        offset += written
     }
 }

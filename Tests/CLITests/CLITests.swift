@@ -85,6 +85,10 @@ struct CLITests {
                 #expect(result.status == 64, "\(arguments): \(result.errors)")
                 expectOneLine(result)
             }
+            let hostile = try mailsec(["keys", "lookup", "a\u{1B}[31m@example.org"], home: home)
+            #expect(hostile.status == 64)
+            #expect(!hostile.errors.contains("\u{1B}") && hostile.errors.contains("\\u{1b}"))
+            expectOneLine(hostile)
             let missing = try mailsec(["keys", "import", "/nonexistent/key.asc"], home: home)
             #expect(missing.status == 66)
             expectOneLine(missing)
@@ -102,6 +106,11 @@ struct CLITests {
             #expect(!letter.output.contains("saffron"))
             #expect(letter.output.contains("multipart/encrypted"))
             try withGnuPGHome(importing: ["bob.sec.asc", "alice.pub.asc"]) { recipient throws in
+                let outFile = recipient.path + "/opened.eml"
+                let toFile = try mailsec(["decrypt", "-o", outFile, "-"], input: letter.stdout, home: recipient)
+                #expect(toFile.status == 0)
+                let mode = try FileManager.default.attributesOfItem(atPath: outFile)[.posixPermissions] as? Int
+                #expect(mode == 0o600)
                 let opened = try mailsec(["decrypt", "-"], input: letter.stdout, home: recipient)
                 #expect(opened.status == 0, "\(opened.errors)")
                 #expect(opened.output.contains("The secret ingredient is saffron."))

@@ -77,6 +77,13 @@ struct BuildingTests {
         #expect(!canonical.replacingOccurrences(of: "\r\n", with: "").contains("\n"))
         let (back, _) = try MIMEEntity.parse(Array(canonical.utf8))
         #expect(back.text?.replacingOccurrences(of: "\r\n", with: "\n") == "Grüße\nFrom here\ntrailing \n")
+
+        // Plain ASCII with white space at line ends must not stay 7bit (RFC 3156 §3).
+        for text in ["a   \nb", "tab\t\nend", "last line \n"] {
+            let ascii = String(decoding: MIMEEntity.text(text).canonicalBytes(), as: UTF8.self)
+            #expect(!ascii.contains(" \r\n") && !ascii.contains("\t\r\n"), "\(ascii)")
+            #expect(try MIMEEntity.parse(Array(ascii.utf8)).entity.text?.replacingOccurrences(of: "\r\n", with: "\n") == text)
+        }
     }
 
     @Test("multipart/encrypted has the RFC 3156 shape")

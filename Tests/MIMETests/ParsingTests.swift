@@ -103,3 +103,33 @@ struct ParsingTests {
         #expect(throws: MIMEError.self) { try MIMEMessage.parse([]) }
     }
 }
+
+@Suite("Parser lifetime")
+struct ParserLifetimeTests {
+    @Test("editing headers after the parse reports nothing and touches no freed collector")
+    func editsAfterParse() throws {
+        let message = try MIMEMessage.parse(Array("From: a@example.org\nSubject: x\n\nbody\n".utf8))
+        for round in 0..<50 {
+            message.setHeader("X-Note", "=?utf-8?q?bad =?= \(round)")
+            message.setSubject("=?utf-8?b?broken")
+        }
+        #expect(message.parseIssues.isEmpty)
+        let second = try MIMEMessage.parse(Array("From: a@example.org\nFrom: b@example.org\n\nbody\n".utf8))
+        #expect(second.parseIssues.map(\.kind) == [.conflictingHeader])
+        #expect(message.header("X-Note") != nil)
+    }
+
+    @Test("a parsed file is read at once: changing the file later changes nothing")
+    func notLazy() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-mime")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/m.eml"
+        let original = try Data(contentsOf: Paths.fixtures.appendingPathComponent("messages/charsets.eml"))
+        try original.write(to: URL(fileURLWithPath: path))
+        let message = try MIMEMessage.parse(contentsOf: path)
+        let before = message.serialize()
+        try Data("truncated".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(message.serialize() == before)
+        #expect(message.body?.entity(at: [2])?.content == [0x00, 0x01, 0x02, 0xFF])
+    }
+}
