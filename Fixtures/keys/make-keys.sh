@@ -41,7 +41,7 @@ export_pub "$revoked" revoked
 carol_old=$(make Carol carol@example.org ed25519 cv25519 1y 20210101T000000)
 export_pub "$carol_old" carol-expired
 carol_new=$(make Carol carol@example.org ed25519 cv25519 never 20240101T000000)
-export_pub "$carol_new" carol
+export_sec "$carol_new" carol
 
 # Two usable keys for one address: the newer one is chosen.
 export_pub "$(make Dave dave@example.org rsa2048 rsa2048 never 20220101T000000)" dave-older

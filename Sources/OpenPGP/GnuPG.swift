@@ -30,12 +30,31 @@ public struct GnuPG: Sendable {
     /// Matching is exact and case-insensitive on the user ID's mail address.
     /// The result has one entry per distinct address, in the order given.
     public func lookup(_ addresses: [String], requirements: KeyRequirements = .anyValidity) throws -> [KeyLookup] {
+        try lookup(addresses, requirements: requirements, fingerprints: []).lookups
+    }
+
+    /// Like ``lookup(_:requirements:)``, and in the same listing operation also
+    /// lists the keys with the given fingerprints (for example a signing key
+    /// named by fingerprint).
+    public func lookup(_ addresses: [String], requirements: KeyRequirements = .anyValidity,
+                       fingerprints: [String]) throws -> (lookups: [KeyLookup], keys: [Key]) {
         var seen = Set<String>()
         let unique = addresses.filter { seen.insert($0.lowercased()).inserted }
-        guard !unique.isEmpty else { return [] }
         for address in unique { try KeyLookup.validate(address) }
-        let keys = try listKeys(patterns: unique.map { "<\($0)>" }, secretOnly: false)
-        return unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) }
+        for fingerprint in fingerprints where !Self.isFingerprint(fingerprint) {
+            throw InvalidAddressError(address: fingerprint)
+        }
+        let patterns = unique.map { "<\($0)>" } + fingerprints
+        guard !patterns.isEmpty else { return ([], []) }
+        let keys = try listKeys(patterns: patterns, secretOnly: false)
+        let wanted = Set(fingerprints.map { $0.uppercased() })
+        return (unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) },
+                keys.filter { wanted.contains($0.fingerprint) })
+    }
+
+    /// True for a full hexadecimal fingerprint (40 or 64 digits).
+    public static func isFingerprint(_ text: String) -> Bool {
+        (text.count == 40 || text.count == 64) && text.allSatisfy(\.isHexDigit)
     }
 
     /// The keys whose secret part GnuPG holds and that have a user ID for

@@ -39,28 +39,61 @@ public struct OpenedLetter {
 }
 
 /// Letters: PGP/MIME (RFC 3156) `multipart/encrypted`, signed and encrypted
-/// in one OpenPGP operation (RFC 3156 §6.2).
+/// in one OpenPGP operation (RFC 3156 §6.2), with the header fields protected
+/// inside (RFC 9788).
 public enum Letter {
-    /// Header fields that describe the body and so are never copied from the
-    /// original onto the letter, and Bcc, which no copy may carry.
+    /// Header fields that describe the body, and so are never copied from the
+    /// original, and Bcc, which no copy may carry.
     static let bodyHeaders: Set<String> = ["content-type", "content-transfer-encoding", "content-disposition",
                                            "content-description", "content-id", "mime-version", "bcc"]
 
+    /// Trace and transport fields: they stay outside only.
+    static let traceHeaders: Set<String> = ["received", "return-path", "dkim-signature", "arc-seal",
+                                            "arc-message-signature", "arc-authentication-results",
+                                            "authentication-results", "delivered-to", "autocrypt"]
+
+    /// Fields the outer header section must not show in clear (RFC 9788's
+    /// baseline policy): Subject is replaced, Comments and Keywords are removed.
+    static let confidentialHeaders: Set<String> = ["subject", "comments", "keywords"]
+
     /// Makes a letter of `message` for `recipients`, signed by `signer`.
     ///
-    /// The body is encrypted in its canonical form (7-bit clean, CRLF); the
-    /// letter keeps the original's other header fields and drops Bcc. The
+    /// Inside the encryption the body carries the message's header fields
+    /// (`hp="cipher"`) and `HP-Outer` fields that record what the outside
+    /// shows. Outside, the Subject reads `outerSubject`; Comments, Keywords and
+    /// Bcc are gone; `autocrypt` (a complete header value) is added when given.
+    /// The body is encrypted in its canonical form (7-bit clean, CRLF). The
     /// original message is not changed.
     public static func seal(_ message: MIMEMessage, to recipients: [Key], signer: Key, using gnupg: GnuPG,
-                            hideRecipients: Bool = false) throws -> MIMEMessage {
-        guard let body = message.body else { throw LetterError(.noBody) }
+                            hideRecipients: Bool = false, autocrypt: String? = nil,
+                            outerSubject: String = "...") throws -> MIMEMessage {
+        guard let original = message.body else { throw LetterError(.noBody) }
         guard !recipients.isEmpty else { throw LetterError(.noRecipients) }
-        let ciphertext = try gnupg.encrypt(body.canonicalBytes(), to: recipients, signer: signer,
+        let headers = message.headers.filter { !bodyHeaders.contains($0.name.lowercased()) && !$0.value.isEmpty }
+
+        var outer: [(String, String)] = []
+        for header in headers {
+            let name = header.name.lowercased()
+            if name == "subject" {
+                outer.append((header.name, outerSubject))
+            } else if !confidentialHeaders.contains(name) {
+                outer.append((header.name, header.value))
+            }
+        }
+        if let autocrypt { outer.append(("Autocrypt", autocrypt)) }
+
+        let inner = try original.copy()
+        let protected = headers.filter { !traceHeaders.contains($0.name.lowercased()) }
+        let hpOuter = outer.filter { !traceHeaders.contains($0.0.lowercased()) }.map { ("HP-Outer", "\($0.0): \($0.1)") }
+        for (name, value) in (protected.map { ($0.name, $0.value) } + hpOuter).reversed() {
+            inner.prependHeader(name, value)
+        }
+        inner.setContentTypeParameter("hp", "cipher")
+
+        let ciphertext = try gnupg.encrypt(inner.canonicalBytes(), to: recipients, signer: signer,
                                            hideRecipients: hideRecipients)
         let letter = MIMEMessage(body: try PGPMIME.encrypted(armoredCiphertext: ciphertext))
-        for header in message.headers where !bodyHeaders.contains(header.name.lowercased()) && !header.value.isEmpty {
-            letter.appendHeader(header.name, header.value)
-        }
+        for (name, value) in outer { letter.appendHeader(name, value) }
         return letter
     }
 

@@ -98,6 +98,8 @@ public enum Decision: Sendable, Hashable {
     case postcard(PostcardReason)
     /// A letter was required but cannot be made; the mail is refused.
     case refused(PostcardReason)
+    /// The mail is encrypted already; it goes out as it came.
+    case unchanged
 
     public var isLetter: Bool {
         if case .letter = self { return true }
@@ -161,6 +163,8 @@ public enum MailSecurityState: Sendable, Hashable {
 public struct PlannedCopy: Sendable, Hashable {
     public enum Kind: String, Sendable, Hashable, Codable {
         case letter, postcard
+        /// The mail as it came (it was encrypted already).
+        case unchanged
     }
 
     public let kind: Kind
@@ -206,8 +210,12 @@ public struct Plan: Sendable, Hashable {
     ///
     /// Copies: one letter for all To/Cc letter recipients, one letter for each
     /// Bcc letter recipient, one postcard for all postcard recipients.
+    ///
+    /// A mail that is `alreadyEncrypted` is never touched: one unchanged copy
+    /// goes to everybody, whatever the options (its mail state is `letter`:
+    /// nobody receives plain text from us).
     public init(recipients: [Recipient], keys: [String: KeyAvailability], hasMarkedSpans: Bool,
-                options: MailOptions = .standard) throws(PolicyError) {
+                alreadyEncrypted: Bool = false, options: MailOptions = .standard) throws(PolicyError) {
         if options.enforcePostcard && (options.requireLetter || !options.requireLetterDomains.isEmpty) {
             throw PolicyError(.conflictingOptions)
         }
@@ -220,6 +228,7 @@ public struct Plan: Sendable, Hashable {
         decisions = unique.map { recipient in
             let keyState = availability(recipient)
             let decision: Decision
+            if alreadyEncrypted { return RecipientDecision(recipient: recipient, decision: .unchanged) }
             switch keyState {
             case .usable(let fingerprint, let source):
                 decision = options.enforcePostcard ? .postcard(.enforced) : .letter(fingerprint: fingerprint, source: source)
@@ -247,6 +256,10 @@ public struct Plan: Sendable, Hashable {
             copies = []
             return
         }
+        if alreadyEncrypted {
+            copies = unique.isEmpty ? [] : [PlannedCopy(kind: .unchanged, recipients: unique, fingerprints: [])]
+            return
+        }
         var copies: [PlannedCopy] = []
         var openLetter: [(Recipient, String)] = []
         var bccLetters: [PlannedCopy] = []
@@ -259,7 +272,7 @@ public struct Plan: Sendable, Hashable {
                 openLetter.append((item.recipient, fingerprint))
             case .postcard:
                 postcard.append(item.recipient)
-            case .refused:
+            case .refused, .unchanged:
                 break
             }
         }

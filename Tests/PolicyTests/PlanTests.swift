@@ -111,3 +111,17 @@ struct PlanTests {
         }
     }
 }
+
+@Suite("Plans for mail that is encrypted already")
+struct AlreadyEncryptedTests {
+    @Test("one unchanged copy for everybody, whatever the options")
+    func unchanged() throws {
+        let (recipients, keys) = try #require(mails[.mixed])
+        for options in [MailOptions(), MailOptions(enforcePostcard: true), MailOptions(requireLetter: true)] {
+            let plan = try Plan(recipients: recipients, keys: keys, hasMarkedSpans: false, alreadyEncrypted: true, options: options)
+            #expect(picture(plan) == "unchanged[a@x.org,b@x.org,c@x.org,d@x.org]")
+            #expect(plan.decisions.allSatisfy { $0.decision == .unchanged })
+            #expect(!plan.isRefused && plan.mailState == .letter)
+        }
+    }
+}

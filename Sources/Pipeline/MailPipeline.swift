@@ -1,0 +1,285 @@
+import Foundation
+import MIME
+import OpenPGP
+import Policy
+
+/// An error of the mail pipeline. The description never quotes message content.
+public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: Sendable, Equatable {
+        /// The mail names no recipient.
+        case noRecipients
+        /// The mail has no From address and no sender was given.
+        case noSender
+        /// Letters are due but the sender has no key that can sign.
+        case noSigningKey(String)
+        /// The plan is refused (requireLetter); the addresses are those without a usable key.
+        case refused([String])
+        /// A signed mail with marked spans would go out with a broken signature.
+        case signedMailNeedsRedaction
+        /// A feature that is planned but not built yet.
+        case notYetSupported(String)
+    }
+
+    public let code: Code
+
+    public init(_ code: Code) { self.code = code }
+
+    public var description: String {
+        switch code {
+        case .noRecipients: "message has no recipients"
+        case .noSender: "message has no From address; name the sender"
+        case .noSigningKey(let who): "no usable signing key for \(who)"
+        case .refused(let addresses): "a letter is required but there is no usable key for " + addresses.joined(separator: ", ")
+        case .signedMailNeedsRedaction:
+            "the mail is signed and has marked spans: redacting them would break the signature, so it is refused"
+        case .notYetSupported(let what): "\(what) is not yet supported"
+        }
+    }
+}
+
+/// Options of the pipeline.
+public struct PipelineOptions: Sendable {
+    /// Per-mail policy options.
+    public var mail: MailOptions
+    /// Markers and placeholder.
+    public var redactor: Redactor
+    /// The key to sign letters with: an address or a fingerprint. Default: the From address.
+    public var signAs: String?
+    /// What keys must satisfy.
+    public var requirements: KeyRequirements
+    /// The Subject shown outside letters.
+    public var outerSubject: String
+
+    public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
+                requirements: KeyRequirements = .anyValidity, outerSubject: String = "...") {
+        self.mail = mail
+        self.redactor = redactor
+        self.signAs = signAs
+        self.requirements = requirements
+        self.outerSubject = outerSubject
+    }
+}
+
+/// A mail with its plan, ready to be written. Holds GMime objects, so it is
+/// not `Sendable`.
+public final class PreparedMail {
+    /// The mail as given.
+    public let message: MIMEMessage
+    /// Decisions, reasons, states and copies.
+    public let plan: Plan
+    /// The envelope sender every copy keeps.
+    public let envelopeSender: String
+    /// The key letters are signed with (and also encrypted to).
+    public let signingKey: Key?
+    let keys: [String: Key]
+
+    init(message: MIMEMessage, plan: Plan, envelopeSender: String, signingKey: Key?, keys: [String: Key]) {
+        self.message = message
+        self.plan = plan
+        self.envelopeSender = envelopeSender
+        self.signingKey = signingKey
+        self.keys = keys
+    }
+}
+
+/// One written message and where it goes.
+public struct WrittenCopy: Sendable {
+    public let kind: PlannedCopy.Kind
+    /// Envelope recipients.
+    public let recipients: [String]
+    /// Fingerprints the copy is encrypted to (recipients, then the sender); empty for postcards.
+    public let fingerprints: [String]
+    /// The envelope sender.
+    public let envelopeSender: String
+    /// The message, LF line endings.
+    public let bytes: [UInt8]
+}
+
+/// From a mail to its copies: recipients, one key look-up, the plan, then
+/// letters and postcards, all made before any is returned.
+public struct MailPipeline: Sendable {
+    public let gnupg: GnuPG
+    public let options: PipelineOptions
+
+    public init(gnupg: GnuPG, options: PipelineOptions = PipelineOptions()) {
+        self.gnupg = gnupg
+        self.options = options
+    }
+
+    /// The recipients of `message`: To, Cc and Bcc. With `envelope`, exactly
+    /// those addresses, each with its role from the header fields; an envelope
+    /// recipient in neither To nor Cc counts as Bcc.
+    public static func recipients(of message: MIMEMessage, envelope: [String]? = nil) -> [Recipient] {
+        let byRole: [(RecipientRole, [MailAddress])] = [(.to, message.addresses(.to)), (.cc, message.addresses(.cc)),
+                                                        (.bcc, message.addresses(.bcc))]
+        let headerRecipients = byRole.flatMap { role, addresses in addresses.map { Recipient($0.address, role) } }
+        guard let envelope else { return headerRecipients }
+        return envelope.map { address in
+            let role = headerRecipients.first { $0.address.lowercased() == address.lowercased() && $0.role != .bcc }?.role
+            return Recipient(address, role ?? .bcc)
+        }
+    }
+
+    /// True for mail that is encrypted already: `multipart/encrypted`,
+    /// `application/pkcs7-mime`, or a text body holding an armored OpenPGP message.
+    public static func isEncrypted(_ message: MIMEMessage) -> Bool {
+        guard let body = message.body else { return false }
+        let type = body.contentType
+        if type.is("multipart", "encrypted") || type.is("application", "pkcs7-mime")
+            || type.is("application", "x-pkcs7-mime") { return true }
+        if type.type == "text", let text = body.text {
+            return text.contains("-----BEGIN PGP MESSAGE-----")
+        }
+        return false
+    }
+
+    /// Looks up every recipient's key (and the signer's) in one listing and
+    /// makes the plan. Nothing is written yet.
+    public func prepare(_ message: MIMEMessage, envelopeSender: String? = nil,
+                        envelopeRecipients: [String]? = nil) throws -> PreparedMail {
+        let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
+        guard !recipients.isEmpty else { throw PipelineError(.noRecipients) }
+        let from = message.addresses(.from).first?.address
+        guard let sender = envelopeSender ?? from else { throw PipelineError(.noSender) }
+        let alreadyEncrypted = Self.isEncrypted(message)
+        let hasSpans = alreadyEncrypted ? false : try options.redactor.hasMarkedSpans(message)
+        if options.mail.postcardExtension == .partiallyEncrypted && hasSpans {
+            throw PipelineError(.notYetSupported("partially encrypted postcards"))
+        }
+
+        let signer = options.signAs ?? from ?? sender
+        let signerIsFingerprint = GnuPG.isFingerprint(signer)
+        let addresses = recipients.map(\.address) + (signerIsFingerprint ? [] : [signer])
+        let (lookups, listed) = try gnupg.lookup(addresses, requirements: options.requirements,
+                                                  fingerprints: signerIsFingerprint ? [signer] : [])
+        var availability: [String: KeyAvailability] = [:]
+        var keys: [String: Key] = [:]
+        for lookup in lookups {
+            if let key = lookup.chosen {
+                availability[lookup.address.lowercased()] = .usable(fingerprint: key.fingerprint, source: "keyring")
+                keys[key.fingerprint] = key
+            } else if lookup.candidates.isEmpty {
+                availability[lookup.address.lowercased()] = .missing
+            } else {
+                availability[lookup.address.lowercased()] = .unusable(lookup.candidates.compactMap {
+                    guard case .unusable(let problem) = $0.verdict else { return nil }
+                    return KeyRefusal(fingerprint: $0.key.fingerprint, reason: problem.code, detail: problem.description)
+                })
+            }
+        }
+        let signerKeys = signerIsFingerprint ? listed
+            : lookups.first { $0.address.lowercased() == signer.lowercased() }?.candidates.map(\.key) ?? []
+        let signingKey = signerKeys.first { key in
+            !key.isRevoked && !key.isExpired && !key.isDisabled && !key.isInvalid
+                && key.subkeys.contains(where: \.isUsableForSigning)
+        }
+        let plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
+                            alreadyEncrypted: alreadyEncrypted, options: options.mail)
+        return PreparedMail(message: message, plan: plan, envelopeSender: sender, signingKey: signingKey, keys: keys)
+    }
+
+    /// Writes every copy of the plan. All cryptography happens here, before
+    /// anything is returned; any failure throws and nothing is written.
+    public func write(_ prepared: PreparedMail) throws -> [WrittenCopy] {
+        let plan = prepared.plan
+        if plan.isRefused { throw PipelineError(.refused(plan.refused.map(\.recipient.address))) }
+        let kinds = Set(plan.copies.map(\.kind))
+        let body = prepared.message.body
+        let isSigned = body?.walk().contains { $0.entity.contentType.is("multipart", "signed") } ?? false
+        if plan.hasMarkedSpans && isSigned
+            && (kinds.contains(.postcard) || !(body?.contentType.is("multipart", "signed") ?? false)) {
+            throw PipelineError(.signedMailNeedsRedaction)
+        }
+
+        let needsKey = kinds.contains(.letter) || (kinds.contains(.postcard) && options.mail.invite)
+        var autocrypt: String?
+        var keydata: [UInt8] = []
+        if needsKey {
+            guard let signer = prepared.signingKey else {
+                throw PipelineError(.noSigningKey(options.signAs ?? prepared.message.addresses(.from).first?.address ?? prepared.envelopeSender))
+            }
+            keydata = try gnupg.exportKeys([signer], armored: false, minimal: true)
+            let address = signer.userIDs.first { !$0.address.isEmpty }?.address ?? prepared.envelopeSender
+            autocrypt = Autocrypt.header(address: prepared.message.addresses(.from).first?.address ?? address, keydata: keydata)
+        }
+
+        var copies: [WrittenCopy] = []
+        var letterSource: MIMEMessage?
+        var postcard: [UInt8]?
+        for planned in plan.copies {
+            let addresses = planned.recipients.map(\.address)
+            switch planned.kind {
+            case .unchanged:
+                let copy = try prepared.message.copy()
+                copy.removeHeader("Bcc")
+                copies.append(WrittenCopy(kind: .unchanged, recipients: addresses, fingerprints: [],
+                                          envelopeSender: prepared.envelopeSender, bytes: copy.serialize()))
+            case .letter:
+                guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
+                if letterSource == nil { letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans) }
+                var keys = try planned.fingerprints.map { fingerprint in
+                    guard let key = prepared.keys[fingerprint] else { throw PipelineError(.noSigningKey(fingerprint)) }
+                    return key
+                }
+                if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
+                let letter = try Letter.seal(letterSource!, to: keys, signer: signer, using: gnupg,
+                                             autocrypt: autocrypt, outerSubject: options.outerSubject)
+                copies.append(WrittenCopy(kind: .letter, recipients: addresses, fingerprints: keys.map(\.fingerprint),
+                                          envelopeSender: prepared.envelopeSender, bytes: letter.serialize()))
+            case .postcard:
+                if postcard == nil {
+                    postcard = try postcardBytes(prepared.message, spans: plan.hasMarkedSpans,
+                                                 invite: options.mail.invite ? (autocrypt, keydata) : nil)
+                }
+                copies.append(WrittenCopy(kind: .postcard, recipients: addresses, fingerprints: [],
+                                          envelopeSender: prepared.envelopeSender, bytes: postcard!))
+            }
+        }
+        return copies
+    }
+
+    /// Prepares and writes in one go.
+    public func process(_ message: MIMEMessage, envelopeSender: String? = nil,
+                        envelopeRecipients: [String]? = nil) throws -> (plan: Plan, copies: [WrittenCopy]) {
+        let prepared = try prepare(message, envelopeSender: envelopeSender, envelopeRecipients: envelopeRecipients)
+        return (prepared.plan, try write(prepared))
+    }
+
+    /// The full text with markers removed; a signed body is unwrapped, since
+    /// the letter's own signature takes its place.
+    func revealed(_ message: MIMEMessage, spans: Bool) throws -> MIMEMessage {
+        let copy = try message.copy()
+        copy.removeHeader("Bcc")
+        guard spans else { return copy }
+        if let body = copy.body, body.contentType.is("multipart", "signed"), let content = body.children.first {
+            copy.setBody(try content.copy())
+        }
+        try options.redactor.apply(.reveal, to: copy)
+        return copy
+    }
+
+    /// The censored postcard, with the invitation when asked for.
+    func postcardBytes(_ message: MIMEMessage, spans: Bool, invite: (autocrypt: String?, keydata: [UInt8])?) throws -> [UInt8] {
+        let copy = try message.copy()
+        copy.removeHeader("Bcc")
+        if spans { try options.redactor.apply(.censor, to: copy) }
+        if let invite, let body = copy.body {
+            let sender = message.addresses(.from).first
+            let who = sender.map { $0.name.isEmpty ? $0.address : "\($0.name) <\($0.address)>" } ?? "The sender"
+            let text = MIMEEntity.text("""
+                \(who) can send you encrypted mail.
+
+                This mail was not encrypted, because we do not have a key for you. To receive \
+                encrypted mail, set up OpenPGP in your mail program (Thunderbird has it built in) \
+                and reply to this mail. The attached file is the sender's public key.
+
+                """)
+            text.setHeader("Content-Description", "Invitation to encrypted mail")
+            let key = try MIMEEntity.part(Array(Armor.armor(invite.keydata).utf8), type: "application",
+                                          subtype: "pgp-keys", filename: "public-key.asc")
+            copy.setBody(.multipart("mixed", [try body.copy(), text, key]))
+            if let autocrypt = invite.autocrypt { copy.appendHeader("Autocrypt", autocrypt) }
+        }
+        return copy.serialize()
+    }
+}
