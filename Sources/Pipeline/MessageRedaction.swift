@@ -13,9 +13,9 @@ extension Redactor {
     /// not pair up, naming the part (`Subject`, `part 1.2 (text/html)`).
     public func hasMarkedSpans(_ message: MIMEMessage) throws -> Bool {
         var found = false
-        try visit(message, prefix: "") { text, name, _ in
-            if hasMarkers(text) {
-                try validate(text, part: name)
+        try visit(message, prefix: "") { text, name, isHTML in
+            if isHTML ? hasMarkersHTML(text) : hasMarkers(text) {
+                if isHTML { _ = try redactHTML(text, mode: .censor, part: name) } else { try validate(text, part: name) }
                 found = true
             }
             return nil
@@ -26,7 +26,7 @@ extension Redactor {
     /// Applies `mode` to every marked span of `message`, in place.
     public func apply(_ mode: Mode, to message: MIMEMessage) throws {
         try visit(message, prefix: "") { text, name, isHTML in
-            guard hasMarkers(text) else { return nil }
+            guard isHTML ? hasMarkersHTML(text) : hasMarkers(text) else { return nil }
             return isHTML ? try redactHTML(text, mode: mode, part: name) : try redact(text, mode: mode, part: name)
         }
     }

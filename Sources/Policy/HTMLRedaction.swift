@@ -7,6 +7,19 @@
 /// `</p>`), so the document keeps its shape and stays well formed. Text outside
 /// spans is kept byte for byte.
 extension Redactor {
+    /// True when `html` has a marker, written plainly, with entities, or
+    /// broken up by tags.
+    public func hasMarkersHTML(_ html: String) -> Bool {
+        if hasMarkers(html) { return true }
+        var stream = String.UnicodeScalarView()
+        for token in HTMLToken.split(html) {
+            if case .text(_, let decoded) = token { stream.append(contentsOf: decoded) }
+        }
+        return hasMarkers(String(stream))
+    }
+
+    /// Applies `mode` to the marked spans of an HTML document. Throws when
+    /// markers do not pair up.
     public func redactHTML(_ html: String, mode: Mode, part: String = "html") throws(PolicyError) -> String {
         let tokens = HTMLToken.split(html)
         // The decoded text stream, and for each text token where its scalars start.

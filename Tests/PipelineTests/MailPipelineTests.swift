@@ -1,0 +1,209 @@
+import Foundation
+import MIME
+import OpenPGP
+import Pipeline
+import Policy
+import TestSupport
+import Testing
+
+@Suite("Letters and postcards through the pipeline, with real gpg", .serialized)
+struct MailPipelineTests {
+    @Test("a mixed mail: plan, one letter for To/Cc, one per Bcc, one censored postcard")
+    func mixedMail() throws {
+        let (plan, copies, aliceFingerprint, carolKeyIDs) = try withGnuPGHome(importing: senderFixtures) { home throws in
+            let gnupg = GnuPG(home: home.path)
+            let (plan, copies) = try MailPipeline(gnupg: gnupg).process(try parse(mixedMailText))
+            let alice = try #require(try gnupg.lookup(["alice@example.org"])[0].chosen)
+            let carol = try #require(try gnupg.lookup(["carol@example.org"])[0].chosen)
+            return (plan, copies, alice.fingerprint, carol.subkeys.map { String($0.fingerprint.suffix(16)) })
+        }
+        #expect(plan.recipientState == .mixed)
+        #expect(plan.mailState == .extendedPostcard(.censored))
+        #expect(copies.map(\.kind) == [.letter, .letter, .postcard])
+        #expect(copies.map(\.recipients) == [["bob@example.org"], ["carol@example.org"], ["nobody@example.org"]])
+        #expect(copies.allSatisfy { $0.envelopeSender == "alice@example.org" })
+        #expect(copies[0].fingerprints.last == aliceFingerprint, "letters are encrypted to the sender too")
+
+        for copy in copies {
+            let message = try MIMEMessage.parse(copy.bytes)
+            #expect(message.header("Bcc") == nil)
+            #expect(message.addresses(.from).map(\.address) == ["alice@example.org"])
+            #expect(message.addresses(.to).map(\.address) == ["bob@example.org"])
+            #expect(message.addresses(.cc).map(\.address) == ["nobody@example.org"])
+            #expect(message.messageID == "mixed.1@example.org")
+            #expect(message.header("In-Reply-To") == "<earlier.1@example.org>")
+            #expect(message.header("References") == "<earlier.1@example.org>")
+            #expect(message.header("Date") == "Sat, 21 Nov 2026 10:00:00 +0100")
+        }
+
+        // Letters: gpg decrypts each for its recipient, signed by Alice; the
+        // real Subject is inside only.
+        for (copy, secret) in [(copies[0], "bob.sec.asc"), (copies[1], "carol.sec.asc")] {
+            let outer = try MIMEMessage.parse(copy.bytes)
+            #expect(outer.subject == "...")
+            #expect(!String(decoding: copy.bytes, as: UTF8.self).contains("Falcon"))
+            let autocrypt = try #require(outer.header("Autocrypt"))
+            #expect(autocrypt.hasPrefix("addr=alice@example.org; prefer-encrypt=mutual; keydata="))
+            let opened = try gpgOpen(copy.bytes, as: secret)
+            #expect(opened.status == 0, "\(opened.errors)")
+            #expect(opened.errors.contains("[GNUPG:] VALIDSIG \(aliceFingerprint)"))
+            let inner = try MIMEEntity.parse(opened.stdout).entity
+            #expect(inner.header("Subject") == "Plan Falcon review")
+            #expect(inner.contentType.parameters["hp"] == "cipher")
+            #expect(inner.headers.contains { $0.name == "HP-Outer" && $0.value == "Subject: ..." })
+            #expect(inner.header("Bcc") == nil)
+            let text = try #require(inner.entity(at: [0])?.text)
+            #expect(text.contains("The launch code is 4711.") && !text.contains("[[private]]"))
+            #expect(inner.entity(at: [1])?.text?.contains("<b>4711</b>") == true)
+        }
+
+        // Bcc: Carol's address and key ids are in no other copy.
+        for copy in [copies[0], copies[2]] {
+            let text = String(decoding: copy.bytes, as: UTF8.self)
+            #expect(!text.contains("carol@example.org"))
+            for keyID in carolKeyIDs { #expect(!text.uppercased().contains(keyID)) }
+        }
+        try withGnuPGHome { home throws in
+            let armored = try #require(try MIMEMessage.parse(copies[0].bytes).body.flatMap { PGPMIME.ciphertext(of: $0) })
+            let packets = try home.gpg(["--list-packets", "--list-only"], input: armored).output.uppercased()
+            for keyID in carolKeyIDs { #expect(!packets.contains(keyID)) }
+        }
+        #expect(try gpgOpen(copies[0].bytes, as: "carol.sec.asc").status != 0, "Carol cannot read the To/Cc letter")
+
+        // The postcard: censored everywhere, decoded or not.
+        let postcard = try MIMEMessage.parse(copies[2].bytes)
+        #expect(postcard.subject == "Plan █████ review")
+        for visible in try everythingVisible(copies[2].bytes) {
+            #expect(!visible.contains("Falcon") && !visible.contains("4711") && !visible.contains("launch"))
+        }
+        #expect(postcard.body?.entity(at: [0])?.text?.contains("█████") == true)
+        #expect(postcard.header("Autocrypt") == nil)
+    }
+
+    @Test("requireLetter with a keyless recipient refuses the mail and writes nothing")
+    func requireLetterRefuses() throws {
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home.path),
+                                        options: PipelineOptions(mail: MailOptions(requireLetter: true)))
+            let prepared = try pipeline.prepare(try parse(mixedMailText))
+            #expect(prepared.plan.isRefused)
+            #expect(prepared.plan.refused.map(\.recipient.address) == ["nobody@example.org"])
+            #expect(throws: PipelineError(.refused(["nobody@example.org"]))) { try pipeline.write(prepared) }
+        }
+    }
+
+    @Test("enforcePostcard: one censored postcard for all, no key used")
+    func enforcePostcard() throws {
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home.path),
+                                        options: PipelineOptions(mail: MailOptions(enforcePostcard: true)))
+            let (plan, copies) = try pipeline.process(try parse(mixedMailText))
+            #expect(plan.recipientState == .mixed)
+            #expect(copies.map(\.kind) == [.postcard])
+            #expect(copies[0].recipients == ["bob@example.org", "nobody@example.org", "carol@example.org"])
+            #expect(!String(decoding: copies[0].bytes, as: UTF8.self).contains("carol@example.org"))
+        }
+    }
+
+    @Test("mail that is encrypted already goes out unchanged, Bcc header dropped")
+    func alreadyEncrypted() throws {
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
+            let letter = try pipeline.process(try parse(mixedMailText)).copies[0].bytes
+            var input = String(decoding: letter, as: UTF8.self)
+            input = input.replacingOccurrences(of: "Cc: nobody@example.org\n", with: "Cc: nobody@example.org\nBcc: carol@example.org\n")
+            let (plan, copies) = try pipeline.process(try parse(input))
+            #expect(plan.decisions.allSatisfy { $0.decision == .unchanged })
+            #expect(copies.map(\.kind) == [.unchanged])
+            #expect(copies[0].recipients == ["bob@example.org", "nobody@example.org", "carol@example.org"])
+            #expect(copies[0].bytes == letter)
+        }
+    }
+
+    @Test("invite: the postcard carries an invitation, the sender's key and an Autocrypt header")
+    func invite() throws {
+        let postcard = try withGnuPGHome(importing: senderFixtures) { home throws in
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home.path), options: PipelineOptions(mail: MailOptions(invite: true)))
+            return try pipeline.process(try parse(mixedMailText)).copies.last!
+        }
+        #expect(postcard.kind == .postcard)
+        let message = try MIMEMessage.parse(postcard.bytes)
+        #expect(message.header("Autocrypt")?.hasPrefix("addr=alice@example.org; prefer-encrypt=mutual; keydata=") == true)
+        let body = try #require(message.body)
+        #expect(body.children.map(\.contentType.description) == ["multipart/alternative", "text/plain", "application/pgp-keys"])
+        #expect(body.entity(at: [1])?.text?.contains("can send you encrypted mail") == true)
+        let key = try #require(body.entity(at: [2])?.content)
+        try withGnuPGHome { home throws in
+            let imported = try home.gpg(["--import"], input: key)
+            #expect(imported.status == 0, "\(imported.errors)")
+            #expect(try GnuPG(home: home.path).lookup(["alice@example.org"])[0].chosen != nil)
+        }
+        try expectGolden(skeleton(message), "postcard-invite")
+    }
+
+    @Test("a signed mail with marked spans is refused; without spans its signature survives")
+    func signedMail() throws {
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let gnupg = GnuPG(home: home.path)
+            let alice = try #require(try gnupg.lookup(["alice@example.org"])[0].chosen)
+            func signedMail(_ text: String) throws -> MIMEMessage {
+                let signed = try PGPMIME.signed(.text(text)) { canonical in
+                    let signature = try gnupg.signDetached(canonical, signer: alice)
+                    return PGPMIME.Signature(armored: signature.armored, micalg: signature.micalg)
+                }
+                let message = MIMEMessage(body: signed)
+                message.add([MailAddress(address: "alice@example.org")], to: .from)
+                message.add([MailAddress(address: "nobody@example.org")], to: .to)
+                message.setSubject("signed")
+                return message
+            }
+            let pipeline = MailPipeline(gnupg: gnupg)
+            #expect(throws: PipelineError(.signedMailNeedsRedaction)) {
+                try pipeline.process(try signedMail("a [[private]]secret[[/private]] b"))
+            }
+            let plain = try pipeline.process(try signedMail("nothing to hide\n")).copies
+            #expect(plain.map(\.kind) == [.postcard])
+            let body = try #require(try MIMEMessage.parse(plain[0].bytes).body)
+            let wire = String(decoding: try MIMEMessage.parse(plain[0].bytes).serialize(newline: .crlf), as: UTF8.self)
+            let boundary = try #require(body.contentType.parameters["boundary"])
+            let open = try #require(wire.range(of: "--\(boundary)\r\n"))
+            let close = try #require(wire.range(of: "\r\n--\(boundary)", range: open.upperBound..<wire.endIndex))
+            try Data(wire[open.upperBound..<close.lowerBound].utf8).write(to: URL(fileURLWithPath: home.path + "/signed"))
+            try Data(try #require(body.entity(at: [1])?.content)).write(to: URL(fileURLWithPath: home.path + "/sig.asc"))
+            let verify = try home.gpg(["--verify", home.path + "/sig.asc", home.path + "/signed"])
+            #expect(verify.status == 0, "\(verify.errors)")
+        }
+    }
+
+    @Test("gpg processes: one key listing per mail, one export, one encryption per letter")
+    func processCount() throws {
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let log = home.path + "/calls.log"
+            let wrapper = home.path + "/gpg-wrapper"
+            try "#!/bin/sh\necho \"$*\" >> '\(log)'\nexec gpg \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+            chmod(wrapper, 0o700)
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home.path, executable: wrapper))
+            let copies = try pipeline.process(try parse(mixedMailText)).copies
+            let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+            let listings = calls.filter { $0.contains("--list-keys") || $0.contains("--list-secret-keys") }
+            let exports = calls.filter { $0.contains("--export") }
+            let encryptions = calls.filter { $0.contains("--encrypt") }
+            #expect(listings.count == 1, "\(calls)")
+            #expect(exports.count == 1)
+            #expect(encryptions.count == copies.filter { $0.kind == .letter }.count)
+        }
+    }
+
+    @Test("golden structures of a letter (outside and inside) and a censored postcard")
+    func goldenStructures() throws {
+        let copies = try withGnuPGHome(importing: senderFixtures) { home throws in
+            try MailPipeline(gnupg: GnuPG(home: home.path)).process(try parse(mixedMailText)).copies
+        }
+        try expectGolden(skeleton(try MIMEMessage.parse(copies[0].bytes)), "letter-outer")
+        let opened = try gpgOpen(copies[0].bytes, as: "bob.sec.asc")
+        let inner = try MIMEEntity.parse(opened.stdout).entity
+        try expectGolden("headers: " + inner.headers.map { $0.name }.joined(separator: ", ") + "\n"
+                         + skeleton(inner).joined(separator: "\n") + "\n", "letter-inner")
+        try expectGolden(skeleton(try MIMEMessage.parse(copies[2].bytes)), "postcard-censored")
+    }
+}
