@@ -260,9 +260,8 @@ public struct MailPipeline: Sendable {
 
     /// The censored postcard, with the invitation when asked for.
     func postcardBytes(_ message: MIMEMessage, spans: Bool, invite: (autocrypt: String?, keydata: [UInt8])?) throws -> [UInt8] {
-        let copy = try message.copy()
+        let copy = spans ? try Postcard.censored(message, redactor: options.redactor) : try message.copy()
         copy.removeHeader("Bcc")
-        if spans { try options.redactor.apply(.censor, to: copy) }
         if let invite, let body = copy.body {
             let sender = message.addresses(.from).first
             let who = sender.map { $0.name.isEmpty ? $0.address : "\($0.name) <\($0.address)>" } ?? "The sender"

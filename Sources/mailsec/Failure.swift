@@ -2,6 +2,7 @@ import Foundation
 import MIME
 import OpenPGP
 import Pipeline
+import Policy
 
 /// sysexits.h codes the tool exits with.
 enum ExitStatus: Int32 {
@@ -14,10 +15,22 @@ enum ExitStatus: Int32 {
     case noInput = 66
     /// EX_UNAVAILABLE: refused by policy, e.g. no usable key for a letter.
     case refused = 69
+    /// EX_CANTCREAT: an output cannot be made.
+    case cannotCreate = 73
+    /// EX_TEMPFAIL: try again later (agent unreachable, time-out).
+    case temporary = 75
 
     init(for error: any Error) {
         switch error {
         case let error as CommandFailure: self = error.status
+        case let error as GPGMEError: self = error.isTemporary ? .temporary : .failure
+        case let error as PolicyError: self = error.code == .conflictingOptions ? .usage : .dataError
+        case let error as PipelineError:
+            switch error.code {
+            case .noRecipients, .noSender: self = .dataError
+            case .refused, .noSigningKey, .signedMailNeedsRedaction: self = .refused
+            case .notYetSupported: self = .usage
+            }
         case is MIMEError, is LetterError: self = .dataError
         case is InvalidAddressError: self = .usage
         default: self = .failure
@@ -45,6 +58,8 @@ func describe(_ error: any Error) -> String {
     case let error as MIMEError: error.description
     case let error as LetterError: error.description
     case let error as InvalidAddressError: error.description
+    case let error as PolicyError: error.description
+    case let error as PipelineError: error.description
     default: "unexpected error (\(type(of: error)))"
     }
 }
@@ -94,5 +109,34 @@ func writeOutput(_ bytes: [UInt8], to path: String?) throws {
             throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))", status: .failure)
         }
         offset += written
+    }
+}
+
+/// Pretty, sorted JSON with a final newline.
+func encodeJSON<T: Encodable>(_ value: T) throws -> [UInt8] {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    return Array(try encoder.encode(value)) + [10]
+}
+
+/// Writes `files` into the folder `path` all at once: they are written into a
+/// private folder beside it, which then takes its name. A failure leaves nothing.
+func writeFolder(_ path: String, _ files: [(String, [UInt8])]) throws {
+    let target = URL(fileURLWithPath: path).standardizedFileURL
+    var template = Array((target.deletingLastPathComponent().path + "/.mailsec-partial.XXXXXX").utf8CString)
+    guard let made = mkdtemp(&template) else {
+        throw CommandFailure("cannot create a folder beside \(path)", status: .cannotCreate)
+    }
+    let staging = String(cString: made)
+    do {
+        for (name, bytes) in files { try writeOutput(bytes, to: staging + "/" + name) }
+        rmdir(target.path)  // an empty folder given as --out
+        guard rename(staging, target.path) == 0 else {
+            throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))", status: .cannotCreate)
+        }
+    } catch {
+        try? FileManager.default.removeItem(atPath: staging)
+        throw error
     }
 }

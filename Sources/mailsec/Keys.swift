@@ -39,10 +39,7 @@ extension Keys {
         func run() throws {
             let results = try global.gnupg.lookup(addresses, requirements: KeyRequirements(minimumValidity: minValidity))
             if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                encoder.dateEncodingStrategy = .iso8601
-                try writeOutput(Array(encoder.encode(results.map(LookupReport.init))) + [10], to: nil)
+                try writeOutput(encodeJSON(results.map(LookupReport.init)), to: nil)
             } else {
                 for result in results { print(LookupReport(result).line) }
             }

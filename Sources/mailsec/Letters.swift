@@ -3,60 +3,230 @@ import Foundation
 import MIME
 import OpenPGP
 import Pipeline
+import Policy
 
-struct Encrypt: ParsableCommand {
+/// Options that decide letters and postcards.
+struct PolicyOptions: ParsableArguments {
+    @Flag(help: "Everybody gets a postcard, even recipients with keys.")
+    var enforcePostcard = false
+
+    @Flag(help: "Everybody must get a letter; a recipient without a usable key refuses the whole mail.")
+    var requireLetter = false
+
+    @Option(name: .customLong("require-letter-for"),
+            help: ArgumentHelp("Recipients in this domain must get a letter (repeatable).", valueName: "domain"))
+    var requireLetterDomains: [String] = []
+
+    @Flag(help: "Postcards invite their recipients to encrypted mail (text, the sender's key, Autocrypt).")
+    var invite = false
+
+    @Option(name: .customLong("extension"), help: ArgumentHelp(
+        "What postcards do with marked spans: censored or partially-encrypted.", valueName: "kind"))
+    var postcardExtension: PostcardExtension = .censored
+
+    @Option(help: ArgumentHelp("Least user ID validity a key needs: marginal, full or ultimate.", valueName: "validity"))
+    var minValidity: Validity?
+
+    @Option(help: ArgumentHelp("Sign letters with this key: an address or a fingerprint (default: the From address).",
+                               valueName: "key"))
+    var signAs: String?
+
+    @Option(help: ArgumentHelp("The envelope sender (default: the From address).", valueName: "address"))
+    var from: String?
+
+    @OptionGroup var markers: MarkerOptions
+
+    func validate() throws {
+        if enforcePostcard && (requireLetter || !requireLetterDomains.isEmpty) {
+            throw ValidationError("--enforce-postcard cannot be combined with --require-letter")
+        }
+        if postcardExtension == .partiallyEncrypted {
+            throw ValidationError("--extension partially-encrypted is not yet supported")
+        }
+    }
+
+    func pipeline(_ global: GlobalOptions) throws -> MailPipeline {
+        let mail = MailOptions(enforcePostcard: enforcePostcard, requireLetter: requireLetter,
+                               requireLetterDomains: Set(requireLetterDomains), invite: invite,
+                               postcardExtension: postcardExtension)
+        return MailPipeline(gnupg: global.gnupg, options: PipelineOptions(
+            mail: mail, redactor: try markers.redactor(), signAs: signAs,
+            requirements: KeyRequirements(minimumValidity: minValidity)))
+    }
+}
+
+/// Markers and placeholder.
+struct MarkerOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The marker that opens a private span.", valueName: "text"))
+    var openMarker = Redactor.standard.open
+
+    @Option(help: ArgumentHelp("The marker that closes a private span.", valueName: "text"))
+    var closeMarker = Redactor.standard.close
+
+    @Option(help: ArgumentHelp("What a censored span becomes.", valueName: "text"))
+    var placeholder = Redactor.standard.placeholder
+
+    func redactor() throws -> Redactor {
+        try Redactor(open: openMarker, close: closeMarker, placeholder: placeholder)
+    }
+}
+
+extension PostcardExtension: ExpressibleByArgument {}
+
+/// Reads and parses the message argument (`-` or a file).
+func readMessage(_ path: String) throws -> MIMEMessage {
+    try MIMEMessage.parse(readInput(path))
+}
+
+struct PlanCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Seal a message as a letter: signed and encrypted (PGP/MIME) to every recipient.",
+        commandName: "plan",
+        abstract: "Show who gets a letter and who a postcard, and why, before anything is sent.",
         discussion: """
-            Recipients are the addresses in To, Cc and Bcc; all are looked up in one key listing, \
-            together with the signer. The letter is encrypted to every recipient and to the signer, \
-            and signed by the signer. If any recipient has no usable key the message is refused \
-            (exit 69) with the reason for each, and nothing is written. A message that is already \
-            encrypted (multipart/encrypted, application/pkcs7-mime) is written out unchanged. \
-            With Bcc recipients, key ids are left out of the letter so that no one learns of them.
+            Looks up every recipient's key in one key listing and prints the decisions, both \
+            security states and the copies that encrypt would write. The exit status is 69 when \
+            the plan is refused (a letter is required but a key is missing). --json prints the \
+            contract documented in the README.
             """
     )
 
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var policy: PolicyOptions
 
-    @Option(help: ArgumentHelp("Address of the signing key (default: the From address).", valueName: "address"))
-    var signer: String?
+    @Flag(help: "Print JSON for machines.")
+    var json = false
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write the letter here (default: standard output).", valueName: "file"))
-    var output: String?
-
-    @Argument(help: ArgumentHelp("The message file; - reads standard input.", valueName: "message"))
-    var message: String
+    @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
+    var message = "-"
 
     func run() throws {
-        let mail = try MIMEMessage.parse(readInput(message))
-        if let body = mail.body, body.contentType.is("multipart", "encrypted") || body.contentType.is("application", "pkcs7-mime") {
-            try writeOutput(mail.serialize(), to: output)
-            return
+        let prepared = try policy.pipeline(global).prepare(readMessage(message), envelopeSender: policy.from)
+        let report = PlanReport(prepared.plan)
+        if json {
+            try writeOutput(encodeJSON(report), to: nil)
+        } else {
+            print(PlanTable(report: report, colour: isatty(STDOUT_FILENO) != 0
+                                && ProcessInfo.processInfo.environment["NO_COLOR"] == nil).text)
         }
-        let bcc = mail.addresses(.bcc).map(\.address)
-        let recipients = (mail.addresses(.to) + mail.addresses(.cc)).map(\.address) + bcc
-        guard !recipients.isEmpty else { throw CommandFailure("message has no recipients", status: .dataError) }
-        guard let signerAddress = signer ?? mail.addresses(.from).first?.address else {
-            throw CommandFailure("message has no From address; name the signer with --signer", status: .dataError)
+        if prepared.plan.isRefused {
+            throw PipelineError(.refused(prepared.plan.refused.map(\.recipient.address)))
         }
+    }
+}
 
-        let gnupg = global.gnupg
-        let lookups = try gnupg.lookup(recipients + [signerAddress])
-        let refused = lookups.filter { $0.chosen == nil }
-        guard refused.isEmpty else {
-            let reasons = refused.map { lookup in
-                let why = lookup.problems.isEmpty ? "no key" : lookup.problems.map(\.description).joined(separator: ", ")
-                return "\(lookup.address) (\(why))"
+/// The plan as a table for people.
+struct PlanTable {
+    let report: PlanReport
+    let colour: Bool
+
+    func paint(_ text: String, _ code: String) -> String { colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
+
+    var text: String {
+        var lines: [String] = []
+        let state = report.refused ? paint("refused", "1;31")
+            : report.mailState + (report.postcardExtension.map { " (\($0))" } ?? "")
+        lines.append("mail: \(state)   recipients: \(report.recipientState)"
+                     + (report.hasMarkedSpans ? "   marked spans: yes" : ""))
+        let width = report.recipients.map { $0.address.count + $0.role.count + 3 }.max() ?? 0
+        for recipient in report.recipients {
+            let label: String
+            switch recipient.decision {
+            case "letter": label = paint("LETTER  ", "1;32")
+            case "postcard": label = paint("POSTCARD", "1;33")
+            case "refused": label = paint("REFUSED ", "1;31")
+            default: label = paint("UNCHANGED", "1;36")
             }
-            throw CommandFailure("no usable key for " + reasons.joined(separator: "; "), status: .refused)
+            let who = "\(recipient.address) (\(recipient.role))"
+            lines.append("  \(label)  \(who.padding(toLength: width, withPad: " ", startingAt: 0))  \(recipient.detail)")
         }
-        guard let signingKey = try gnupg.signingKeys(for: signerAddress).first else {
-            throw CommandFailure("no secret key to sign as \(signerAddress)", status: .refused)
+        if report.refused {
+            lines.append(paint("refused: a letter is required but not every such recipient has a usable key; nothing would be sent", "1;31"))
+        } else {
+            lines.append("copies:")
+            for (index, copy) in report.copies.enumerated() {
+                lines.append("  \(index + 1). \(copy.kind) to \(copy.recipients.joined(separator: ", "))")
+            }
         }
-        let keys = lookups.compactMap(\.chosen)
-        let letter = try Letter.seal(mail, to: keys, signer: signingKey, using: gnupg, hideRecipients: !bcc.isEmpty)
-        try writeOutput(letter.serialize(), to: output)
+        return lines.joined(separator: "\n")
+    }
+}
+
+struct Encrypt: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write one message per recipient group: letters where keys allow, postcards elsewhere.",
+        discussion: """
+            Recipients are To, Cc and Bcc. One letter (signed, encrypted to the recipients and the \
+            sender, real headers inside, Subject '...' outside) goes to all To/Cc letter recipients, \
+            one to each Bcc letter recipient, one postcard to all others (censored when the mail \
+            has marked spans). Mail that is encrypted already is written unchanged. Writes DIR/N-KIND.eml \
+            per copy and DIR/manifest.json; DIR must not exist or be empty. Nothing is written on failure.
+            """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var policy: PolicyOptions
+
+    @Option(name: .customLong("out"), help: ArgumentHelp("Folder for the copies and manifest.json.", valueName: "dir"))
+    var out: String
+
+    @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
+    var message = "-"
+
+    func validate() throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: out, isDirectory: &isDirectory) {
+            let empty = isDirectory.boolValue && ((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false)
+            if !empty { throw ValidationError("--out \(out) exists and is not an empty folder") }
+        }
+    }
+
+    func run() throws {
+        let pipeline = try policy.pipeline(global)
+        let prepared = try pipeline.prepare(readMessage(message), envelopeSender: policy.from)
+        let copies = try pipeline.write(prepared)  // all crypto done before any file exists
+        var files: [(String, [UInt8])] = []
+        var manifest = Manifest(envelopeSender: prepared.envelopeSender, copies: [])
+        for (index, copy) in copies.enumerated() {
+            let name = "\(index + 1)-\(copy.kind.rawValue).eml"
+            files.append((name, copy.bytes))
+            manifest.copies.append(.init(file: name, kind: copy.kind.rawValue, recipients: copy.recipients,
+                                         fingerprints: copy.fingerprints))
+        }
+        files.append(("manifest.json", try encodeJSON(manifest)))
+        try writeFolder(out, files)
+    }
+}
+
+/// `manifest.json` of `mailsec encrypt` (README, "manifest.json").
+struct Manifest: Encodable {
+    struct Copy: Encodable {
+        let file: String
+        /// `letter`, `postcard` or `unchanged`.
+        let kind: String
+        /// Envelope recipients.
+        let recipients: [String]
+        /// Keys the copy is encrypted to (recipients, then the sender); empty for postcards.
+        let fingerprints: [String]
+    }
+
+    let envelopeSender: String
+    var copies: [Copy]
+}
+
+struct Redact: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the censored postcard version of a message; no keys needed.",
+        discussion: "Every marked span, in the Subject and in every text part, becomes the placeholder. Bcc is removed."
+    )
+
+    @OptionGroup var markers: MarkerOptions
+
+    @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
+    var message = "-"
+
+    func run() throws {
+        let postcard = try Postcard.censored(readMessage(message), redactor: markers.redactor())
+        try writeOutput(postcard.serialize(), to: nil)
     }
 }
 
@@ -74,11 +244,11 @@ struct Decrypt: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("Write the decrypted body here.", valueName: "file"))
     var output: String?
 
-    @Argument(help: ArgumentHelp("The letter file; - reads standard input.", valueName: "letter"))
-    var letter: String
+    @Argument(help: ArgumentHelp("The letter file; - (the default) reads standard input.", valueName: "letter"))
+    var letter = "-"
 
     func run() throws {
-        let mail = try MIMEMessage.parse(readInput(letter))
+        let mail = try readMessage(letter)
         let opened = try Letter.open(mail, using: global.gnupg)
         for signature in opened.signatures {
             FileHandle.standardError.write(Data("signature: \(signature.status) \(signature.fingerprint)\n".utf8))

@@ -13,11 +13,12 @@ struct Mailsec: ParsableCommand {
         abstract: "Encrypted mail with OpenPGP: letters for recipients with keys, postcards for the rest.",
         discussion: """
             Errors are one line on standard error. Exit status: 0 success, 64 usage error, \
-            65 bad message, 66 input not readable, 69 refused (no usable key where a letter is due), \
-            1 any other failure.
+            65 bad message (for example unbalanced markers), 66 input not readable, 69 refused by \
+            policy (a letter is required but a key is missing), 73 output cannot be made, \
+            75 temporary failure (try again: agent unreachable), 1 any other failure.
             """,
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
-        subcommands: [Keys.self, Encrypt.self, Decrypt.self]
+        subcommands: [PlanCommand.self, Encrypt.self, Redact.self, Decrypt.self, Keys.self]
     )
 
     /// Runs the command; every failure ends as one line on stderr.
@@ -26,6 +27,7 @@ struct Mailsec: ParsableCommand {
             var command = try parseAsRoot(GlobalOptions.movedToLeaf(Array(CommandLine.arguments.dropFirst())))
             try command.run()
         } catch {
+            if let code = error as? ExitCode { Foundation.exit(code.rawValue) }
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) }  // --help, --version
             if code == .validationFailure {

@@ -98,22 +98,31 @@ struct CLITests {
         }
     }
 
-    @Test("encrypt makes a letter that gpg opens; decrypt opens it again")
+    @Test("encrypt writes a letter that gpg opens; decrypt opens it again")
     func encryptDecrypt() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { sender throws in
-            let letter = try mailsec(["encrypt", "-"], input: demoMail, home: sender)
-            #expect(letter.status == 0, "\(letter.errors)")
-            #expect(!letter.output.contains("saffron"))
-            #expect(letter.output.contains("multipart/encrypted"))
+            let out = sender.path + "/out"
+            let written = try mailsec(["encrypt", "--out", out, "-"], input: demoMail, home: sender)
+            #expect(written.status == 0, "\(written.errors)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: out).sorted() == ["1-letter.eml", "manifest.json"])
+            let letter = Array(try Data(contentsOf: URL(fileURLWithPath: out + "/1-letter.eml")))
+            let text = String(decoding: letter, as: UTF8.self)
+            #expect(!text.contains("saffron") && !text.contains("Dinner"))
+            #expect(text.contains("multipart/encrypted"))
+            for file in ["1-letter.eml", "manifest.json"] {
+                let mode = try FileManager.default.attributesOfItem(atPath: out + "/" + file)[.posixPermissions] as? Int
+                #expect(mode == 0o600)
+            }
             try withGnuPGHome(importing: ["bob.sec.asc", "alice.pub.asc"]) { recipient throws in
                 let outFile = recipient.path + "/opened.eml"
-                let toFile = try mailsec(["decrypt", "-o", outFile, "-"], input: letter.stdout, home: recipient)
+                let toFile = try mailsec(["decrypt", "-o", outFile, "-"], input: letter, home: recipient)
                 #expect(toFile.status == 0)
                 let mode = try FileManager.default.attributesOfItem(atPath: outFile)[.posixPermissions] as? Int
                 #expect(mode == 0o600)
-                let opened = try mailsec(["decrypt", "-"], input: letter.stdout, home: recipient)
+                let opened = try mailsec(["decrypt", "-"], input: letter, home: recipient)
                 #expect(opened.status == 0, "\(opened.errors)")
                 #expect(opened.output.contains("The secret ingredient is saffron."))
+                #expect(opened.output.contains("Subject: Dinner"))
                 #expect(opened.errors.hasPrefix("signature: good "))
                 let plain = try mailsec(["decrypt", "-"], input: demoMail, home: recipient)
                 #expect(plain.status == 65)
@@ -122,18 +131,20 @@ struct CLITests {
         }
     }
 
-    @Test("encrypt refuses, with reasons and no output, when a recipient has no usable key")
+    @Test("encrypt --require-letter refuses, naming who has no usable key, and writes nothing")
     func encryptRefuses() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "expired.pub.asc"]) { home throws in
             var mail = String(decoding: demoMail, as: UTF8.self)
             mail = mail.replacingOccurrences(of: "To: Bob <bob@example.org>",
                                              with: "To: Bob <bob@example.org>, expired@example.org\nCc: nobody@example.org")
-            let result = try mailsec(["encrypt", "-"], input: Array(mail.utf8), home: home)
+            let out = home.path + "/out"
+            let result = try mailsec(["encrypt", "--require-letter", "--out", out, "-"], input: Array(mail.utf8), home: home)
             #expect(result.status == 69)
             #expect(result.stdout.isEmpty)
+            #expect(!FileManager.default.fileExists(atPath: out), "nothing is written")
             expectOneLine(result)
-            #expect(result.errors.contains("expired@example.org (expired)"))
-            #expect(result.errors.contains("nobody@example.org (no key)"))
+            #expect(result.errors.contains("expired@example.org"))
+            #expect(result.errors.contains("nobody@example.org"))
             #expect(!result.errors.contains("bob@example.org"))
             #expect(!result.errors.contains("saffron"))
         }

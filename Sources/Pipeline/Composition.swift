@@ -1,0 +1,102 @@
+import Policy
+import Foundation
+import MIME
+
+/// A mail composed in code rather than parsed: the pipeline's other input.
+public struct Composition: Sendable {
+    /// An attached file.
+    public struct Attachment: Sendable {
+        public var filename: String
+        /// Media type, e.g. `application/pdf`.
+        public var contentType: String
+        public var data: [UInt8]
+
+        public init(filename: String, contentType: String, data: [UInt8]) {
+            self.filename = filename
+            self.contentType = contentType
+            self.data = data
+        }
+    }
+
+    public var from: MailAddress
+    public var to: [MailAddress]
+    public var cc: [MailAddress]
+    public var bcc: [MailAddress]
+    public var subject: String
+    /// The plain text body.
+    public var text: String
+    /// An HTML alternative to the text, if any.
+    public var html: String?
+    public var attachments: [Attachment]
+    /// Message-ID of the mail this answers, without angle brackets.
+    public var inReplyTo: String?
+    /// Message-IDs of the thread, without angle brackets.
+    public var references: [String]
+    /// Defaults to now.
+    public var date: Date
+    /// Without angle brackets; made up from a UUID when nil.
+    public var messageID: String?
+
+    public init(from: MailAddress, to: [MailAddress] = [], cc: [MailAddress] = [], bcc: [MailAddress] = [],
+                subject: String, text: String, html: String? = nil, attachments: [Attachment] = [],
+                inReplyTo: String? = nil, references: [String] = [], date: Date = Date(), messageID: String? = nil) {
+        self.from = from
+        self.to = to
+        self.cc = cc
+        self.bcc = bcc
+        self.subject = subject
+        self.text = text
+        self.html = html
+        self.attachments = attachments
+        self.inReplyTo = inReplyTo
+        self.references = references
+        self.date = date
+        self.messageID = messageID
+    }
+
+    /// The RFC 5322 message: text, or text and HTML as `multipart/alternative`,
+    /// wrapped in `multipart/mixed` when there are attachments.
+    public func message() throws -> MIMEMessage {
+        var body: MIMEEntity = .text(text)
+        if let html { body = .multipart("alternative", [body, .text(html, subtype: "html")]) }
+        if !attachments.isEmpty {
+            let parts = try attachments.map { attachment in
+                let type = attachment.contentType.split(separator: "/", maxSplits: 1).map(String.init)
+                guard type.count == 2 else { throw MIMEError(.invalidArgument("media type \(attachment.contentType)")) }
+                return try MIMEEntity.part(attachment.data, type: type[0], subtype: type[1], filename: attachment.filename)
+            }
+            body = .multipart("mixed", [body] + parts)
+        }
+        let message = MIMEMessage(body: body)
+        message.add([from], to: .from)
+        message.add(to, to: .to)
+        message.add(cc, to: .cc)
+        message.add(bcc, to: .bcc)
+        message.setSubject(subject)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
+        message.setHeader("Date", formatter.string(from: date))
+        let domain = from.address.split(separator: "@").last.map(String.init) ?? "localhost"
+        message.setHeader("Message-ID", "<\(messageID ?? UUID().uuidString.lowercased() + "@" + domain)>")
+        if let inReplyTo { message.setHeader("In-Reply-To", "<\(inReplyTo)>") }
+        if !references.isEmpty { message.setHeader("References", references.map { "<\($0)>" }.joined(separator: " ")) }
+        return message
+    }
+}
+
+/// Postcards made without any key: what `mailsec redact` prints.
+public enum Postcard {
+    /// The censored postcard of `message`: every marked span replaced by the
+    /// placeholder, Bcc removed. A signed mail with marked spans is refused.
+    public static func censored(_ message: MIMEMessage, redactor: Redactor = .standard) throws -> MIMEMessage {
+        let copy = try message.copy()
+        copy.removeHeader("Bcc")
+        guard try redactor.hasMarkedSpans(message) else { return copy }
+        if copy.body?.walk().contains(where: { $0.entity.contentType.is("multipart", "signed") }) == true {
+            throw PipelineError(.signedMailNeedsRedaction)
+        }
+        try redactor.apply(.censor, to: copy)
+        return copy
+    }
+}
