@@ -208,6 +208,20 @@ public final class MIMEMessage {
         g_mime_object_append_header(object, name, value, "utf-8")
     }
 
+    /// Appends a header field written exactly as given, for values that must
+    /// not be encoded (an Autocrypt key, say). `value` must be 7-bit; lines
+    /// after the first are joined with `\n ` (folded) by the caller.
+    public func appendRawHeader(_ name: String, _ value: String) throws {
+        guard value.utf8.allSatisfy({ $0 < 0x80 && $0 != 13 }) else {
+            throw MIMEError(.invalidArgument("raw header value must be 7-bit"))
+        }
+        g_mime_object_append_header(object, name, "", nil)
+        guard let list = g_mime_object_get_header_list(object),
+              let header = g_mime_header_list_get_header_at(list, g_mime_header_list_get_count(list) - 1)
+        else { throw MIMEError(.invalidArgument("header list")) }
+        g_mime_header_set_raw_value(header, " " + value + "\n")
+    }
+
     /// An independent copy of this message (written out and parsed again).
     public func copy() throws -> MIMEMessage {
         try MIMEMessage.parse(serialize(newline: .lf))

@@ -1,4 +1,40 @@
 internal import CGPGME
+import Synchronization
+
+/// Which gpg and GnuPG home new contexts get.
+///
+/// GPGME runs `gpg --version` each time engine info is set, so setting it per
+/// context (`gpgme_ctx_set_engine_info`) doubles the gpg processes of every
+/// operation. Instead the process-wide default (`gpgme_set_engine_info`) is
+/// changed only when a different home is wanted, and `gpgme_new`, which copies
+/// that default into the context, runs under the same lock: contexts for
+/// different homes never mix, and a program with one home pays once.
+enum EngineSelection {
+    struct Choice: Equatable {
+        let executable: String?
+        let home: String?
+    }
+
+    private static let current = Mutex<Choice?>(nil)
+
+    static func newContext(home: String?, executable: String?) throws(GPGMEError) -> gpgme_ctx_t {
+        let wanted = Choice(executable: executable, home: home)
+        let (err, made): (gpgme_error_t, UInt) = current.withLock { choice in
+            if choice != wanted {
+                let err = gpgme_set_engine_info(GPGME_PROTOCOL_OpenPGP, executable, home)
+                if err != 0 { return (err, 0) }
+                choice = wanted
+            }
+            var ctx: gpgme_ctx_t?
+            let err = gpgme_new(&ctx)
+            // The new context leaves the lock as an integer: Mutex wants a Sendable result.
+            return (err, UInt(bitPattern: ctx))
+        }
+        try check(err, .context)
+        guard let ctx = gpgme_ctx_t(bitPattern: made) else { throw GPGMEError(code: .general, .context) }
+        return ctx
+    }
+}
 
 /// Owns one `gpgme_ctx_t`, released in `deinit`.
 ///
@@ -13,15 +49,9 @@ final class Context {
     /// never waits for a dialog or reaches for the network.
     init(home: String?, executable: String? = nil, armor: Bool = false) throws(GPGMEError) {
         try GPGMELibrary.initialise()
-        var ctx: gpgme_ctx_t?
-        try check(gpgme_new(&ctx), .context)
-        guard let ctx else { throw GPGMEError(code: .general, .context) }
-        raw = ctx
+        raw = try EngineSelection.newContext(home: home, executable: executable)
         // From here on deinit runs if a step below throws, so the context is released.
         try check(gpgme_set_protocol(raw, GPGME_PROTOCOL_OpenPGP), .context)
-        if home != nil || executable != nil {
-            try check(gpgme_ctx_set_engine_info(raw, GPGME_PROTOCOL_OpenPGP, executable, home), .context)
-        }
         gpgme_set_armor(raw, armor ? 1 : 0)
         gpgme_set_offline(raw, 1)
         try check(gpgme_set_pinentry_mode(raw, GPGME_PINENTRY_MODE_LOOPBACK), .context)

@@ -2,9 +2,10 @@ import Foundation
 
 /// The Autocrypt header (Autocrypt Level 1).
 public enum Autocrypt {
-    /// `addr=ADDR; prefer-encrypt=mutual; keydata=BASE64`, the key data split
-    /// by spaces so the header can be folded (white space inside keydata is
-    /// ignored by readers).
+    /// `addr=ADDR; prefer-encrypt=mutual; keydata=BASE64`, already folded: the
+    /// key data on lines of their own, joined by `\n ` (readers ignore the
+    /// white space inside keydata). Set it as a raw header field so that it is
+    /// not encoded again (``MIME/MIMEMessage/appendRawHeader(_:_:)``).
     public static func header(address: String, keydata: [UInt8]) -> String {
         let base64 = Data(keydata).base64EncodedString()
         var chunks: [Substring] = []
@@ -14,6 +15,6 @@ public enum Autocrypt {
             chunks.append(base64[index..<end])
             index = end
         }
-        return "addr=\(address); prefer-encrypt=mutual; keydata=" + chunks.joined(separator: " ")
+        return "addr=\(address); prefer-encrypt=mutual; keydata=\n " + chunks.joined(separator: "\n ")
     }
 }

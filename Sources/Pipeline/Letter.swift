@@ -80,7 +80,6 @@ public enum Letter {
                 outer.append((header.name, header.value))
             }
         }
-        if let autocrypt { outer.append(("Autocrypt", autocrypt)) }
 
         let inner = try original.copy()
         let protected = headers.filter { !traceHeaders.contains($0.name.lowercased()) }
@@ -94,6 +93,7 @@ public enum Letter {
                                            hideRecipients: hideRecipients)
         let letter = MIMEMessage(body: try PGPMIME.encrypted(armoredCiphertext: ciphertext))
         for (name, value) in outer { letter.appendHeader(name, value) }
+        if let autocrypt { try letter.appendRawHeader("Autocrypt", autocrypt) }
         return letter
     }
 

@@ -277,7 +277,7 @@ public struct MailPipeline: Sendable {
             let key = try MIMEEntity.part(Array(Armor.armor(invite.keydata).utf8), type: "application",
                                           subtype: "pgp-keys", filename: "public-key.asc")
             copy.setBody(.multipart("mixed", [try body.copy(), text, key]))
-            if let autocrypt = invite.autocrypt { copy.appendHeader("Autocrypt", autocrypt) }
+            if let autocrypt = invite.autocrypt { try copy.appendRawHeader("Autocrypt", autocrypt) }
         }
         return copy.serialize()
     }

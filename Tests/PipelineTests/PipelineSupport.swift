@@ -102,3 +102,18 @@ func everythingVisible(_ bytes: [UInt8]) throws -> [String] {
     }
     return seen
 }
+
+/// The Autocrypt header names Alice, asks for mutual, and its keydata (white
+/// space ignored, as readers do) imports into gpg as her key.
+func expectAutocryptKey(_ value: String, fingerprint: String?, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    #expect(value.hasPrefix("addr=alice@example.org; prefer-encrypt=mutual; keydata="), sourceLocation: sourceLocation)
+    let base64 = String(try #require(value.components(separatedBy: "keydata=").last)).filter { !$0.isWhitespace }
+    let keydata = try #require(Data(base64Encoded: base64), sourceLocation: sourceLocation)
+    try withGnuPGHome { home throws in
+        let imported = try home.gpg(["--import"], input: Array(keydata))
+        #expect(imported.status == 0, "\(imported.errors)", sourceLocation: sourceLocation)
+        let listed = try home.gpg(["--with-colons", "--list-keys", "alice@example.org"]).output
+        if let fingerprint { #expect(listed.contains(fingerprint), sourceLocation: sourceLocation) }
+        #expect(listed.contains("alice@example.org"), sourceLocation: sourceLocation)
+    }
+}
