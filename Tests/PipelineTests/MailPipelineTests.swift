@@ -208,3 +208,34 @@ struct MailPipelineTests {
         try expectGolden(skeleton(try MIMEMessage.parse(copies[2].bytes)), "postcard-censored")
     }
 }
+
+@Suite("Mails composed in code", .serialized)
+struct CompositionTests {
+    @Test("a composition becomes a proper message and goes through the pipeline")
+    func composition() throws {
+        let composition = Composition(
+            from: MailAddress(name: "Alice", address: "alice@example.org"),
+            to: [MailAddress(name: "Bob", address: "bob@example.org")],
+            cc: [MailAddress(address: "nobody@example.org")],
+            subject: "Numbers [[private]]Q3[[/private]]",
+            text: "Totals: [[private]]1.2M[[/private]]\n",
+            html: "<p>Totals: [[private]]<b>1.2M</b>[[/private]]</p>",
+            attachments: [.init(filename: "notes.txt", contentType: "text/plain", data: Array("see you\n".utf8))],
+            inReplyTo: "q2@example.org", references: ["q1@example.org", "q2@example.org"],
+            messageID: "q3@example.org")
+        let message = try composition.message()
+        #expect(message.header("References") == "<q1@example.org> <q2@example.org>")
+        #expect(message.body?.walk().map { $0.entity.contentType.description }
+                == ["multipart/mixed", "multipart/alternative", "text/plain", "text/html", "text/plain"])
+        let copies = try withGnuPGHome(importing: senderFixtures) { home throws in
+            try MailPipeline(gnupg: GnuPG(home: home.path)).process(message).copies
+        }
+        #expect(copies.map(\.kind) == [.letter, .postcard])
+        let postcard = try MIMEMessage.parse(copies[1].bytes)
+        #expect(postcard.subject == "Numbers █████")
+        #expect(postcard.messageID == "q3@example.org")
+        for visible in try everythingVisible(copies[1].bytes) { #expect(!visible.contains("1.2M") && !visible.contains("Q3")) }
+        let opened = try gpgOpen(copies[0].bytes, as: "bob.sec.asc")
+        #expect(String(decoding: opened.stdout, as: UTF8.self).contains("Subject: Numbers Q3"))
+    }
+}
