@@ -222,8 +222,14 @@ public struct MailPipeline: Sendable {
                     return key
                 }
                 if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
-                let letter = try Letter.seal(letterSource!, to: keys, signer: signer, using: gnupg,
+                let letter: MIMEMessage
+                do {
+                    letter = try Letter.seal(letterSource!, to: keys, signer: signer, using: gnupg,
                                              autocrypt: autocrypt, outerSubject: options.outerSubject)
+                } catch let error as GPGMEError where error.code == .noSecretKey || error.code == .unusableSecretKey {
+                    // The signer's public key was listed, but GnuPG holds no usable secret part.
+                    throw PipelineError(.noSigningKey(signer.fingerprint))
+                }
                 copies.append(WrittenCopy(kind: .letter, recipients: addresses, fingerprints: keys.map(\.fingerprint),
                                           envelopeSender: prepared.envelopeSender, bytes: letter.serialize()))
             case .postcard:

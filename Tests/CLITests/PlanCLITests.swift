@@ -78,6 +78,29 @@ struct PlanCLITests {
         }
     }
 
+    @Test("--sign-as a fingerprint signs with that key; a sender without a signing key is refused, never sent plain")
+    func signing() throws {
+        try withGnuPGHome(importing: fixtures) { home throws in
+            let colons = try home.gpg(["--with-colons", "--list-keys", "alice@example.org"]).output
+            let alice = try #require(colons.split(separator: "\n").first { $0.hasPrefix("fpr:") }?
+                .split(separator: ":", omittingEmptySubsequences: false)[9])
+            let fromBob = Array(String(decoding: markedMail, as: UTF8.self)
+                .replacingOccurrences(of: "From: Alice <alice@example.org>", with: "From: Bob <bob@example.org>").utf8)
+            let out = home.path + "/signed"
+            let signed = try mailsec(["encrypt", "--sign-as", String(alice), "--out", out, "-"], input: fromBob, home: home)
+            #expect(signed.status == 0, "\(signed.errors)")
+            let manifest = String(decoding: try Data(contentsOf: URL(fileURLWithPath: out + "/manifest.json")), as: UTF8.self)
+            #expect(manifest.contains(String(alice)))
+
+            // Bob's secret key is not here: letters cannot be signed, so nothing goes out.
+            let refused = try mailsec(["encrypt", "--out", home.path + "/nokey", "-"], input: fromBob, home: home)
+            #expect(refused.status == 69)
+            #expect(refused.errors.contains("no usable signing key"))
+            #expect(!FileManager.default.fileExists(atPath: home.path + "/nokey"))
+            expectOneLine(refused)
+        }
+    }
+
     @Test("redact prints the censored postcard with no keys at all")
     func redact() throws {
         let result = try mailsec(["redact", "-"], input: markedMail)
