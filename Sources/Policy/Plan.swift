@@ -60,24 +60,47 @@ public enum PostcardExtension: String, Sendable, Hashable, Codable {
     case partiallyEncrypted = "partially-encrypted"
 }
 
+/// A rule for the recipients in some domains.
+public struct DomainRule: Sendable, Hashable {
+    public enum Mode: String, Sendable, Hashable {
+        case requireLetter = "require-letter"
+        case enforcePostcard = "enforce-postcard"
+    }
+
+    /// `example.org` (that domain only) or `*.example.gov` (every subdomain of it).
+    public let pattern: String
+    public let mode: Mode
+
+    public init(_ pattern: String, _ mode: Mode) {
+        self.pattern = pattern.lowercased()
+        self.mode = mode
+    }
+
+    public func matches(_ domain: String) -> Bool {
+        let domain = domain.lowercased()
+        if pattern.hasPrefix("*.") { return domain.hasSuffix(String(pattern.dropFirst(1))) }
+        return domain == pattern
+    }
+}
+
 /// Per-mail options.
 public struct MailOptions: Sendable, Hashable {
     /// Everybody gets a postcard, even recipients with keys.
     public var enforcePostcard: Bool
     /// Everybody must get a letter, or the mail is refused.
     public var requireLetter: Bool
-    /// Recipients in these domains (lower-case) must get a letter, or the mail is refused.
-    public var requireLetterDomains: Set<String>
+    /// Rules by recipient domain; the first that matches a recipient applies.
+    public var domainRules: [DomainRule]
     /// Postcards invite their recipients to encrypted mail.
     public var invite: Bool
     /// What postcards do with marked spans.
     public var postcardExtension: PostcardExtension
 
-    public init(enforcePostcard: Bool = false, requireLetter: Bool = false, requireLetterDomains: Set<String> = [],
+    public init(enforcePostcard: Bool = false, requireLetter: Bool = false, domainRules: [DomainRule] = [],
                 invite: Bool = false, postcardExtension: PostcardExtension = .censored) {
         self.enforcePostcard = enforcePostcard
         self.requireLetter = requireLetter
-        self.requireLetterDomains = Set(requireLetterDomains.map { $0.lowercased() })
+        self.domainRules = domainRules
         self.invite = invite
         self.postcardExtension = postcardExtension
     }
@@ -85,8 +108,8 @@ public struct MailOptions: Sendable, Hashable {
     /// Letters where keys allow, postcards elsewhere, censored spans.
     public static let standard = MailOptions()
 
-    func requiresLetter(_ recipient: Recipient) -> Bool {
-        requireLetter || requireLetterDomains.contains(recipient.domain)
+    func rule(for recipient: Recipient) -> DomainRule.Mode? {
+        domainRules.first { $0.matches(recipient.domain) }?.mode
     }
 }
 
@@ -204,8 +227,9 @@ public struct Plan: Sendable, Hashable {
     /// address once (the first role wins: To before Cc before Bcc).
     ///
     /// - `enforcePostcard` gives everybody a postcard;
-    /// - `requireLetter` (or a required domain) refuses the mail when such a
-    ///   recipient has no usable key;
+    /// - `requireLetter` (or a `requireLetter` domain rule) refuses the mail when
+    ///   such a recipient has no usable key, or when a postcard is enforced for them;
+    /// - an `enforcePostcard` domain rule gives that domain's recipients postcards;
     /// - otherwise a letter where a usable key exists, a postcard elsewhere.
     ///
     /// Copies: one letter for all To/Cc letter recipients, one letter for each
@@ -216,7 +240,7 @@ public struct Plan: Sendable, Hashable {
     /// nobody receives plain text from us).
     public init(recipients: [Recipient], keys: [String: KeyAvailability], hasMarkedSpans: Bool,
                 alreadyEncrypted: Bool = false, options: MailOptions = .standard) throws(PolicyError) {
-        if options.enforcePostcard && (options.requireLetter || !options.requireLetterDomains.isEmpty) {
+        if options.enforcePostcard && options.requireLetter {
             throw PolicyError(.conflictingOptions)
         }
         var seen = Set<String>()
@@ -229,13 +253,18 @@ public struct Plan: Sendable, Hashable {
             let keyState = availability(recipient)
             let decision: Decision
             if alreadyEncrypted { return RecipientDecision(recipient: recipient, decision: .unchanged) }
+            let rule = options.rule(for: recipient)
+            let requiresLetter = options.requireLetter || rule == .requireLetter
+            let enforced = options.enforcePostcard || rule == .enforcePostcard
             switch keyState {
             case .usable(let fingerprint, let source):
-                decision = options.enforcePostcard ? .postcard(.enforced) : .letter(fingerprint: fingerprint, source: source)
+                // A postcard is never sent where a letter is required.
+                decision = !enforced ? .letter(fingerprint: fingerprint, source: source)
+                    : requiresLetter ? .refused(.enforced) : .postcard(.enforced)
             case .missing:
-                decision = options.requiresLetter(recipient) ? .refused(.noKey) : .postcard(.noKey)
+                decision = requiresLetter ? .refused(.noKey) : .postcard(.noKey)
             case .unusable(let refusals):
-                decision = options.requiresLetter(recipient) ? .refused(.noUsableKey(refusals)) : .postcard(.noUsableKey(refusals))
+                decision = requiresLetter ? .refused(.noUsableKey(refusals)) : .postcard(.noUsableKey(refusals))
             }
             return RecipientDecision(recipient: recipient, decision: decision)
         }

@@ -14,7 +14,8 @@ struct PolicyOptions: ParsableArguments {
     var requireLetter = false
 
     @Option(name: .customLong("require-letter-for"),
-            help: ArgumentHelp("Recipients in this domain must get a letter (repeatable).", valueName: "domain"))
+            help: ArgumentHelp("Recipients in this domain (or *.domain: its subdomains) must get a letter (repeatable).",
+                               valueName: "domain"))
     var requireLetterDomains: [String] = []
 
     @Flag(help: "Postcards invite their recipients to encrypted mail (text, the sender's key, Autocrypt).")
@@ -37,7 +38,7 @@ struct PolicyOptions: ParsableArguments {
     @OptionGroup var markers: MarkerOptions
 
     func validate() throws {
-        if enforcePostcard && (requireLetter || !requireLetterDomains.isEmpty) {
+        if enforcePostcard && requireLetter {
             throw ValidationError("--enforce-postcard cannot be combined with --require-letter")
         }
         if postcardExtension == .partiallyEncrypted {
@@ -47,7 +48,7 @@ struct PolicyOptions: ParsableArguments {
 
     func pipeline(_ global: GlobalOptions) throws -> MailPipeline {
         let mail = MailOptions(enforcePostcard: enforcePostcard, requireLetter: requireLetter,
-                               requireLetterDomains: Set(requireLetterDomains), invite: invite,
+                               domainRules: requireLetterDomains.map { DomainRule($0, .requireLetter) }, invite: invite,
                                postcardExtension: postcardExtension)
         return MailPipeline(gnupg: global.gnupg, options: PipelineOptions(
             mail: mail, redactor: try markers.redactor(), signAs: signAs,

@@ -92,12 +92,29 @@ struct PlanTests {
     @Test("requireLetter per domain refuses only for that domain")
     func requireLetterDomain() throws {
         let recipients = [Recipient("a@bank.example", .to), Recipient("b@x.org", .to)]
-        let options = MailOptions(requireLetterDomains: ["BANK.example"])
+        let options = MailOptions(domainRules: [DomainRule("BANK.example", .requireLetter)])
         let refused = try Plan(recipients: recipients, keys: [:], hasMarkedSpans: false, options: options)
         #expect(refused.refused.map(\.recipient.address) == ["a@bank.example"])
         #expect(refused.copies.isEmpty)
         let fine = try Plan(recipients: recipients, keys: ["a@bank.example": keyed], hasMarkedSpans: false, options: options)
         #expect(picture(fine) == "letter[a@bank.example] postcard[b@x.org]")
+    }
+
+    @Test("domain rules: wildcards, first match wins, never a postcard where a letter is required")
+    func domainRules() throws {
+        let rules = [DomainRule("*.example.gov", .requireLetter), DomainRule("press.example", .enforcePostcard),
+                     DomainRule("*.example", .requireLetter)]
+        #expect(rules[0].matches("mail.Example.GOV") && !rules[0].matches("example.gov") && !rules[0].matches("badexample.gov"))
+        let recipients = [Recipient("a@mail.example.gov", .to), Recipient("b@press.example", .to), Recipient("c@x.org", .cc)]
+        let keys = ["a@mail.example.gov": key("A1"), "b@press.example": key("B1"), "c@x.org": key("C1")]
+        let plan = try Plan(recipients: recipients, keys: keys, hasMarkedSpans: false, options: MailOptions(domainRules: rules))
+        #expect(picture(plan) == "letter[a@mail.example.gov,c@x.org] postcard[b@press.example]")
+        #expect(plan.decisions[1].decision == .postcard(.enforced))
+        // A mail-wide enforcePostcard meets a domain that requires letters: refused, not sent plain.
+        let forced = try Plan(recipients: recipients, keys: keys, hasMarkedSpans: false,
+                              options: MailOptions(enforcePostcard: true, domainRules: rules))
+        #expect(forced.refused.map(\.recipient.address) == ["a@mail.example.gov"])
+        #expect(forced.copies.isEmpty)
     }
 
     @Test("an address in two roles counts once; enforce with require is refused as a conflict")
