@@ -10,10 +10,12 @@ let package = Package(
         .library(name: "MIME", targets: ["MIME"]),
         .library(name: "Policy", targets: ["Policy"]),
         .library(name: "Pipeline", targets: ["Pipeline"]),
+        .library(name: "Filter", targets: ["Filter"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -32,10 +34,12 @@ let package = Package(
         // Pure Swift: decisions, plans and redaction. No C, no GnuPG.
         .target(name: "Policy"),
         .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy"]),
+        // The sendmail/Postfix filter: configuration, journal, hand-over.
+        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TOMLKit"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "OpenPGP", "MIME", "Pipeline",
+                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -44,6 +48,7 @@ let package = Package(
         .testTarget(name: "MIMETests", dependencies: ["MIME", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
+        .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -52,6 +52,11 @@ public struct GnuPG: Sendable {
                 keys.filter { wanted.contains($0.fingerprint) })
     }
 
+    /// True when `address` can be looked up: a plain `local@domain` address.
+    public static func isLookupAddress(_ address: String) -> Bool {
+        (try? KeyLookup.validate(address)) != nil
+    }
+
     /// True for a full hexadecimal fingerprint (40 or 64 digits).
     public static func isFingerprint(_ text: String) -> Bool {
         (text.count == 40 || text.count == 64) && text.allSatisfy(\.isHexDigit)

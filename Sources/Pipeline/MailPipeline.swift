@@ -149,7 +149,10 @@ public struct MailPipeline: Sendable {
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)
-        let addresses = recipients.map(\.address) + (signerIsFingerprint ? [] : [signer])
+        // A sender like MAILER-DAEMON has no key to look for: letters then fail
+        // for want of a signing key, postcards go out as they should.
+        let signerIsAddress = !signerIsFingerprint && GnuPG.isLookupAddress(signer)
+        let addresses = recipients.map(\.address) + (signerIsAddress ? [signer] : [])
         let (lookups, listed) = try gnupg.lookup(addresses, requirements: options.requirements,
                                                   fingerprints: signerIsFingerprint ? [signer] : [])
         var availability: [String: KeyAvailability] = [:]
@@ -242,6 +245,30 @@ public struct MailPipeline: Sendable {
             }
         }
         return copies
+    }
+
+    /// `bytes` with every Bcc header field taken out, and nothing else
+    /// changed: what an unchanged (already encrypted) copy is made of.
+    public static func withoutBcc(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        var dropping = false
+        while index < bytes.count {
+            let end = bytes[index...].firstIndex(of: 10).map { $0 + 1 } ?? bytes.count
+            let line = bytes[index..<end]
+            if line.first == 10 || (line.first == 13 && line.dropFirst().first == 10) {
+                out += bytes[index...]  // end of the header section: the rest as it is
+                return out
+            }
+            let continuation = line.first == 32 || line.first == 9
+            if !continuation {
+                dropping = line.count >= 4 && String(decoding: line.prefix(4), as: UTF8.self).lowercased() == "bcc:"
+            }
+            if !dropping { out += line }
+            index = end
+        }
+        return out
     }
 
     /// Prepares and writes in one go.

@@ -18,7 +18,7 @@ struct Mailsec: ParsableCommand {
             75 temporary failure (try again: agent unreachable), 1 any other failure.
             """,
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
-        subcommands: [PlanCommand.self, Encrypt.self, Redact.self, Decrypt.self, Keys.self]
+        subcommands: [PlanCommand.self, Encrypt.self, Redact.self, Decrypt.self, Keys.self, FilterCommand.self]
     )
 
     /// Runs the command; every failure ends as one line on stderr.
@@ -29,6 +29,10 @@ struct Mailsec: ParsableCommand {
         } catch {
             if let code = error as? ExitCode { Foundation.exit(code.rawValue) }
             let code = exitCode(for: error)
+            // As a filter, wrong arguments are a mis-edited master.cf: defer, never bounce.
+            if CommandLine.arguments.dropFirst().first(where: { !$0.hasPrefix("-") }) == "filter", code != .success {
+                fail("deferred: " + message(for: error) + " (check the filter's command line)", status: .temporary)
+            }
             if code == .success { exit(withError: error) }  // --help, --version
             if code == .validationFailure {
                 fail(message(for: error) + " (see 'mailsec help')", status: .usage)

@@ -100,3 +100,14 @@ struct BuildingTests {
         #expect(PGPMIME.ciphertext(of: .text("plain")) == nil)
     }
 }
+
+@Suite("Digests")
+struct DigestTests {
+    @Test("SHA-256 and HMAC-SHA-256 give the published test vectors")
+    func vectors() {
+        #expect(Digest.sha256Hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        // RFC 4231, test case 2
+        #expect(Digest.hmacSHA256Hex(key: Array("Jefe".utf8), data: Array("what do ya want for nothing?".utf8))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+    }
+}

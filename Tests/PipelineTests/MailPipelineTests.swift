@@ -239,3 +239,17 @@ struct CompositionTests {
         #expect(String(decoding: opened.stdout, as: UTF8.self).contains("Subject: Numbers Q3"))
     }
 }
+
+@Suite("Odd senders", .serialized)
+struct OddSenderTests {
+    @Test("a From without a domain (MAILER-DAEMON): postcards go out, letters are refused for want of a signing key")
+    func mailerDaemon() throws {
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
+            let postcardOnly = try parse("From: MAILER-DAEMON\nTo: nobody@example.org\nSubject: x\n\nhello\n")
+            #expect(try pipeline.process(postcardOnly, envelopeSender: "").copies.map(\.kind) == [.postcard])
+            let needsLetter = try parse("From: MAILER-DAEMON\nTo: bob@example.org\nSubject: x\n\nhello\n")
+            #expect(throws: PipelineError.self) { try pipeline.process(needsLetter, envelopeSender: "") }
+        }
+    }
+}

@@ -135,3 +135,30 @@ public struct FixtureError: Error, CustomStringConvertible {
     public let message: String
     public var description: String { message }
 }
+
+/// A peer on 127.0.0.1 that accepts connections and never says a word: what a
+/// hung re-injection looks like.
+public final class SilentServer: @unchecked Sendable {
+    // @unchecked: both properties are immutable after init.
+    public let port: Int
+    private let fd: Int32
+
+    public init() throws {
+        let sock = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(sock, $0, length) }
+        }
+        guard sock >= 0, bound == 0, listen(sock, 8) == 0 else { throw FixtureError(message: "cannot listen on 127.0.0.1") }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(sock, $0, &length) }
+        }
+        fd = sock
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
+}

@@ -1,0 +1,241 @@
+import Foundation
+import OpenPGP
+import Policy
+import TOMLKit
+
+/// A configuration that cannot be used. The filter defers mail on it (75):
+/// a mis-edited file must never bounce mail.
+public struct ConfigError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// How copies are handed back to the mail system.
+public enum Reinjection: Sendable, Equatable {
+    /// Run this command with `-f SENDER -- RCPT…` appended, the copy on stdin.
+    case sendmail([String])
+    /// Speak SMTP to this host and port (Postfix's advanced filter set-up).
+    case smtp(host: String, port: Int)
+}
+
+/// Where the one line per mail goes.
+public enum LogDestination: String, Sendable {
+    case syslog, stderr, none
+}
+
+/// The filter's configuration, read from TOML. Every key is optional; an
+/// unknown key or a wrong type is an error, so that a typo is noticed.
+///
+/// ```toml
+/// gnupg_home = "/var/lib/mailsec/gnupg"
+/// sign_as = "from"             # the From address's key, or an address or fingerprint
+/// mode = "standard"            # standard | enforce-postcard | require-letter
+/// invite = false
+/// extension = "censored"
+/// min_validity = "marginal"    # optional: marginal | full | ultimate
+/// timeout = 120                # seconds for one mail, all included
+/// log = "syslog"               # syslog | stderr | none
+///
+/// [markers]
+/// open = "[[private]]"
+/// close = "[[/private]]"
+/// placeholder = "█████"
+///
+/// [[rules]]
+/// domains = ["*.example.gov"]
+/// mode = "require-letter"      # or enforce-postcard
+///
+/// [reinject]
+/// method = "sendmail"          # or smtp
+/// sendmail = ["/usr/sbin/sendmail", "-G", "-i"]
+/// host = "127.0.0.1"
+/// port = 10026
+/// timeout = 60                 # seconds for one hand-over
+///
+/// [journal]
+/// directory = "/var/spool/mailsec/journal"
+/// expire_days = 7
+/// ```
+public struct FilterConfig: Sendable {
+    public var gnupgHome: String?
+    /// nil: sign with the From address's key.
+    public var signAs: String?
+    public var mail: MailOptions
+    public var redactor: Redactor
+    public var minimumValidity: Validity?
+    public var timeout: TimeInterval
+    public var log: LogDestination
+    public var reinjection: Reinjection
+    public var reinjectionTimeout: TimeInterval
+    public var journalDirectory: String
+    public var journalExpiry: TimeInterval
+
+    /// The defaults: sendmail re-injection, journal under /var/spool/mailsec.
+    public init() {
+        gnupgHome = nil
+        signAs = nil
+        mail = MailOptions()
+        redactor = .standard
+        minimumValidity = nil
+        timeout = 120
+        log = .syslog
+        reinjection = .sendmail(["/usr/sbin/sendmail", "-G", "-i"])
+        reinjectionTimeout = 60
+        journalDirectory = "/var/spool/mailsec/journal"
+        journalExpiry = 7 * 86400
+    }
+
+    /// Reads the file at `path`.
+    public static func load(path: String) throws(ConfigError) -> FilterConfig {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError("cannot read configuration \(path)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigError("configuration \(path) is not UTF-8")
+        }
+        do {
+            return try parse(text)
+        } catch let error as ConfigError {
+            throw ConfigError("configuration \(path): \(error.description)")
+        } catch {
+            throw ConfigError("configuration \(path): \(error)")
+        }
+    }
+
+    /// Reads configuration text.
+    public static func parse(_ text: String) throws -> FilterConfig {
+        let root = try TOMLTable(string: text)
+        var config = FilterConfig()
+        let top = Keys(root, "")
+        try top.allow(["gnupg_home", "sign_as", "mode", "invite", "extension", "min_validity", "timeout", "log",
+                       "markers", "rules", "reinject", "journal"])
+        config.gnupgHome = try top.string("gnupg_home")
+        if let signAs = try top.string("sign_as"), signAs != "from" { config.signAs = signAs }
+        switch try top.string("mode") ?? "standard" {
+        case "standard": break
+        case "enforce-postcard": config.mail.enforcePostcard = true
+        case "require-letter": config.mail.requireLetter = true
+        case let other: throw ConfigError("mode: unknown value \"\(other)\"")
+        }
+        config.mail.invite = try top.bool("invite") ?? false
+        if let value = try top.string("extension") {
+            guard let ext = PostcardExtension(rawValue: value) else { throw ConfigError("extension: unknown value \"\(value)\"") }
+            config.mail.postcardExtension = ext
+        }
+        if let value = try top.string("min_validity") {
+            guard let validity = Validity.allCases.first(where: { $0.description == value }) else {
+                throw ConfigError("min_validity: unknown value \"\(value)\"")
+            }
+            config.minimumValidity = validity
+        }
+        config.timeout = TimeInterval(try top.positiveInt("timeout") ?? 120)
+        if let value = try top.string("log") {
+            guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value \"\(value)\"") }
+            config.log = log
+        }
+
+        if let markers = try top.table("markers") {
+            try markers.allow(["open", "close", "placeholder"])
+            config.redactor = try Redactor(open: try markers.string("open") ?? Redactor.standard.open,
+                                           close: try markers.string("close") ?? Redactor.standard.close,
+                                           placeholder: try markers.string("placeholder") ?? Redactor.standard.placeholder)
+        }
+
+        for rule in try top.tables("rules") {
+            try rule.allow(["domains", "mode"])
+            guard let modeName = try rule.string("mode"), let mode = DomainRule.Mode(rawValue: modeName) else {
+                throw ConfigError("\(rule.path).mode: must be require-letter or enforce-postcard")
+            }
+            let domains = try rule.strings("domains")
+            if domains.isEmpty { throw ConfigError("\(rule.path).domains: give at least one domain") }
+            config.mail.domainRules += domains.map { DomainRule($0, mode) }
+        }
+
+        if let reinject = try top.table("reinject") {
+            try reinject.allow(["method", "sendmail", "host", "port", "timeout"])
+            // Every value is checked, also those the chosen method does not use.
+            let command = try reinject.strings("sendmail")
+            let host = try reinject.string("host") ?? "127.0.0.1"
+            let port = try reinject.positiveInt("port") ?? 10026
+            guard port < 65536 else { throw ConfigError("reinject.port: out of range") }
+            switch try reinject.string("method") ?? "sendmail" {
+            case "sendmail":
+                if !command.isEmpty { config.reinjection = .sendmail(command) }
+            case "smtp":
+                config.reinjection = .smtp(host: host, port: port)
+            case let other:
+                throw ConfigError("reinject.method: unknown value \"\(other)\"")
+            }
+            config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout") ?? 60)
+        }
+
+        if let journal = try top.table("journal") {
+            try journal.allow(["directory", "expire_days"])
+            config.journalDirectory = try journal.string("directory") ?? config.journalDirectory
+            config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days") ?? 7) * 86400
+        }
+        if config.mail.enforcePostcard && config.mail.requireLetter {
+            throw ConfigError("mode: cannot both enforce postcards and require letters")
+        }
+        return config
+    }
+}
+
+/// Typed access to one TOML table, naming the key in every error.
+private struct Keys {
+    let table: TOMLTable
+    let path: String
+
+    init(_ table: TOMLTable, _ path: String) {
+        self.table = table
+        self.path = path
+    }
+
+    func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    func allow(_ keys: Set<String>) throws {
+        for (key, _) in table where !keys.contains(key) { throw ConfigError("\(name(key)): unknown key") }
+    }
+
+    func string(_ key: String) throws -> String? {
+        guard let value = table[key] else { return nil }
+        guard let string = value.string else { throw ConfigError("\(name(key)): must be a string") }
+        return string
+    }
+
+    func bool(_ key: String) throws -> Bool? {
+        guard let value = table[key] else { return nil }
+        guard let bool = value.bool else { throw ConfigError("\(name(key)): must be true or false") }
+        return bool
+    }
+
+    func positiveInt(_ key: String) throws -> Int? {
+        guard let value = table[key] else { return nil }
+        guard let int = value.int, int > 0 else { throw ConfigError("\(name(key)): must be a positive whole number") }
+        return int
+    }
+
+    func strings(_ key: String) throws -> [String] {
+        guard let value = table[key] else { return [] }
+        guard let array = value.array else { throw ConfigError("\(name(key)): must be a list of strings") }
+        return try array.map { item in
+            guard let string = item.string else { throw ConfigError("\(name(key)): must be a list of strings") }
+            return string
+        }
+    }
+
+    func table(_ key: String) throws -> Keys? {
+        guard let value = table[key] else { return nil }
+        guard let table = value.table else { throw ConfigError("\(name(key)): must be a table") }
+        return Keys(table, name(key))
+    }
+
+    func tables(_ key: String) throws -> [Keys] {
+        guard let value = table[key] else { return [] }
+        guard let array = value.array else { throw ConfigError("\(name(key)): must be [[\(key)]] tables") }
+        return try array.enumerated().map { index, item in
+            guard let table = item.table else { throw ConfigError("\(name(key)): must be [[\(key)]] tables") }
+            return Keys(table, "\(name(key))[\(index + 1)]")
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+
+/// A copy could not be handed on. Always temporary for the filter (75).
+public struct HandoverError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// Hands written copies back to the mail system.
+enum Handover {
+    static func send(_ bytes: [UInt8], sender: String, recipients: [String], via method: Reinjection,
+                     timeout: TimeInterval) throws(HandoverError) {
+        switch method {
+        case .sendmail(let command):
+            try sendmail(command, bytes, sender: sender, recipients: recipients, timeout: timeout)
+        case .smtp(let host, let port):
+            let client = try SMTPClient(host: host, port: port, timeout: timeout)
+            defer { client.close() }
+            try client.send(bytes, sender: sender, recipients: recipients)
+        }
+    }
+
+    /// Runs `command -f SENDER -- RCPT…` with the copy on stdin, killing it
+    /// after `timeout`. The copy passes through a private temporary file.
+    static func sendmail(_ command: [String], _ bytes: [UInt8], sender: String, recipients: [String],
+                         timeout: TimeInterval) throws(HandoverError) {
+        guard let executable = command.first else { throw HandoverError(description: "no sendmail command") }
+        var template = Array("/tmp/mailsec-copy.XXXXXX".utf8CString)
+        let fd = mkstemp(&template)   // 0600
+        guard fd >= 0 else { throw HandoverError(description: "cannot make a temporary file") }
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        defer { close(fd); unlink(path) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard written > 0 else { throw HandoverError(description: "cannot write a temporary file") }
+            offset += written
+        }
+        lseek(fd, 0, SEEK_SET)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = Array(command.dropFirst()) + ["-f", sender, "--"] + recipients
+        process.standardInput = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let done = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in done.signal() }
+        do { try process.run() } catch {
+            throw HandoverError(description: "cannot run \(executable)")
+        }
+        if done.wait(timeout: .now() + timeout) == .timedOut {
+            process.terminate()
+            if done.wait(timeout: .now() + 5) == .timedOut { kill(process.processIdentifier, SIGKILL) }
+            throw HandoverError(description: "\(executable) did not finish within \(Int(timeout)) s")
+        }
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            throw HandoverError(description: "\(executable) failed with status \(process.terminationStatus)")
+        }
+    }
+}
+
+/// A small SMTP client for re-injection on loopback: one connection, one mail.
+final class SMTPClient {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private let peer: String
+
+    init(host: String, port: Int, timeout: TimeInterval) throws(HandoverError) {
+        peer = "\(host):\(port)"
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let info = list else {
+            throw HandoverError(description: "cannot resolve \(host)")
+        }
+        defer { freeaddrinfo(list) }
+        fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
+        guard fd >= 0 else { throw HandoverError(description: "cannot open a socket") }
+        var limit = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
+            Glibc.close(fd)
+            throw HandoverError(description: "cannot connect to \(peer)")
+        }
+    }
+
+    func close() { Glibc.close(fd) }
+
+    func send(_ bytes: [UInt8], sender: String, recipients: [String]) throws(HandoverError) {
+        try expect(220, after: nil)
+        try expect(250, after: "EHLO localhost")
+        try expect(250, after: "MAIL FROM:<\(sender)>")
+        for recipient in recipients { try expect(250, after: "RCPT TO:<\(recipient)>") }
+        try expect(354, after: "DATA")
+        try write(Self.dotStuffed(bytes))
+        try expect(250, after: nil)
+        _ = try? expect(221, after: "QUIT")
+    }
+
+    /// CRLF line endings, leading dots doubled, and the final `.` line.
+    static func dotStuffed(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + bytes.count / 40 + 8)
+        var lineStart = true
+        var previous: UInt8 = 0
+        for byte in bytes {
+            if lineStart && byte == UInt8(ascii: ".") { out.append(UInt8(ascii: ".")) }
+            if byte == 10 && previous != 13 { out.append(13) }
+            out.append(byte)
+            lineStart = byte == 10
+            previous = byte
+        }
+        if !lineStart { out += [13, 10] }
+        return out + Array(".\r\n".utf8)
+    }
+
+    private func write(_ bytes: [UInt8]) throws(HandoverError) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw HandoverError(description: "connection to \(peer) lost") }
+            offset += sent
+        }
+    }
+
+    /// Sends `command` (if any) and reads a reply, which must have `code`.
+    private func expect(_ code: Int, after command: String?) throws(HandoverError) {
+        if let command { try write(Array((command + "\r\n").utf8)) }
+        while true {
+            let line = try readLine()
+            guard line.count >= 3, let got = Int(line.prefix(3)) else {
+                throw HandoverError(description: "\(peer) answered with something that is not SMTP")
+            }
+            if line.count > 3 && line[line.index(line.startIndex, offsetBy: 3)] == "-" { continue }
+            guard got == code else {
+                let verb = command?.split(separator: " ").first.map(String.init) ?? "the data"
+                throw HandoverError(description: "\(peer) answered \(got) to \(verb)")
+            }
+            return
+        }
+    }
+
+    private func readLine() throws(HandoverError) -> String {
+        while true {
+            if let newline = buffer.firstIndex(of: 10) {
+                let line = buffer[..<newline]
+                buffer.removeSubrange(...newline)
+                return String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw HandoverError(description: "no answer from \(peer)") }
+            buffer += chunk[..<count]
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import MIME
+import OpenPGP
+import Pipeline
+import Policy
+
+/// How one run of the filter ended: the exit status for the MTA, the one
+/// line for stderr (which becomes the bounce or defer text), and the line
+/// for the mail log.
+public struct FilterResult: Sendable {
+    /// sysexits.h: 0 all copies handed on, 65 bad message, 69 refused by
+    /// policy, 75 anything transient or unexpected (the MTA keeps the mail).
+    public let status: Int32
+    /// The one line to print on failure; nil on success. Never message content.
+    public let errorLine: String?
+    /// One line for the mail log: Message-ID, counts, outcome.
+    public let logLine: String
+
+    package init(status: Int32, errorLine: String?, logLine: String) {
+        self.status = status
+        self.errorLine = errorLine
+        self.logLine = logLine
+    }
+
+    /// The result for a configuration that cannot be read: defer.
+    public static func unreadableConfiguration(_ error: any Error) -> FilterResult {
+        let (status, line) = MailFilter.classify(error)
+        return FilterResult(status: status, errorLine: line, logLine: "status=deferred reason=configuration")
+    }
+}
+
+/// The sendmail/Postfix content filter: one mail in, its copies handed on.
+public struct MailFilter: Sendable {
+    public static let deferred: Int32 = 75
+    public static let dataError: Int32 = 65
+    public static let refused: Int32 = 69
+
+    /// The loop tag every written copy carries (an HMAC, so it cannot be forged).
+    static let tagHeader = "X-Mailsec-Copy"
+
+    public let config: FilterConfig
+
+    public init(config: FilterConfig) {
+        self.config = config
+    }
+
+    /// Plans, writes and hands on every copy of `bytes` for `recipients`, or
+    /// none. Never throws: every failure becomes a status and one line.
+    public func run(_ bytes: [UInt8], sender: String, recipients: [String]) -> FilterResult {
+        var messageID = "-"
+        var counts = (letters: 0, postcards: 0, unchanged: 0)
+        func result(_ status: Int32, _ line: String?, _ outcome: String) -> FilterResult {
+            FilterResult(status: status, errorLine: line,
+                         logLine: "message-id=<\(messageID)> letters=\(counts.letters) postcards=\(counts.postcards) "
+                            + "unchanged=\(counts.unchanged) status=\(outcome)")
+        }
+        guard !recipients.isEmpty else {
+            return result(Self.deferred, "deferred: no recipients on the command line (check the pipe argv in master.cf)", "deferred")
+        }
+        do {
+            let journal = try Journal(directory: config.journalDirectory, expiry: config.journalExpiry)
+            let message = try MIMEMessage.parse(bytes)
+            messageID = message.messageID.map { sanitise($0) } ?? "-"
+            let mailKey = message.messageID ?? Digest.sha256Hex(bytes)
+            let secret = try journal.secret()
+
+            // A copy this filter wrote came back: pass it on as it is.
+            if message.header(Self.tagHeader) == Self.tag(secret, mailKey, recipients) {
+                try Handover.send(bytes, sender: sender, recipients: recipients, via: config.reinjection,
+                                  timeout: config.reinjectionTimeout)
+                counts.unchanged = 1
+                return result(0, nil, "sent-loop")
+            }
+            message.removeHeader(Self.tagHeader)
+
+            var options = config.mail
+            try Overrides.apply(message, to: &options)
+            let remaining = recipients.filter { !journal.wasSent(mail: mailKey, to: $0) }
+            guard !remaining.isEmpty else {
+                journal.clear(mail: mailKey, recipients: recipients)
+                return result(0, nil, "sent-before")
+            }
+            let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
+                mail: options, redactor: config.redactor, signAs: config.signAs,
+                requirements: KeyRequirements(minimumValidity: config.minimumValidity)))
+            let prepared = try pipeline.prepare(message, envelopeSender: sender, envelopeRecipients: remaining)
+            let copies = try pipeline.write(prepared)  // all crypto before the first hand-over
+
+            var handed = 0
+            for copy in copies {
+                // An unchanged copy is the mail exactly as it came, Bcc aside.
+                var out = copy.kind == .unchanged ? MailPipeline.withoutBcc(bytes) : copy.bytes
+                if copy.kind != .unchanged {
+                    let tag = Self.tag(secret, mailKey, copy.recipients)
+                    out = Array("\(Self.tagHeader): \(tag)\n".utf8) + out
+                }
+                do {
+                    try Handover.send(out, sender: sender, recipients: copy.recipients, via: config.reinjection,
+                                      timeout: config.reinjectionTimeout)
+                } catch {
+                    return result(Self.deferred, "deferred: \(error.description) after \(handed) of \(copies.count) copies; "
+                                  + "the mail stays queued and only the rest is sent on retry", "deferred")
+                }
+                try journal.recordSent(mail: mailKey, to: copy.recipients)
+                handed += 1
+                switch copy.kind {
+                case .letter: counts.letters += 1
+                case .postcard: counts.postcards += 1
+                case .unchanged: counts.unchanged += 1
+                }
+            }
+            journal.clear(mail: mailKey, recipients: recipients)
+            return result(0, nil, "sent")
+        } catch {
+            let (status, line) = Self.classify(error)
+            return result(status, line, status == Self.deferred ? "deferred" : status == Self.refused ? "refused" : "rejected")
+        }
+    }
+
+    /// The status and line for an error. Anything not known to be the
+    /// message's or the policy's fault defers (75), so that nothing is lost.
+    static func classify(_ error: any Error) -> (Int32, String) {
+        switch error {
+        case let error as MIMEError:
+            return (dataError, "rejected: the message cannot be read as mail (\(error.description))")
+        case let error as OverrideError:
+            return (dataError, "rejected: \(error.description)")
+        case let error as PolicyError:
+            if error.code == .conflictingOptions {
+                return (refused, "refused: X-Mailsec-Mode enforce-postcard conflicts with the require-letter policy")
+            }
+            return (dataError, "rejected: unbalanced private markers: \(error.description); fix the markers and send again")
+        case let error as InvalidAddressError:
+            return (dataError, "rejected: \(error.description)")
+        case let error as PipelineError:
+            switch error.code {
+            case .refused: return (refused, "refused: \(error.description); nothing was sent")
+            case .signedMailNeedsRedaction, .notYetSupported: return (refused, "refused: \(error.description)")
+            case .noRecipients, .noSender: return (dataError, "rejected: \(error.description)")
+            case .noSigningKey:
+                return (deferred, "deferred: \(error.description) (give the filter's GnuPG home the sender's secret key)")
+            }
+        case let error as GPGMEError:
+            return (deferred, "deferred: GnuPG failed (\(error.description)); the mail stays queued")
+        case let error as ConfigError:
+            return (deferred, "deferred: \(error.description); fix it and flush the queue")
+        case let error as JournalError:
+            return (deferred, "deferred: \(error.description)")
+        case let error as HandoverError:
+            return (deferred, "deferred: \(error.description)")
+        default:
+            return (deferred, "deferred: unexpected error (\(type(of: error))); the mail stays queued")
+        }
+    }
+
+    /// The tag of a copy of `mail` for `recipients`: a copy that comes back
+    /// carries exactly its own recipients.
+    static func tag(_ secret: [UInt8], _ mail: String, _ recipients: [String]) -> String {
+        "v1 " + Digest.hmacSHA256Hex(key: secret, data: Array((mail + "\n" + recipients.map { $0.lowercased() }.sorted()
+            .joined(separator: ",")).utf8))
+    }
+
+    /// Message-IDs go to the log: keep them printable and short.
+    func sanitise(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars
+            .filter { $0.value > 0x20 && $0.value < 0x7F && $0 != "<" && $0 != ">" }.prefix(200)))
+    }
+}

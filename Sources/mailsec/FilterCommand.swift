@@ -1,0 +1,68 @@
+import ArgumentParser
+import Filter
+import Foundation
+
+struct FilterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "filter",
+        abstract: "Run as a sendmail/Postfix content filter: message on stdin, copies handed back on.",
+        discussion: """
+            Invoked like Postfix's simple content filter (pipe(8)): 'mailsec filter --config FILE \
+            -f ${sender} -- ${recipient}'. Exit status: 0 every copy handed on; 65 bad message \
+            (bounced); 69 refused by policy (bounced); 75 anything transient or unexpected, including \
+            an unreadable configuration and wrong arguments (the MTA keeps the mail and retries). On \
+            failure it prints one line, which becomes the bounce or defer text.
+            """
+    )
+
+    static let defaultConfig = "/etc/mailsec/filter.toml"
+
+    @Option(help: ArgumentHelp("The TOML configuration (default: \(defaultConfig) if it exists, else built-in defaults).",
+                               valueName: "file"))
+    var config: String?
+
+    @Option(name: .customShort("f"), help: ArgumentHelp("The envelope sender; empty for the null sender.", valueName: "sender"))
+    var sender: String
+
+    @Argument(help: ArgumentHelp("Envelope recipients, after --.", valueName: "recipient"))
+    var recipients: [String] = []
+
+    func run() throws {
+        let path = config ?? (FileManager.default.fileExists(atPath: Self.defaultConfig) ? Self.defaultConfig : nil)
+        let settings: FilterConfig
+        do {
+            settings = try path.map { try FilterConfig.load(path: $0) } ?? FilterConfig()
+        } catch {
+            finish(FilterResult.unreadableConfiguration(error), log: .syslog)
+        }
+        // Every wait has a limit below the MTA's: past it the mail is deferred, not bounced.
+        let watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mailsec.watchdog"))
+        watchdog.schedule(deadline: .now() + settings.timeout)
+        watchdog.setEventHandler {
+            let line = "mailsec: deferred: no result within \(Int(settings.timeout)) s (gpg or re-injection hung); the mail stays queued\n"
+            _ = line.withCString { Glibc.write(STDERR_FILENO, $0, strlen($0)) }
+            _exit(MailFilter.deferred)
+        }
+        watchdog.resume()
+        let input = Array(FileHandle.standardInput.readDataToEndOfFile())
+        let result = MailFilter(config: settings).run(input, sender: sender, recipients: recipients)
+        finish(result, log: settings.log)
+    }
+
+    /// Logs the mail's line, prints the error line if any, and exits.
+    func finish(_ result: FilterResult, log: LogDestination) -> Never {
+        switch log {
+        case .syslog:
+            openlog("mailsec", LOG_PID, LOG_MAIL)
+            withVaList([result.logLine]) { vsyslog(result.status == 0 ? LOG_INFO : LOG_WARNING, "%s", $0) }
+        case .stderr where result.errorLine == nil:
+            FileHandle.standardError.write(Data("mailsec: \(result.logLine)\n".utf8))
+        default:
+            break
+        }
+        if let line = result.errorLine {
+            fail(line, status: ExitStatus(rawValue: result.status) ?? .temporary)
+        }
+        Foundation.exit(0)
+    }
+}

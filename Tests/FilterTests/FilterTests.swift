@@ -1,0 +1,161 @@
+import Foundation
+@testable import Filter
+import MIME
+import Pipeline
+import Policy
+import TestSupport
+import Testing
+
+let fullConfig = """
+    gnupg_home = "/var/lib/mailsec/gnupg"
+    sign_as = "from"
+    mode = "standard"
+    invite = true
+    extension = "censored"
+    min_validity = "marginal"
+    timeout = 90
+    log = "stderr"
+
+    [markers]
+    open = "<<p>>"
+    close = "<</p>>"
+    placeholder = "[x]"
+
+    [[rules]]
+    domains = ["*.example.gov", "bank.example"]
+    mode = "require-letter"
+
+    [[rules]]
+    domains = ["press.example"]
+    mode = "enforce-postcard"
+
+    [reinject]
+    method = "smtp"
+    host = "127.0.0.1"
+    port = 10026
+    timeout = 30
+
+    [journal]
+    directory = "/var/spool/mailsec/journal"
+    expire_days = 3
+    """
+
+@Suite("Filter configuration")
+struct FilterConfigTests {
+    @Test("a full configuration reads into the settings it names")
+    func full() throws {
+        let config = try FilterConfig.parse(fullConfig)
+        #expect(config.gnupgHome == "/var/lib/mailsec/gnupg")
+        #expect(config.signAs == nil)
+        #expect(config.mail.invite && !config.mail.enforcePostcard && !config.mail.requireLetter)
+        #expect(config.minimumValidity == .marginal)
+        #expect(config.timeout == 90 && config.log == .stderr)
+        #expect(config.redactor.open == "<<p>>" && config.redactor.placeholder == "[x]")
+        #expect(config.mail.domainRules == [DomainRule("*.example.gov", .requireLetter), DomainRule("bank.example", .requireLetter),
+                                            DomainRule("press.example", .enforcePostcard)])
+        #expect(config.reinjection == .smtp(host: "127.0.0.1", port: 10026))
+        #expect(config.reinjectionTimeout == 30)
+        #expect(config.journalExpiry == 3 * 86400)
+        let empty = try FilterConfig.parse("")
+        #expect(empty.reinjection == .sendmail(["/usr/sbin/sendmail", "-G", "-i"]))
+    }
+
+    @Test("typos and wrong values are errors, never ignored",
+          arguments: ["gnupg_hom = \"/x\"", "mode = \"strict\"", "invite = \"yes\"", "timeout = -1",
+                      "[reinject]\nmethod = \"lmtp\"", "[reinject]\nport = 70000", "[[rules]]\ndomains = []\nmode = \"require-letter\"",
+                      "[[rules]]\ndomains = [\"x\"]\nmode = \"maybe\"", "[markers]\nopen = \"\"", "log = \"file\"",
+                      "mode = = 1", "[journal]\nfolder = \"/x\""])
+    func errors(text: String) {
+        #expect(throws: (any Error).self) { try FilterConfig.parse(text) }
+    }
+
+    @Test("an unreadable file is a ConfigError naming it")
+    func unreadable() {
+        #expect(throws: ConfigError.self) { try FilterConfig.load(path: "/nonexistent/filter.toml") }
+    }
+}
+
+@Suite("Bytes on the way out")
+struct HandoverBytesTests {
+    @Test("Bcc fields go, folded lines included; nothing else changes")
+    func withoutBcc() {
+        let mail = "From: a@example.org\nBcc: x@example.org,\n y@example.org\nTo: b@example.org\nBCC: z@example.org\n\nBcc: body stays\n"
+        #expect(String(decoding: MailPipeline.withoutBcc(Array(mail.utf8)), as: UTF8.self)
+                == "From: a@example.org\nTo: b@example.org\n\nBcc: body stays\n")
+        let crlf = Array("Bcc: x\r\nTo: y\r\n\r\nbody".utf8)
+        #expect(MailPipeline.withoutBcc(crlf) == Array("To: y\r\n\r\nbody".utf8))
+    }
+
+    @Test("SMTP data: CRLF, leading dots doubled, final dot line")
+    func dotStuffing() {
+        #expect(SMTPClient.dotStuffed(Array("a\n.b\n..c\nd".utf8)) == Array("a\r\n..b\r\n...c\r\nd\r\n.\r\n".utf8))
+        #expect(SMTPClient.dotStuffed(Array("x\r\n".utf8)) == Array("x\r\n.\r\n".utf8))
+    }
+}
+
+
+@Suite("The filter's exit statuses", .serialized)
+struct MailFilterTests {
+    func config(_ home: TemporaryGnuPGHome, _ extra: (inout FilterConfig) -> Void = { _ in }) -> FilterConfig {
+        var config = FilterConfig()
+        config.gnupgHome = home.path
+        config.journalDirectory = home.path + "/journal"
+        config.reinjection = .sendmail(["/nonexistent/sendmail"])
+        config.log = .none
+        extra(&config)
+        return config
+    }
+
+    func mail(_ headers: String = "", body: String = "hello\n") -> [UInt8] {
+        Array("From: Alice <alice@example.org>\nTo: bob@example.org, nobody@example.org\nSubject: s\nMessage-ID: <f.\(UUID())@example.org>\n\(headers)\n\(body)".utf8)
+    }
+
+    @Test("bad input is 65, refusal 69, anything transient 75; each with one line and no content")
+    func statuses() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let filter = MailFilter(config: config(home))
+            let recipients = ["bob@example.org", "nobody@example.org"]
+            let cases: [(String, [UInt8], Int32)] = [
+                ("unbalanced markers", mail(body: "the [[private]]secret\n"), 65),
+                ("unknown override", mail("X-Mailsec-Mode: whatever\n"), 65),
+                ("override twice", mail("X-Mailsec-Invite: yes\nX-Mailsec-Invite: no\n"), 65),
+                ("not a message", [], 65),
+                ("require-letter, keyless recipient", mail("X-Mailsec-Mode: require-letter\n"), 69),
+                ("partially encrypted asked for", mail("X-Mailsec-Extension: partially-encrypted\n", body: "a [[private]]b[[/private]]\n"), 69),
+                ("re-injection impossible", mail(), 75),
+            ]
+            for (what, bytes, status) in cases {
+                let result = filter.run(bytes, sender: "alice@example.org", recipients: recipients)
+                #expect(result.status == status, "\(what): \(result.errorLine ?? "")")
+                let line = try #require(result.errorLine, "\(what)")
+                #expect(!line.contains("\n") && !line.contains("secret") && !line.contains("hello"), "\(what)")
+            }
+            #expect(filter.run(mail(), sender: "a@example.org", recipients: []).status == 75)
+        }
+    }
+
+    @Test("a journal folder that cannot be written defers")
+    func journalUnwritable() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let filter = MailFilter(config: config(home) { $0.journalDirectory = "/proc/mailsec-journal" })
+            let result = filter.run(mail(), sender: "alice@example.org", recipients: ["bob@example.org"])
+            #expect(result.status == 75)
+        }
+    }
+
+    @Test("a re-injection peer that never answers is cut off: 75")
+    func hungReinjection() throws {
+        let silent = try SilentServer()
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let filter = MailFilter(config: config(home) {
+                $0.reinjection = .smtp(host: "127.0.0.1", port: silent.port)
+                $0.reinjectionTimeout = 1
+            })
+            let started = Date()
+            let result = filter.run(mail(), sender: "alice@example.org", recipients: ["nobody@example.org"])
+            #expect(result.status == 75)
+            #expect(result.errorLine?.contains("no answer from 127.0.0.1") == true)
+            #expect(Date().timeIntervalSince(started) < 30)
+        }
+    }
+}
