@@ -159,3 +159,31 @@ struct MailFilterTests {
         }
     }
 }
+
+@Suite("The journal")
+struct JournalTests {
+    @Test("records recipients per mail, clears them, and drops entries past their expiry")
+    func lifecycle() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-journal")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let journal = try Journal(directory: folder + "/j", expiry: 3600)
+        #expect(!journal.wasSent(mail: "m1@example.org", to: "bob@example.org"))
+        try journal.recordSent(mail: "m1@example.org", to: ["bob@example.org", "carol@example.org"])
+        #expect(journal.wasSent(mail: "m1@example.org", to: "BOB@example.org"))
+        #expect(!journal.wasSent(mail: "m2@example.org", to: "bob@example.org"))
+        let mode = try FileManager.default.attributesOfItem(atPath: folder + "/j")[.posixPermissions] as? Int
+        #expect(mode == 0o700)
+        journal.clear(mail: "m1@example.org", recipients: ["bob@example.org"])
+        #expect(!journal.wasSent(mail: "m1@example.org", to: "bob@example.org"))
+        #expect(journal.wasSent(mail: "m1@example.org", to: "carol@example.org"))
+
+        // Two hours later the remaining entry has expired.
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder + "/j") where name.hasSuffix(".sent") {
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)],
+                                                  ofItemAtPath: folder + "/j/" + name)
+        }
+        let reopened = try Journal(directory: folder + "/j", expiry: 3600)
+        #expect(!reopened.wasSent(mail: "m1@example.org", to: "carol@example.org"))
+        #expect(try reopened.secret() == (try journal.secret()), "the loop secret stays")
+    }
+}
