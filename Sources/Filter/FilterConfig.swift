@@ -94,11 +94,26 @@ public struct FilterConfig: Sendable {
             throw ConfigError("configuration \(path) is not UTF-8")
         }
         do {
-            return try parse(text)
+            let config = try parse(text)
+            try config.checkKeyring()
+            return config
         } catch let error as ConfigError {
             throw ConfigError("configuration \(path): \(error.description)")
         } catch {
             throw ConfigError("configuration \(path): \(error)")
+        }
+    }
+
+    /// A filter without its keyring would give everybody postcards: the GnuPG
+    /// home must be named, exist and hold a public keyring.
+    func checkKeyring() throws(ConfigError) {
+        guard let home = gnupgHome else { throw ConfigError("gnupg_home is required") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: home, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ConfigError("gnupg_home \(home) is not a folder")
+        }
+        guard ["pubring.kbx", "pubring.gpg"].contains(where: { access(home + "/" + $0, R_OK) == 0 }) else {
+            throw ConfigError("gnupg_home \(home) has no readable public keyring")
         }
     }
 
@@ -120,6 +135,8 @@ public struct FilterConfig: Sendable {
         config.mail.invite = try top.bool("invite") ?? false
         if let value = try top.string("extension") {
             guard let ext = PostcardExtension(rawValue: value) else { throw ConfigError("extension: unknown value \"\(value)\"") }
+            // Accepting it now would bounce every mail with marked spans.
+            if ext == .partiallyEncrypted { throw ConfigError("extension: partially-encrypted is not yet supported") }
             config.mail.postcardExtension = ext
         }
         if let value = try top.string("min_validity") {

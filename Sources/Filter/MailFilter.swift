@@ -61,11 +61,13 @@ public struct MailFilter: Sendable {
             let journal = try Journal(directory: config.journalDirectory, expiry: config.journalExpiry)
             let message = try MIMEMessage.parse(bytes)
             messageID = message.messageID.map { sanitise($0) } ?? "-"
-            let mailKey = message.messageID ?? Digest.sha256Hex(bytes)
+            // The journal keys on the mail exactly as the MTA gives it, the same on
+            // every retry; two different mails that share a Message-ID never mix.
+            let mailKey = Digest.sha256Hex(bytes)
             let secret = try journal.secret()
 
             // A copy this filter wrote came back: pass it on as it is.
-            if message.header(Self.tagHeader) == Self.tag(secret, mailKey, recipients) {
+            if let tag = message.header(Self.tagHeader), tag == Self.tag(secret, message.messageID ?? "", recipients, Self.body(of: bytes)) {
                 try Handover.send(bytes, sender: sender, recipients: recipients, via: config.reinjection,
                                   timeout: config.reinjectionTimeout)
                 counts.unchanged = 1
@@ -88,10 +90,11 @@ public struct MailFilter: Sendable {
 
             var handed = 0
             for copy in copies {
-                // An unchanged copy is the mail exactly as it came, Bcc aside.
-                var out = copy.kind == .unchanged ? MailPipeline.withoutBcc(bytes) : copy.bytes
+                // An unchanged copy is the mail exactly as it came, but for Bcc and our override fields.
+                var out = copy.kind == .unchanged
+                    ? MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader])) : copy.bytes
                 if copy.kind != .unchanged {
-                    let tag = Self.tag(secret, mailKey, copy.recipients)
+                    let tag = Self.tag(secret, message.messageID ?? "", copy.recipients, Self.body(of: out))
                     out = Array("\(Self.tagHeader): \(tag)\n".utf8) + out
                 }
                 do {
@@ -136,7 +139,7 @@ public struct MailFilter: Sendable {
             switch error.code {
             case .refused: return (refused, "refused: \(error.description); nothing was sent")
             case .signedMailNeedsRedaction, .notYetSupported: return (refused, "refused: \(error.description)")
-            case .noRecipients, .noSender: return (dataError, "rejected: \(error.description)")
+            case .noRecipients, .noSender, .unredactable: return (dataError, "rejected: \(error.description)")
             case .noSigningKey:
                 return (deferred, "deferred: \(error.description) (give the filter's GnuPG home the sender's secret key)")
             }
@@ -153,11 +156,31 @@ public struct MailFilter: Sendable {
         }
     }
 
-    /// The tag of a copy of `mail` for `recipients`: a copy that comes back
-    /// carries exactly its own recipients.
-    static func tag(_ secret: [UInt8], _ mail: String, _ recipients: [String]) -> String {
-        "v1 " + Digest.hmacSHA256Hex(key: secret, data: Array((mail + "\n" + recipients.map { $0.lowercased() }.sorted()
-            .joined(separator: ",")).utf8))
+    /// The tag of a copy: over its Message-ID, its recipients (a copy that
+    /// comes back carries exactly its own) and its body, so that it cannot be
+    /// put on other content.
+    static func tag(_ secret: [UInt8], _ messageID: String, _ recipients: [String], _ body: [UInt8]) -> String {
+        let what = messageID + "\n" + recipients.map { $0.lowercased() }.sorted().joined(separator: ",") + "\n"
+            + Digest.sha256Hex(body)
+        return "v2 " + Digest.hmacSHA256Hex(key: secret, data: Array(what.utf8))
+    }
+
+    /// The body of a message (after the header section), with line endings
+    /// and trailing white space evened out, as the MTA may change those.
+    static func body(of bytes: [UInt8]) -> [UInt8] {
+        var start = 0
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == 10 && index + 1 < bytes.count && (bytes[index + 1] == 10 || (bytes[index + 1] == 13
+                && index + 2 < bytes.count && bytes[index + 2] == 10)) {
+                start = index + 1
+                break
+            }
+            index += 1
+        }
+        var body = bytes[start...].filter { $0 != 13 }
+        while let last = body.last, last == 10 || last == 32 || last == 9 { body.removeLast() }
+        return body
     }
 
     /// Message-IDs go to the log: keep them printable and short.

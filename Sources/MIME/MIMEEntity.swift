@@ -121,6 +121,24 @@ public final class MIMEEntity {
         return stream.bytes
     }
 
+    /// The text before the first part of a multipart (its preamble), if any.
+    public var prologue: String? {
+        get {
+            guard kind == .multipart else { return nil }
+            return g_mime_multipart_get_prologue(cast(raw)).map { String(cString: $0) }
+        }
+        set { if kind == .multipart { g_mime_multipart_set_prologue(cast(raw), newValue) } }
+    }
+
+    /// The text after the last part of a multipart, if any.
+    public var epilogue: String? {
+        get {
+            guard kind == .multipart else { return nil }
+            return g_mime_multipart_get_epilogue(cast(raw)).map { String(cString: $0) }
+        }
+        set { if kind == .multipart { g_mime_multipart_set_epilogue(cast(raw), newValue) } }
+    }
+
     /// The file name of a leaf (Content-Disposition `filename`, else
     /// Content-Type `name`), decoded.
     public var filename: String? {

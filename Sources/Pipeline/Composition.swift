@@ -92,11 +92,15 @@ public enum Postcard {
     public static func censored(_ message: MIMEMessage, redactor: Redactor = .standard) throws -> MIMEMessage {
         let copy = try message.copy()
         copy.removeHeader("Bcc")
-        guard try redactor.hasMarkedSpans(message) else { return copy }
+        copy.removeHeader("Resent-Bcc")
+        guard try redactor.hasMarkedSpans(message) || redactor.remainingMarker(in: message) != nil else { return copy }
         if copy.body?.walk().contains(where: { $0.entity.contentType.is("multipart", "signed") }) == true {
             throw PipelineError(.signedMailNeedsRedaction)
         }
         try redactor.apply(.censor, to: copy)
+        // Whatever redaction cannot reach (a marker in a part it cannot decode)
+        // stops the mail: a postcard with a marker left in it is never written.
+        if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable(place)) }
         return copy
     }
 }

@@ -45,38 +45,41 @@ public enum Letter {
     /// Header fields that describe the body, and so are never copied from the
     /// original, and Bcc, which no copy may carry.
     static let bodyHeaders: Set<String> = ["content-type", "content-transfer-encoding", "content-disposition",
-                                           "content-description", "content-id", "mime-version", "bcc"]
+                                           "content-description", "content-id", "mime-version", "bcc", "resent-bcc"]
 
     /// Trace and transport fields: they stay outside only.
     static let traceHeaders: Set<String> = ["received", "return-path", "dkim-signature", "arc-seal",
                                             "arc-message-signature", "arc-authentication-results",
                                             "authentication-results", "delivered-to", "autocrypt"]
 
-    /// Fields the outer header section must not show in clear (RFC 9788's
-    /// baseline policy): Subject is replaced, Comments and Keywords are removed.
-    static let confidentialHeaders: Set<String> = ["subject", "comments", "keywords"]
+    /// The only fields shown outside a letter besides trace fields: what mail
+    /// servers and threading need. Everything else (X- fields, Thread-Topic,
+    /// Organization …) travels inside only.
+    static let outerHeaders: Set<String> = ["from", "sender", "to", "cc", "reply-to", "date", "message-id",
+                                            "in-reply-to", "references"]
 
     /// Makes a letter of `message` for `recipients`, signed by `signer`.
     ///
-    /// Inside the encryption the body carries the message's header fields
-    /// (`hp="cipher"`) and `HP-Outer` fields that record what the outside
-    /// shows. Outside, the Subject reads `outerSubject`; Comments, Keywords and
-    /// Bcc are gone; `autocrypt` (a complete header value) is added when given.
-    /// The body is encrypted in its canonical form (7-bit clean, CRLF). The
-    /// original message is not changed.
-    public static func seal(_ message: MIMEMessage, to recipients: [Key], signer: Key, using gnupg: GnuPG,
-                            hideRecipients: Bool = false, autocrypt: String? = nil,
+    /// Inside the encryption the body carries all of the message's header
+    /// fields (`hp="cipher"`) and `HP-Outer` fields that record what the
+    /// outside shows. Outside stand only the fields in ``outerHeaders`` and
+    /// trace fields, with their values from `outside` (the censored copy when
+    /// the mail has marked spans), the Subject `outerSubject`, and `autocrypt`
+    /// (a complete header value) when given. The body is encrypted in its
+    /// canonical form (7-bit clean, CRLF). Neither message is changed.
+    public static func seal(_ message: MIMEMessage, outside: MIMEMessage? = nil, to recipients: [Key], signer: Key,
+                            using gnupg: GnuPG, hideRecipients: Bool = false, autocrypt: String? = nil,
                             outerSubject: String = "...") throws -> MIMEMessage {
         guard let original = message.body else { throw LetterError(.noBody) }
         guard !recipients.isEmpty else { throw LetterError(.noRecipients) }
         let headers = message.headers.filter { !bodyHeaders.contains($0.name.lowercased()) && !$0.value.isEmpty }
 
         var outer: [(String, String)] = []
-        for header in headers {
+        for header in (outside ?? message).headers where !header.value.isEmpty {
             let name = header.name.lowercased()
             if name == "subject" {
                 outer.append((header.name, outerSubject))
-            } else if !confidentialHeaders.contains(name) {
+            } else if outerHeaders.contains(name) || traceHeaders.contains(name) && name != "autocrypt" {
                 outer.append((header.name, header.value))
             }
         }

@@ -18,6 +18,8 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case signedMailNeedsRedaction
         /// A feature that is planned but not built yet.
         case notYetSupported(String)
+        /// A marked span stands where it cannot be redacted (named).
+        case unredactable(String)
     }
 
     public let code: Code
@@ -33,6 +35,7 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case .signedMailNeedsRedaction:
             "the mail is signed and has marked spans: redacting them would break the signature, so it is refused"
         case .notYetSupported(let what): "\(what) is not yet supported"
+        case .unredactable(let place): "a private marker in \(place) cannot be redacted; remove it or send the mail to letter recipients only"
         }
     }
 }
@@ -120,15 +123,21 @@ public struct MailPipeline: Sendable {
         }
     }
 
-    /// True for mail that is encrypted already: `multipart/encrypted`,
-    /// `application/pkcs7-mime`, or a text body holding an armored OpenPGP message.
+    /// True for mail that is encrypted already: `multipart/encrypted`, S/MIME
+    /// `enveloped-data` (not S/MIME signing, which is readable), or a text
+    /// body that is nothing but one armored OpenPGP message.
     public static func isEncrypted(_ message: MIMEMessage) -> Bool {
         guard let body = message.body else { return false }
         let type = body.contentType
-        if type.is("multipart", "encrypted") || type.is("application", "pkcs7-mime")
-            || type.is("application", "x-pkcs7-mime") { return true }
+        if type.is("multipart", "encrypted") { return true }
+        if type.is("application", "pkcs7-mime") || type.is("application", "x-pkcs7-mime") {
+            let kind = type.parameters["smime-type"]?.lowercased()
+            return kind == "enveloped-data" || kind == "authenveloped-data"
+        }
         if type.type == "text", let text = body.text {
-            return text.contains("-----BEGIN PGP MESSAGE-----")
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            return trimmed.hasPrefix("-----BEGIN PGP MESSAGE-----") && trimmed.hasSuffix("-----END PGP MESSAGE-----")
+                && trimmed.components(separatedBy: "-----BEGIN PGP MESSAGE-----").count == 2
         }
         return false
     }
@@ -142,7 +151,8 @@ public struct MailPipeline: Sendable {
         let from = message.addresses(.from).first?.address
         guard let sender = envelopeSender ?? from else { throw PipelineError(.noSender) }
         let alreadyEncrypted = Self.isEncrypted(message)
-        let hasSpans = alreadyEncrypted ? false : try options.redactor.hasMarkedSpans(message)
+        let hasSpans = alreadyEncrypted ? false
+            : try options.redactor.hasMarkedSpans(message) || options.redactor.remainingMarker(in: message) != nil
         if options.mail.postcardExtension == .partiallyEncrypted && hasSpans {
             throw PipelineError(.notYetSupported("partially encrypted postcards"))
         }
@@ -152,7 +162,8 @@ public struct MailPipeline: Sendable {
         // A sender like MAILER-DAEMON has no key to look for: letters then fail
         // for want of a signing key, postcards go out as they should.
         let signerIsAddress = !signerIsFingerprint && GnuPG.isLookupAddress(signer)
-        let addresses = recipients.map(\.address) + (signerIsAddress ? [signer] : [])
+        // An address gpg cannot look up ("john doe"@example.net) simply has no key.
+        let addresses = recipients.map(\.address).filter(GnuPG.isLookupAddress) + (signerIsAddress ? [signer] : [])
         let (lookups, listed) = try gnupg.lookup(addresses, requirements: options.requirements,
                                                   fingerprints: signerIsFingerprint ? [signer] : [])
         var availability: [String: KeyAvailability] = [:]
@@ -208,6 +219,7 @@ public struct MailPipeline: Sendable {
 
         var copies: [WrittenCopy] = []
         var letterSource: MIMEMessage?
+        var outside: MIMEMessage?
         var postcard: [UInt8]?
         for planned in plan.copies {
             let addresses = planned.recipients.map(\.address)
@@ -219,7 +231,10 @@ public struct MailPipeline: Sendable {
                                           envelopeSender: prepared.envelopeSender, bytes: copy.serialize()))
             case .letter:
                 guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
-                if letterSource == nil { letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans) }
+                if letterSource == nil {
+                    letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans)
+                    outside = plan.hasMarkedSpans ? try Postcard.censored(prepared.message, redactor: options.redactor) : letterSource
+                }
                 var keys = try planned.fingerprints.map { fingerprint in
                     guard let key = prepared.keys[fingerprint] else { throw PipelineError(.noSigningKey(fingerprint)) }
                     return key
@@ -227,7 +242,7 @@ public struct MailPipeline: Sendable {
                 if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
                 let letter: MIMEMessage
                 do {
-                    letter = try Letter.seal(letterSource!, to: keys, signer: signer, using: gnupg,
+                    letter = try Letter.seal(letterSource!, outside: outside, to: keys, signer: signer, using: gnupg,
                                              autocrypt: autocrypt, outerSubject: options.outerSubject)
                 } catch let error as GPGMEError where error.code == .noSecretKey || error.code == .unusableSecretKey {
                     // The signer's public key was listed, but GnuPG holds no usable secret part.
@@ -247,9 +262,11 @@ public struct MailPipeline: Sendable {
         return copies
     }
 
-    /// `bytes` with every Bcc header field taken out, and nothing else
-    /// changed: what an unchanged (already encrypted) copy is made of.
-    public static func withoutBcc(_ bytes: [UInt8]) -> [UInt8] {
+    /// `bytes` with every Bcc and Resent-Bcc header field taken out (and
+    /// the fields named in `also`), nothing else changed: what an unchanged
+    /// (already encrypted) copy is made of.
+    public static func withoutBcc(_ bytes: [UInt8], also: Set<String> = []) -> [UInt8] {
+        let dropped = Set(["bcc", "resent-bcc"] + also.map { $0.lowercased() })
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = 0
@@ -261,9 +278,10 @@ public struct MailPipeline: Sendable {
                 out += bytes[index...]  // end of the header section: the rest as it is
                 return out
             }
-            let continuation = line.first == 32 || line.first == 9
-            if !continuation {
-                dropping = line.count >= 4 && String(decoding: line.prefix(4), as: UTF8.self).lowercased() == "bcc:"
+            if line.first != 32 && line.first != 9 {  // a new field, not a continuation
+                let name = line.prefix { $0 != UInt8(ascii: ":") }
+                let field = String(decoding: name, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
+                dropping = name.count < line.count && dropped.contains(field)
             }
             if !dropping { out += line }
             index = end
@@ -283,6 +301,7 @@ public struct MailPipeline: Sendable {
     func revealed(_ message: MIMEMessage, spans: Bool) throws -> MIMEMessage {
         let copy = try message.copy()
         copy.removeHeader("Bcc")
+        copy.removeHeader("Resent-Bcc")
         guard spans else { return copy }
         if let body = copy.body, body.contentType.is("multipart", "signed"), let content = body.children.first {
             copy.setBody(try content.copy())
@@ -295,6 +314,7 @@ public struct MailPipeline: Sendable {
     func postcardBytes(_ message: MIMEMessage, spans: Bool, invite: (autocrypt: String?, keydata: [UInt8])?) throws -> [UInt8] {
         let copy = spans ? try Postcard.censored(message, redactor: options.redactor) : try message.copy()
         copy.removeHeader("Bcc")
+        copy.removeHeader("Resent-Bcc")
         if let invite, let body = copy.body {
             let sender = message.addresses(.from).first
             let who = sender.map { $0.name.isEmpty ? $0.address : "\($0.name) <\($0.address)>" } ?? "The sender"

@@ -9,6 +9,46 @@ extension Redactor {
     /// the MIME layer writes them anew.
     static let structuralHeaders: Set<String> = ["content-type", "content-transfer-encoding", "mime-version"]
 
+    /// A part's fields that the MIME layer rewrites itself (file names are
+    /// handled on their own).
+    static let partStructuralHeaders: Set<String> = structuralHeaders.union(["content-disposition"])
+
+    /// Where a marker still stands in `message`, looking everywhere a reader
+    /// could look: every header field (raw and decoded), preambles and
+    /// epilogues, and the decoded content of every part read as UTF-8,
+    /// Latin-1 and UTF-16 (either byte order), and the message as written.
+    /// nil when there is none. A censored postcard must give nil.
+    public func remainingMarker(in message: MIMEMessage) -> String? {
+        func check(_ headers: [Header], _ prefix: String) -> String? {
+            headers.first { hasMarkers($0.value) || hasMarkers($0.rawValue) }.map { prefix + $0.name }
+        }
+        if let place = check(message.headers, "") { return place }
+        for (path, entity) in message.body?.walk() ?? [] {
+            let name = "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: "."))
+            if let place = check(entity.headers, name + " ") { return place }
+            if let embedded = entity.embeddedMessage, let place = check(embedded.headers, name + " ") { return place }
+            if [entity.prologue, entity.epilogue].contains(where: { $0.map(hasMarkers) ?? false }) { return name }
+            if let content = entity.content, contentHasMarkers(content) { return name + " (\(entity.contentType))" }
+        }
+        let written = message.serialize()
+        if hasMarkers(String(decoding: written, as: UTF8.self)) { return "the message" }
+        return nil
+    }
+
+    private func contentHasMarkers(_ bytes: [UInt8]) -> Bool {
+        if hasMarkers(String(decoding: bytes, as: UTF8.self)) { return true }
+        if hasMarkers(String(bytes.map { Character(Unicode.Scalar($0)) })) { return true }
+        guard bytes.count >= 2 else { return false }
+        for littleEndian in [true, false] {
+            let units = stride(from: 0, to: bytes.count - 1, by: 2).map { index in
+                littleEndian ? UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8
+                    : UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])
+            }
+            if hasMarkers(String(decoding: units, as: UTF16.self)) { return true }
+        }
+        return false
+    }
+
     /// True when the message has marked spans anywhere. Throws when markers do
     /// not pair up, naming the part (`Subject`, `part 1.2 (text/html)`).
     public func hasMarkedSpans(_ message: MIMEMessage) throws -> Bool {
@@ -45,8 +85,24 @@ extension Redactor {
             if let embedded = entity.embeddedMessage {
                 try visitHeaders(embedded, prefix: name + " ", body)
             }
+            // The part's own header fields (Content-Description, X- fields …).
+            for header in entity.headers where !Self.partStructuralHeaders.contains(header.name.lowercased()) {
+                if let replaced = try body(header.value, name + " " + header.name, false) {
+                    entity.setHeader(header.name, replaced)
+                }
+            }
             if let filename = entity.filename, let replaced = try body(filename, name + " file name", false) {
                 entity.setFilename(replaced)
+            }
+            if let typeName = entity.contentType.parameters["name"],
+               let replaced = try body(typeName, name + " name", false) {
+                entity.setContentTypeParameter("name", replaced)
+            }
+            if let prologue = entity.prologue, let replaced = try body(prologue, name + " preamble", false) {
+                entity.prologue = replaced
+            }
+            if let epilogue = entity.epilogue, let replaced = try body(epilogue, name + " epilogue", false) {
+                entity.epilogue = replaced
             }
             if entity.contentType.type == "text", let text = entity.text,
                let replaced = try body(text, name, entity.contentType.subtype == "html") {

@@ -27,7 +27,7 @@ enum ExitStatus: Int32 {
         case let error as PolicyError: self = error.code == .conflictingOptions ? .usage : .dataError
         case let error as PipelineError:
             switch error.code {
-            case .noRecipients, .noSender: self = .dataError
+            case .noRecipients, .noSender, .unredactable: self = .dataError
             case .refused, .noSigningKey, .signedMailNeedsRedaction: self = .refused
             case .notYetSupported: self = .usage
             }

@@ -17,7 +17,7 @@ struct FilterCommand: ParsableCommand {
 
     static let defaultConfig = "/etc/mailsec/filter.toml"
 
-    @Option(help: ArgumentHelp("The TOML configuration (default: \(defaultConfig) if it exists, else built-in defaults).",
+    @Option(help: ArgumentHelp("The TOML configuration (default: \(defaultConfig)); without one, mail is deferred.",
                                valueName: "file"))
     var config: String?
 
@@ -28,10 +28,9 @@ struct FilterCommand: ParsableCommand {
     var recipients: [String] = []
 
     func run() throws {
-        let path = config ?? (FileManager.default.fileExists(atPath: Self.defaultConfig) ? Self.defaultConfig : nil)
         let settings: FilterConfig
         do {
-            settings = try path.map { try FilterConfig.load(path: $0) } ?? FilterConfig()
+            settings = try FilterConfig.load(path: config ?? Self.defaultConfig)
         } catch {
             finish(FilterResult.unreadableConfiguration(error), log: .syslog)
         }

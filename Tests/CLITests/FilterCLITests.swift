@@ -14,7 +14,8 @@ struct FilterCLITests {
             for arguments in [["filter", "--config", "/nonexistent/filter.toml", "-f", "a@example.org", "--", "b@example.org"],
                               ["filter", "--config", broken, "-f", "a@example.org", "--", "b@example.org"],
                               ["filter", "--config", broken, "--", "b@example.org"],
-                              ["filter", "--bogus"]] {
+                              ["filter", "--bogus"],
+                              ["filter", "-f", "a@example.org", "--", "b@example.org"]] {  // no /etc/mailsec/filter.toml here
                 let result = try mailsec(arguments, input: message, home: home)
                 #expect(result.status == 75, "\(arguments): \(result.errors)")
                 expectOneLine(result)

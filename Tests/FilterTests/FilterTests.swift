@@ -64,14 +64,24 @@ struct FilterConfigTests {
           arguments: ["gnupg_hom = \"/x\"", "mode = \"strict\"", "invite = \"yes\"", "timeout = -1",
                       "[reinject]\nmethod = \"lmtp\"", "[reinject]\nport = 70000", "[[rules]]\ndomains = []\nmode = \"require-letter\"",
                       "[[rules]]\ndomains = [\"x\"]\nmode = \"maybe\"", "[markers]\nopen = \"\"", "log = \"file\"",
-                      "mode = = 1", "[journal]\nfolder = \"/x\""])
+                      "mode = = 1", "[journal]\nfolder = \"/x\"", "extension = \"partially-encrypted\""])
     func errors(text: String) {
         #expect(throws: (any Error).self) { try FilterConfig.parse(text) }
     }
 
-    @Test("an unreadable file is a ConfigError naming it")
-    func unreadable() {
+    @Test("an unreadable file, or a GnuPG home that is missing or has no keyring, is a ConfigError")
+    func unreadable() throws {
         #expect(throws: ConfigError.self) { try FilterConfig.load(path: "/nonexistent/filter.toml") }
+        let folder = try makePrivateDirectory(prefix: "ms-config")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/filter.toml"
+        for home in [nil, "/nonexistent/gnupg", folder] {
+            try (home.map { "gnupg_home = \"\($0)\"\n" } ?? "").write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(throws: ConfigError.self) { try FilterConfig.load(path: path) }
+        }
+        FileManager.default.createFile(atPath: folder + "/pubring.kbx", contents: Data())
+        try "gnupg_home = \"\(folder)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try FilterConfig.load(path: path).gnupgHome == folder)
     }
 }
 

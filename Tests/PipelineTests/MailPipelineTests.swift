@@ -253,3 +253,103 @@ struct OddSenderTests {
         }
     }
 }
+
+@Suite("What the review found", .serialized)
+struct ReviewFindingTests {
+    @Test("a letter's outside shows only routing fields, and no span even in a display name")
+    func outerHeaders() throws {
+        let text = """
+            From: Alice <alice@example.org>
+            To: "Bob [[private]]Codename[[/private]]" <bob@example.org>
+            Cc: nobody@example.org
+            Subject: s
+            X-Note: [[private]]OUTERSECRET[[/private]]
+            Thread-Topic: Merger with Initech
+            Message-ID: <outer.1@example.org>
+
+            body
+            """
+        let copies = try withGnuPGHome(importing: senderFixtures) { home throws in
+            try MailPipeline(gnupg: GnuPG(home: home.path)).process(try parse(text)).copies
+        }
+        let outside = String(decoding: copies[0].bytes, as: UTF8.self)
+        for secret in ["OUTERSECRET", "Merger", "Codename", "X-Note", "Thread-Topic"] {
+            #expect(!outside.contains(secret), "\(secret) is outside the letter")
+        }
+        let inner = String(decoding: try gpgOpen(copies[0].bytes, as: "bob.sec.asc").stdout, as: UTF8.self)
+        #expect(inner.contains("X-Note: OUTERSECRET") && inner.contains("Thread-Topic: Merger with Initech"))
+        for visible in try everythingVisible(copies[1].bytes) { #expect(!visible.contains("OUTERSECRET") && !visible.contains("Codename")) }
+    }
+
+    @Test("only a body that is nothing but ciphertext counts as encrypted already")
+    func encryptedAlready() throws {
+        let armoredInProse = try parse("From: a@example.org\nTo: b@example.org\n\nsee below\n-----BEGIN PGP MESSAGE-----\nx\n-----END PGP MESSAGE-----\n")
+        #expect(!MailPipeline.isEncrypted(armoredInProse))
+        let armoredOnly = try parse("From: a@example.org\nTo: b@example.org\n\n-----BEGIN PGP MESSAGE-----\n\nhQ\n-----END PGP MESSAGE-----\n")
+        #expect(MailPipeline.isEncrypted(armoredOnly))
+        let smimeSigned = try parse("From: a@example.org\nContent-Type: application/pkcs7-mime; smime-type=signed-data\n\nAAAA\n")
+        #expect(!MailPipeline.isEncrypted(smimeSigned))
+        let smimeEnveloped = try parse("From: a@example.org\nContent-Type: application/pkcs7-mime; smime-type=enveloped-data\n\nAAAA\n")
+        #expect(MailPipeline.isEncrypted(smimeEnveloped))
+    }
+
+    @Test("spans in part headers, names and preambles are censored; where they cannot be, the mail is refused")
+    func redactionReach() throws {
+        let reachable = """
+            From: Alice <alice@example.org>
+            To: nobody@example.org
+            Subject: s
+            MIME-Version: 1.0
+            Content-Type: multipart/mixed; boundary="b"
+
+            preamble [[private]]PREAMBLESECRET[[/private]]
+            --b
+            Content-Type: text/plain
+            Content-Description: [[private]]DESCSECRET[[/private]]
+            X-Part: [[private]]XPARTSECRET[[/private]]
+
+            hello
+            --b
+            Content-Type: application/octet-stream; name="[[private]]NAMESECRET[[/private]].bin"
+            Content-Disposition: attachment; filename="other.bin"
+            Content-Transfer-Encoding: base64
+
+            AAEC
+            --b--
+            epilogue [[private]]EPILOGUESECRET[[/private]]
+            """
+        let censored = try Postcard.censored(try parse(reachable)).serialize()
+        for visible in try everythingVisible(censored) {
+            for secret in ["PREAMBLESECRET", "DESCSECRET", "XPARTSECRET", "NAMESECRET", "EPILOGUESECRET"] {
+                #expect(!visible.contains(secret), "\(secret) left in the postcard")
+            }
+        }
+        let xhtml = "From: a@example.org\nTo: nobody@example.org\nContent-Type: application/xhtml+xml\n\n<p>[[private]]XSECRET[[/private]]</p>\n"
+        let utf16 = Array("From: a@example.org\nTo: nobody@example.org\nContent-Type: text/html\nContent-Transfer-Encoding: base64\n\n".utf8)
+            + Array((Data([0xFF, 0xFE]) + "<p>[[private]]U16SECRET[[/private]]</p>".data(using: .utf16LittleEndian)!).base64EncodedString().utf8)
+        for mail in [try parse(xhtml), try MIMEMessage.parse(utf16)] {
+            #expect(throws: PipelineError.self) { try Postcard.censored(mail) }
+        }
+    }
+
+    @Test("an envelope address gpg cannot look up is a recipient without a key, not a bad mail")
+    func oddEnvelopeAddress() throws {
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let mail = try parse("From: Alice <alice@example.org>\nTo: bob@example.org\nSubject: s\n\nhi\n")
+            let (plan, copies) = try MailPipeline(gnupg: GnuPG(home: home.path))
+                .process(mail, envelopeSender: "alice@example.org", envelopeRecipients: ["bob@example.org", "\"john doe\"@example.net"])
+            #expect(copies.map(\.kind) == [.letter, .postcard])
+            #expect(plan.decisions.last?.decision == .postcard(.noKey))
+        }
+    }
+
+    @Test("Resent-Bcc is gone from every copy")
+    func resentBcc() throws {
+        let copies = try withGnuPGHome(importing: senderFixtures) { home throws in
+            try MailPipeline(gnupg: GnuPG(home: home.path))
+                .process(try parse("From: Alice <alice@example.org>\nTo: bob@example.org, nobody@example.org\nResent-Bcc: hidden@example.org\nSubject: s\n\nhi\n")).copies
+        }
+        for copy in copies { #expect(!String(decoding: copy.bytes, as: UTF8.self).contains("hidden@example.org")) }
+        #expect(String(decoding: MailPipeline.withoutBcc(Array("Bcc : x\nResent-Bcc: y\nTo: z\n\nb\n".utf8)), as: UTF8.self) == "To: z\n\nb\n")
+    }
+}
