@@ -74,13 +74,6 @@ public struct GnuPG: Sendable {
             .sorted { ($0.created ?? .distantPast) > ($1.created ?? .distantPast) }
     }
 
-    /// Lists keys by fingerprint (one operation), e.g. to turn stored
-    /// fingerprints back into keys.
-    public func keys(fingerprints: [String], secretOnly: Bool = false) throws -> [Key] {
-        guard !fingerprints.isEmpty else { return [] }
-        return try listKeys(patterns: fingerprints, secretOnly: secretOnly)
-    }
-
     func listKeys(patterns: [String], secretOnly: Bool) throws -> [Key] {
         let context = try Context(home: home, executable: executable)
         try check(gpgme_set_keylist_mode(context.raw, gpgme_keylist_mode_t(GPGME_KEYLIST_MODE_LOCAL)), .keyListing)
