@@ -90,10 +90,16 @@ public enum Postcard {
     /// The censored postcard of `message`: every marked span replaced by the
     /// placeholder, Bcc removed. A signed mail with marked spans is refused.
     public static func censored(_ message: MIMEMessage, redactor: Redactor = .standard) throws -> MIMEMessage {
+        try censored(message, redactor: redactor,
+                     hasSpans: try redactor.hasMarkedSpans(message) || redactor.remainingMarker(in: message) != nil)
+    }
+
+    /// The same, when the caller already knows whether the mail has spans.
+    static func censored(_ message: MIMEMessage, redactor: Redactor, hasSpans: Bool) throws -> MIMEMessage {
         let copy = try message.copy()
         copy.removeHeader("Bcc")
         copy.removeHeader("Resent-Bcc")
-        guard try redactor.hasMarkedSpans(message) || redactor.remainingMarker(in: message) != nil else { return copy }
+        guard hasSpans else { return copy }
         if copy.body?.walk().contains(where: { $0.entity.contentType.is("multipart", "signed") }) == true {
             throw PipelineError(.signedMailNeedsRedaction)
         }

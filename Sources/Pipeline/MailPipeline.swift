@@ -219,7 +219,14 @@ public struct MailPipeline: Sendable {
 
         var copies: [WrittenCopy] = []
         var letterSource: MIMEMessage?
-        var outside: MIMEMessage?
+        // Censored once: the letters' outside and the postcard both come from it.
+        var censoredCopy: MIMEMessage?
+        func censored() throws -> MIMEMessage {
+            if let censoredCopy { return censoredCopy }
+            let made = try Postcard.censored(prepared.message, redactor: options.redactor, hasSpans: plan.hasMarkedSpans)
+            censoredCopy = made
+            return made
+        }
         var postcard: [UInt8]?
         for planned in plan.copies {
             let addresses = planned.recipients.map(\.address)
@@ -231,10 +238,7 @@ public struct MailPipeline: Sendable {
                                           envelopeSender: prepared.envelopeSender, bytes: copy.serialize()))
             case .letter:
                 guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
-                if letterSource == nil {
-                    letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans)
-                    outside = plan.hasMarkedSpans ? try Postcard.censored(prepared.message, redactor: options.redactor) : letterSource
-                }
+                if letterSource == nil { letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans) }
                 var keys = try planned.fingerprints.map { fingerprint in
                     guard let key = prepared.keys[fingerprint] else { throw PipelineError(.noSigningKey(fingerprint)) }
                     return key
@@ -242,7 +246,8 @@ public struct MailPipeline: Sendable {
                 if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
                 let letter: MIMEMessage
                 do {
-                    letter = try Letter.seal(letterSource!, outside: outside, to: keys, signer: signer, using: gnupg,
+                    letter = try Letter.seal(letterSource!, outside: plan.hasMarkedSpans ? try censored() : letterSource,
+                                             to: keys, signer: signer, using: gnupg,
                                              autocrypt: autocrypt, outerSubject: options.outerSubject)
                 } catch let error as GPGMEError where error.code == .noSecretKey || error.code == .unusableSecretKey {
                     // The signer's public key was listed, but GnuPG holds no usable secret part.
@@ -252,8 +257,7 @@ public struct MailPipeline: Sendable {
                                           envelopeSender: prepared.envelopeSender, bytes: letter.serialize()))
             case .postcard:
                 if postcard == nil {
-                    postcard = try postcardBytes(prepared.message, spans: plan.hasMarkedSpans,
-                                                 invite: options.mail.invite ? (autocrypt, keydata) : nil)
+                    postcard = try postcardBytes(try censored(), invite: options.mail.invite ? (autocrypt, keydata) : nil)
                 }
                 copies.append(WrittenCopy(kind: .postcard, recipients: addresses, fingerprints: [],
                                           envelopeSender: prepared.envelopeSender, bytes: postcard!))
@@ -310,13 +314,13 @@ public struct MailPipeline: Sendable {
         return copy
     }
 
-    /// The censored postcard, with the invitation when asked for.
-    func postcardBytes(_ message: MIMEMessage, spans: Bool, invite: (autocrypt: String?, keydata: [UInt8])?) throws -> [UInt8] {
-        let copy = spans ? try Postcard.censored(message, redactor: options.redactor) : try message.copy()
-        copy.removeHeader("Bcc")
-        copy.removeHeader("Resent-Bcc")
-        if let invite, let body = copy.body {
-            let sender = message.addresses(.from).first
+    /// The postcard written from the censored copy, with the invitation when
+    /// asked for (on a copy of its own, so the letters' outside stays as it is).
+    func postcardBytes(_ censored: MIMEMessage, invite: (autocrypt: String?, keydata: [UInt8])?) throws -> [UInt8] {
+        guard let invite else { return censored.serialize() }
+        let copy = try censored.copy()
+        if let body = copy.body {
+            let sender = censored.addresses(.from).first
             let who = sender.map { $0.name.isEmpty ? $0.address : "\($0.name) <\($0.address)>" } ?? "The sender"
             let text = MIMEEntity.text("""
                 \(who) can send you encrypted mail.
