@@ -85,14 +85,15 @@ public struct MailFilter: Sendable {
             let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
                 mail: options, redactor: config.redactor, signAs: config.signAs,
                 requirements: KeyRequirements(minimumValidity: config.minimumValidity)))
-            let prepared = try pipeline.prepare(message, envelopeSender: sender, envelopeRecipients: remaining)
+            // Our own fields never leave, not even on a mail passed on unchanged.
+            let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))
+            let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
+                                                envelopeRecipients: remaining)
             let copies = try pipeline.write(prepared)  // all crypto before the first hand-over
 
             var handed = 0
             for copy in copies {
-                // An unchanged copy is the mail exactly as it came, but for Bcc and our override fields.
-                var out = copy.kind == .unchanged
-                    ? MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader])) : copy.bytes
+                var out = copy.bytes
                 if copy.kind != .unchanged {
                     let tag = Self.tag(secret, message.messageID ?? "", copy.recipients, Self.body(of: out))
                     out = Array("\(Self.tagHeader): \(tag)\n".utf8) + out

@@ -74,10 +74,13 @@ public final class PreparedMail {
     public let envelopeSender: String
     /// The key letters are signed with (and also encrypted to).
     public let signingKey: Key?
+    /// The mail as its bytes came, if given: what an unchanged copy is made of.
+    public let original: [UInt8]?
     let keys: [String: Key]
 
-    init(message: MIMEMessage, plan: Plan, envelopeSender: String, signingKey: Key?, keys: [String: Key]) {
+    init(message: MIMEMessage, original: [UInt8]?, plan: Plan, envelopeSender: String, signingKey: Key?, keys: [String: Key]) {
         self.message = message
+        self.original = original
         self.plan = plan
         self.envelopeSender = envelopeSender
         self.signingKey = signingKey
@@ -143,8 +146,10 @@ public struct MailPipeline: Sendable {
     }
 
     /// Looks up every recipient's key (and the signer's) in one listing and
-    /// makes the plan. Nothing is written yet.
-    public func prepare(_ message: MIMEMessage, envelopeSender: String? = nil,
+    /// makes the plan. Nothing is written yet. With `original`, the bytes the
+    /// message was parsed from, a mail that is encrypted already goes out as
+    /// exactly those bytes (Bcc aside) rather than written anew.
+    public func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
                         envelopeRecipients: [String]? = nil) throws -> PreparedMail {
         let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
         guard !recipients.isEmpty else { throw PipelineError(.noRecipients) }
@@ -189,7 +194,7 @@ public struct MailPipeline: Sendable {
         }
         let plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
                             alreadyEncrypted: alreadyEncrypted, options: options.mail)
-        return PreparedMail(message: message, plan: plan, envelopeSender: sender, signingKey: signingKey, keys: keys)
+        return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey, keys: keys)
     }
 
     /// Writes every copy of the plan. All cryptography happens here, before
@@ -232,10 +237,14 @@ public struct MailPipeline: Sendable {
             let addresses = planned.recipients.map(\.address)
             switch planned.kind {
             case .unchanged:
-                let copy = try prepared.message.copy()
-                copy.removeHeader("Bcc")
+                let bytes = try prepared.original.map { Self.withoutBcc($0) } ?? {
+                    let copy = try prepared.message.copy()
+                    copy.removeHeader("Bcc")
+                    copy.removeHeader("Resent-Bcc")
+                    return copy.serialize()
+                }()
                 copies.append(WrittenCopy(kind: .unchanged, recipients: addresses, fingerprints: [],
-                                          envelopeSender: prepared.envelopeSender, bytes: copy.serialize()))
+                                          envelopeSender: prepared.envelopeSender, bytes: bytes))
             case .letter:
                 guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
                 if letterSource == nil { letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans) }

@@ -183,7 +183,8 @@ struct Encrypt: ParsableCommand {
 
     func run() throws {
         let pipeline = try policy.pipeline(global)
-        let prepared = try pipeline.prepare(readMessage(message), envelopeSender: policy.from)
+        let input = try readInput(message)
+        let prepared = try pipeline.prepare(MIMEMessage.parse(input), original: input, envelopeSender: policy.from)
         let copies = try pipeline.write(prepared)  // all crypto done before any file exists
         var files: [(String, [UInt8])] = []
         var manifest = Manifest(envelopeSender: prepared.envelopeSender, copies: [])

@@ -353,3 +353,26 @@ struct ReviewFindingTests {
         #expect(String(decoding: MailPipeline.withoutBcc(Array("Bcc : x\nResent-Bcc: y\nTo: z\n\nb\n".utf8)), as: UTF8.self) == "To: z\n\nb\n")
     }
 }
+
+@Suite("Unchanged copies", .serialized)
+struct UnchangedCopyTests {
+    @Test("given the original bytes, an encrypted mail goes out as exactly those bytes, Bcc aside")
+    func exactBytes() throws {
+        // No line break after the closing boundary: GMime writes that back differently.
+        let text = "From:alice@example.org\nTo:   bob@example.org\nBcc: carol@example.org\nSubject:\tsealed\n"
+            + "Content-Type: multipart/encrypted;\n    protocol=\"application/pgp-encrypted\";  boundary=b\n\n"
+            + "This is an OpenPGP/MIME encrypted message (RFC 4880 and 3156)\n\n\n--b\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n--b\nContent-Type: application/octet-stream\n\n"
+            + "-----BEGIN PGP MESSAGE-----\n\nhQ\n-----END PGP MESSAGE-----\n--b--"
+        let bytes = Array(text.utf8)
+        let expected = Array(text.replacingOccurrences(of: "Bcc: carol@example.org\n", with: "").utf8)
+        let message = try MIMEMessage.parse(bytes)
+        #expect(String(decoding: message.serialize(hiding: ["Bcc"]), as: UTF8.self) != text.replacingOccurrences(
+            of: "Bcc: carol@example.org\n", with: ""), "GMime writes this mail differently")
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
+            let copies = try pipeline.write(try pipeline.prepare(message, original: bytes))
+            #expect(copies.map(\.kind) == [.unchanged])
+            #expect(String(decoding: copies[0].bytes, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+        }
+    }
+}
