@@ -11,11 +11,18 @@ let package = Package(
         .library(name: "Policy", targets: ["Policy"]),
         .library(name: "Pipeline", targets: ["Pipeline"]),
         .library(name: "Filter", targets: ["Filter"]),
+        .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
+        .library(name: "ReadingServer", targets: ["ReadingServer"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Both come with Hummingbird; named here because the server uses their types.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -28,18 +35,38 @@ let package = Package(
             pkgConfig: "gmime-3.0",
             providers: [.apt(["libgmime-3.0-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
         .target(name: "OpenPGP", dependencies: ["CGPGME", "CMailsecShims"]),
         .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
         // Pure Swift: decisions, plans and redaction. No C, no GnuPG.
         .target(name: "Policy"),
-        .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy"]),
+        // Partially encrypted postcards: the password, the span blob (PBKDF2 +
+        // AES-GCM, redone by the browser with WebCrypto), the published
+        // document and the client that publishes it.
+        .target(name: "PartialEncryption", dependencies: [
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
+        // `mailsec serve`: the HTTP server, its SQLite store and the reading page.
+        .target(name: "ReadingServer", dependencies: [
+            "PartialEncryption", "CSQLite",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+        ]),
+        .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "PartialEncryption"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
         .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TOMLKit"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter",
+                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -50,6 +77,8 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        .testTarget(name: "PartialEncryptionTests", dependencies: ["PartialEncryption", "TestSupport"]),
+        .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

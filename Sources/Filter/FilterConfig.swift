@@ -1,5 +1,6 @@
 import Foundation
 import OpenPGP
+import PartialEncryption
 import Policy
 import TOMLKit
 
@@ -55,6 +56,13 @@ public enum LogDestination: String, Sendable {
 /// [journal]
 /// directory = "/var/spool/mailsec/journal"
 /// expire_days = 7
+///
+/// [reading]                    # for extension = "partially-encrypted"
+/// publish_url = "http://127.0.0.1:8080"     # where `mailsec serve` listens
+/// token_file = "/etc/mailsec/publish-token"
+/// lifetime_days = 30           # optional; the server caps it
+/// notice = "letter-preferred"  # or letter-required: the password notice only as a letter
+/// timeout = 30                 # seconds for publishing
 /// ```
 public struct FilterConfig: Sendable {
     public var gnupgHome: String?
@@ -69,6 +77,12 @@ public struct FilterConfig: Sendable {
     public var reinjectionTimeout: TimeInterval
     public var journalDirectory: String
     public var journalExpiry: TimeInterval
+    /// Where partially encrypted postcards publish their spans; nil when `[reading]` is absent.
+    public var publisher: HTTPPublisher?
+    /// The lifetime asked for published pages, in seconds (nil: the server's default).
+    public var readingLifetime: Int?
+    /// True when the password notice may only go to the sender as a letter.
+    public var noticeMustBeLetter: Bool
 
     /// The defaults: sendmail re-injection, journal under /var/spool/mailsec.
     public init() {
@@ -83,6 +97,9 @@ public struct FilterConfig: Sendable {
         reinjectionTimeout = 60
         journalDirectory = "/var/spool/mailsec/journal"
         journalExpiry = 7 * 86400
+        publisher = nil
+        readingLifetime = nil
+        noticeMustBeLetter = false
     }
 
     /// Reads the file at `path`.
@@ -122,7 +139,7 @@ public struct FilterConfig: Sendable {
         let root = try TOMLTable(string: text)
         var config = FilterConfig()
         let top = Keys(root, "")
-        try top.allow(["gnupg_home", "sign_as", "mode", "invite", "extension", "min_validity", "timeout", "log",
+        try top.allow(["gnupg_home", "sign_as", "mode", "invite", "extension", "min_validity", "timeout", "log", "reading",
                        "markers", "rules", "reinject", "journal"])
         config.gnupgHome = try top.string("gnupg_home")
         if let signAs = try top.string("sign_as"), signAs != "from" { config.signAs = signAs }
@@ -136,7 +153,6 @@ public struct FilterConfig: Sendable {
         if let value = try top.string("extension") {
             guard let ext = PostcardExtension(rawValue: value) else { throw ConfigError("extension: unknown value \"\(value)\"") }
             // Accepting it now would bounce every mail with marked spans.
-            if ext == .partiallyEncrypted { throw ConfigError("extension: partially-encrypted is not yet supported") }
             config.mail.postcardExtension = ext
         }
         if let value = try top.string("min_validity") {
@@ -190,6 +206,28 @@ public struct FilterConfig: Sendable {
             try journal.allow(["directory", "expire_days"])
             config.journalDirectory = try journal.string("directory") ?? config.journalDirectory
             config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days") ?? 7) * 86400
+        }
+        if let reading = try top.table("reading") {
+            try reading.allow(["publish_url", "token_file", "lifetime_days", "notice", "timeout"])
+            guard let url = try reading.string("publish_url") else { throw ConfigError("reading.publish_url is required") }
+            guard let tokenFile = try reading.string("token_file") else { throw ConfigError("reading.token_file is required") }
+            guard let data = FileManager.default.contents(atPath: tokenFile) else {
+                throw ConfigError("reading.token_file \(tokenFile) cannot be read")
+            }
+            let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let timeout = Double(try reading.positiveInt("timeout") ?? 30)
+            do { config.publisher = try HTTPPublisher(url: url, token: token, timeout: timeout) } catch {
+                throw ConfigError("reading: \(error.description)")
+            }
+            config.readingLifetime = try reading.positiveInt("lifetime_days").map { $0 * 86400 }
+            switch try reading.string("notice") ?? "letter-preferred" {
+            case "letter-preferred": config.noticeMustBeLetter = false
+            case "letter-required": config.noticeMustBeLetter = true
+            case let other: throw ConfigError("reading.notice: unknown value \"\(other)\"")
+            }
+        }
+        if config.mail.postcardExtension == .partiallyEncrypted && config.publisher == nil {
+            throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file")
         }
         if config.mail.enforcePostcard && config.mail.requireLetter {
             throw ConfigError("mode: cannot both enforce postcards and require letters")

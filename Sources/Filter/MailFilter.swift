@@ -48,11 +48,12 @@ public struct MailFilter: Sendable {
     /// none. Never throws: every failure becomes a status and one line.
     public func run(_ bytes: [UInt8], sender: String, recipients: [String]) -> FilterResult {
         var messageID = "-"
-        var counts = (letters: 0, postcards: 0, unchanged: 0)
+        var counts = (letters: 0, postcards: 0, unchanged: 0, notices: 0)
         func result(_ status: Int32, _ line: String?, _ outcome: String) -> FilterResult {
             FilterResult(status: status, errorLine: line,
                          logLine: "message-id=<\(messageID)> letters=\(counts.letters) postcards=\(counts.postcards) "
-                            + "unchanged=\(counts.unchanged) status=\(outcome)")
+                            + "unchanged=\(counts.unchanged)" + (counts.notices > 0 ? " password-notices=\(counts.notices)" : "")
+                            + " status=\(outcome)")
         }
         guard !recipients.isEmpty else {
             return result(Self.deferred, "deferred: no recipients on the command line (check the pipe argv in master.cf)", "deferred")
@@ -84,12 +85,33 @@ public struct MailFilter: Sendable {
             }
             let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
                 mail: options, redactor: config.redactor, signAs: config.signAs,
-                requirements: KeyRequirements(minimumValidity: config.minimumValidity)))
+                requirements: KeyRequirements(minimumValidity: config.minimumValidity),
+                publisher: config.publisher, readingLifetime: config.readingLifetime))
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))
             let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
                                                 envelopeRecipients: remaining)
-            let copies = try pipeline.write(prepared)  // all crypto before the first hand-over
+            if prepared.publishesSpans && config.noticeMustBeLetter && !prepared.senderCanReceiveLetter {
+                throw PipelineError(.noticeNeedsLetter(sender))
+            }
+            let written = try pipeline.write(prepared)  // all crypto before the first hand-over
+            let copies = written.copies
+            // The password goes to the sender before any recipient sees a link;
+            // without it nobody could read the spans, so a failure defers all.
+            if written.publication != nil {
+                do {
+                    if let notice = try pipeline.passwordNotice(prepared, written, mustBeLetter: config.noticeMustBeLetter) {
+                        let tag = Self.tag(secret, notice.messageID, notice.copy.recipients, Self.body(of: notice.copy.bytes))
+                        try Handover.send(Array("\(Self.tagHeader): \(tag)\n".utf8) + notice.copy.bytes, sender: sender,
+                                          recipients: notice.copy.recipients, via: config.reinjection,
+                                          timeout: config.reinjectionTimeout)
+                        counts.notices += 1
+                    }
+                } catch {
+                    pipeline.withdraw(written)
+                    throw error
+                }
+            }
 
             var handed = 0
             for copy in copies {
@@ -102,6 +124,8 @@ public struct MailFilter: Sendable {
                     try Handover.send(out, sender: sender, recipients: copy.recipients, via: config.reinjection,
                                       timeout: config.reinjectionTimeout)
                 } catch {
+                    // A page no recipient has a link to yet serves nobody: the retry publishes anew.
+                    if !copies[..<handed].contains(where: { $0.kind == .postcard }) { pipeline.withdraw(written) }
                     return result(Self.deferred, "deferred: \(error.description) after \(handed) of \(copies.count) copies; "
                                   + "the mail stays queued and only the rest is sent on retry", "deferred")
                 }
@@ -139,7 +163,9 @@ public struct MailFilter: Sendable {
         case let error as PipelineError:
             switch error.code {
             case .refused: return (refused, "refused: \(error.description); nothing was sent")
-            case .signedMailNeedsRedaction, .notYetSupported: return (refused, "refused: \(error.description)")
+            case .signedMailNeedsRedaction, .notYetSupported, .noPublisher, .noticeNeedsLetter:
+                return (refused, "refused: \(error.description)")
+            case .publishFailed: return (deferred, "deferred: \(error.description); the mail stays queued")
             case .noRecipients, .noSender, .unredactable: return (dataError, "rejected: \(error.description)")
             case .noSigningKey:
                 return (deferred, "deferred: \(error.description) (give the filter's GnuPG home the sender's secret key)")

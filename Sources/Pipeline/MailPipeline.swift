@@ -1,6 +1,7 @@
 import Foundation
 import MIME
 import OpenPGP
+import PartialEncryption
 import Policy
 
 /// An error of the mail pipeline. The description never quotes message content.
@@ -20,6 +21,12 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case notYetSupported(String)
         /// A marked span stands where it cannot be redacted (named).
         case unredactable(String)
+        /// Partially encrypted postcards are due but no reading server is configured.
+        case noPublisher
+        /// The spans could not be published (the reason carries no content); nothing was sent.
+        case publishFailed(String)
+        /// The password notice must be a letter, but the sender (named) has no key to encrypt to.
+        case noticeNeedsLetter(String)
     }
 
     public let code: Code
@@ -36,6 +43,10 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
             "the mail is signed and has marked spans: redacting them would break the signature, so it is refused"
         case .notYetSupported(let what): "\(what) is not yet supported"
         case .unredactable(let place): "a private marker in \(place) cannot be redacted; remove it or send the mail to letter recipients only"
+        case .noPublisher: "partially encrypted postcards need a reading server to publish to (a publish URL and token)"
+        case .publishFailed(let why): "the private parts could not be published, so nothing was sent: \(why)"
+        case .noticeNeedsLetter(let sender):
+            "the password of a partially encrypted postcard may only reach the sender in a letter, and there is no usable key for \(sender)"
         }
     }
 }
@@ -52,14 +63,21 @@ public struct PipelineOptions: Sendable {
     public var requirements: KeyRequirements
     /// The Subject shown outside letters.
     public var outerSubject: String
+    /// Where partially encrypted postcards publish their spans.
+    public var publisher: (any SpanPublisher)?
+    /// How long a published reading page lives, in seconds (nil: the server's default).
+    public var readingLifetime: Int?
 
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
-                requirements: KeyRequirements = .anyValidity, outerSubject: String = "...") {
+                requirements: KeyRequirements = .anyValidity, outerSubject: String = "...",
+                publisher: (any SpanPublisher)? = nil, readingLifetime: Int? = nil) {
         self.mail = mail
         self.redactor = redactor
         self.signAs = signAs
         self.requirements = requirements
         self.outerSubject = outerSubject
+        self.publisher = publisher
+        self.readingLifetime = readingLifetime
     }
 }
 
@@ -78,6 +96,17 @@ public final class PreparedMail {
     public let original: [UInt8]?
     let keys: [String: Key]
 
+    /// True when writing publishes spans: partially encrypted postcards are
+    /// due and the mail has marked spans.
+    public var publishesSpans: Bool {
+        plan.hasMarkedSpans && plan.options.postcardExtension == .partiallyEncrypted && plan.copies.contains { $0.kind == .postcard }
+    }
+
+    /// True when the sender's key can receive a letter (the password notice).
+    public var senderCanReceiveLetter: Bool {
+        signingKey?.subkeys.contains(where: \.isUsableForEncryption) ?? false
+    }
+
     init(message: MIMEMessage, original: [UInt8]?, plan: Plan, envelopeSender: String, signingKey: Key?, keys: [String: Key]) {
         self.message = message
         self.original = original
@@ -86,6 +115,17 @@ public final class PreparedMail {
         self.signingKey = signingKey
         self.keys = keys
     }
+}
+
+/// Every copy of a mail, and for a partially encrypted postcard where its
+/// spans were published and the password, which belongs to the sender alone
+/// and is in no copy.
+public struct WrittenMail: Sendable {
+    public let copies: [WrittenCopy]
+    /// Where the postcard's spans can be read; nil unless a partially encrypted postcard was written.
+    public let publication: Publication?
+    /// The password of the reading page; nil when there is none.
+    public let password: SpanPassword?
 }
 
 /// One written message and where it goes.
@@ -158,9 +198,6 @@ public struct MailPipeline: Sendable {
         let alreadyEncrypted = Self.isEncrypted(message)
         let hasSpans = alreadyEncrypted ? false
             : try options.redactor.hasMarkedSpans(message) || options.redactor.remainingMarker(in: message) != nil
-        if options.mail.postcardExtension == .partiallyEncrypted && hasSpans {
-            throw PipelineError(.notYetSupported("partially encrypted postcards"))
-        }
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)
@@ -199,7 +236,12 @@ public struct MailPipeline: Sendable {
 
     /// Writes every copy of the plan. All cryptography happens here, before
     /// anything is returned; any failure throws and nothing is written.
-    public func write(_ prepared: PreparedMail) throws -> [WrittenCopy] {
+    ///
+    /// With the partially encrypted extension, postcards' spans are numbered,
+    /// encrypted and published first; when publishing fails nothing is
+    /// written (`publishFailed`), and when a later step fails the
+    /// publication is withdrawn again.
+    public func write(_ prepared: PreparedMail) throws -> WrittenMail {
         let plan = prepared.plan
         if plan.isRefused { throw PipelineError(.refused(plan.refused.map(\.recipient.address))) }
         let kinds = Set(plan.copies.map(\.kind))
@@ -222,8 +264,6 @@ public struct MailPipeline: Sendable {
             autocrypt = Autocrypt.header(address: prepared.message.addresses(.from).first?.address ?? address, keydata: keydata)
         }
 
-        var copies: [WrittenCopy] = []
-        var letterSource: MIMEMessage?
         // Censored once: the letters' outside and the postcard both come from it.
         var censoredCopy: MIMEMessage?
         func censored() throws -> MIMEMessage {
@@ -232,6 +272,28 @@ public struct MailPipeline: Sendable {
             censoredCopy = made
             return made
         }
+        var reading: (postcard: ReadingPostcard, publication: Publication)?
+        if prepared.publishesSpans {
+            guard let publisher = options.publisher else { throw PipelineError(.noPublisher) }
+            let postcard = try ReadingPostcard(prepared.message, redactor: options.redactor, lifetime: options.readingLifetime)
+            do { reading = (postcard, try publisher.publish(postcard.document)) } catch {
+                throw PipelineError(.publishFailed(error.description))
+            }
+        }
+        do {
+            let copies = try writeCopies(prepared, reading: reading, autocrypt: autocrypt, keydata: keydata, censored: censored)
+            return WrittenMail(copies: copies, publication: reading?.publication, password: reading?.postcard.password)
+        } catch {
+            if let reading { try? options.publisher?.withdraw(reading.publication) }
+            throw error
+        }
+    }
+
+    private func writeCopies(_ prepared: PreparedMail, reading: (postcard: ReadingPostcard, publication: Publication)?,
+                             autocrypt: String?, keydata: [UInt8], censored: () throws -> MIMEMessage) throws -> [WrittenCopy] {
+        let plan = prepared.plan
+        var copies: [WrittenCopy] = []
+        var letterSource: MIMEMessage?
         var postcard: [UInt8]?
         for planned in plan.copies {
             let addresses = planned.recipients.map(\.address)
@@ -266,7 +328,8 @@ public struct MailPipeline: Sendable {
                                           envelopeSender: prepared.envelopeSender, bytes: letter.serialize()))
             case .postcard:
                 if postcard == nil {
-                    postcard = try postcardBytes(try censored(), invite: options.mail.invite ? (autocrypt, keydata) : nil)
+                    let base = try reading.map { try $0.postcard.postcard($0.publication) } ?? censored()
+                    postcard = try postcardBytes(base, invite: options.mail.invite ? (autocrypt, keydata) : nil)
                 }
                 copies.append(WrittenCopy(kind: .postcard, recipients: addresses, fingerprints: [],
                                           envelopeSender: prepared.envelopeSender, bytes: postcard!))
@@ -302,11 +365,14 @@ public struct MailPipeline: Sendable {
         return out
     }
 
-    /// Prepares and writes in one go.
-    public func process(_ message: MIMEMessage, envelopeSender: String? = nil,
-                        envelopeRecipients: [String]? = nil) throws -> (plan: Plan, copies: [WrittenCopy]) {
+    /// Prepares and writes in one go. `password` and `publication` are set
+    /// when a partially encrypted postcard was written: the password is for
+    /// the sender alone.
+    public func process(_ message: MIMEMessage, envelopeSender: String? = nil, envelopeRecipients: [String]? = nil)
+        throws -> (plan: Plan, copies: [WrittenCopy], publication: Publication?, password: SpanPassword?) {
         let prepared = try prepare(message, envelopeSender: envelopeSender, envelopeRecipients: envelopeRecipients)
-        return (prepared.plan, try write(prepared))
+        let written = try write(prepared)
+        return (prepared.plan, written.copies, written.publication, written.password)
     }
 
     /// The full text with markers removed; a signed body is unwrapped, since

@@ -39,14 +39,15 @@ extension Redactor {
         }
         guard !found.isEmpty || tokens.contains(where: { $0.hasMarkers(self) }) else { return html }
 
-        var placeholderAt = Set<Int>()     // censor: emit the placeholder before this position
+        var placeholderAt: [Int: String] = [:]   // censor: emit this placeholder before this position
         var keep = [Bool](repeating: true, count: stream.count)
         for span in found {
             for index in span.openStart..<span.openEnd { keep[index] = false }
             for index in span.closeStart..<span.closeEnd { keep[index] = false }
-            if mode == .censor {
+            if mode.removesSpan {
                 for index in span.openEnd..<span.closeStart { keep[index] = false }
-                placeholderAt.insert(span.openStart)
+                let content = String(String.UnicodeScalarView(stream[span.openEnd..<span.closeStart]))
+                placeholderAt[span.openStart] = mode.replacement(for: content, placeholder: placeholder)
             }
         }
         /// A tag at stream position `p` lies in a span when span scalars stand on both sides.
@@ -60,25 +61,25 @@ extension Redactor {
             switch token {
             case .text(let raw, let decoded):
                 let range = start..<(start + decoded.count)
-                if range.allSatisfy({ keep[$0] && !placeholderAt.contains($0) }) {
+                if range.allSatisfy({ keep[$0] && placeholderAt[$0] == nil }) {
                     out += raw
                     continue
                 }
                 for position in range {
-                    if placeholderAt.contains(position) { out += escape(placeholder.unicodeScalars) }
+                    if let text = placeholderAt[position] { out += escape(text.unicodeScalars) }
                     if keep[position] { out += escape(CollectionOfOne(stream[position])) }
                 }
             case .tag(let raw):
-                if mode == .censor && (tagInSpan(start) || hasMarkers(raw)) {
+                if mode.removesSpan && (tagInSpan(start) || hasMarkers(raw)) {
                     out += HTMLToken.bare(raw)
                 } else {
                     out += try redact(raw, mode: .reveal, part: part)
                 }
             case .comment(let raw):
-                if mode == .censor && (tagInSpan(start) || hasMarkers(raw)) { continue }
+                if mode.removesSpan && (tagInSpan(start) || hasMarkers(raw)) { continue }
                 out += try redact(raw, mode: .reveal, part: part)
             case .other(let raw):
-                if mode == .reveal || !tagInSpan(start) { out += raw }
+                if !mode.removesSpan || !tagInSpan(start) { out += raw }
             }
         }
         return out
@@ -222,4 +223,35 @@ func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
         index += 1
     }
     return out
+}
+
+extension Redactor {
+    /// The readable text of an HTML document: character data with entities
+    /// resolved, line breaks for `<br>` and block ends, scripts, styles and
+    /// comments left out. Markers in it stay, so spans can be found in it.
+    public func plainText(fromHTML html: String) -> String {
+        let blocks: Set<String> = ["p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol"]
+        var out = String.UnicodeScalarView()
+        var skipping: String?
+        for token in HTMLToken.split(html) {
+            switch token {
+            case .text(_, let decoded):
+                if skipping == nil { out.append(contentsOf: decoded) }
+            case .tag(let raw):
+                let name = HTMLToken.tagName(raw)
+                if let skipped = skipping {
+                    if raw.hasPrefix("</") && name == skipped { skipping = nil }
+                    continue
+                }
+                if !raw.hasPrefix("</") && (name == "script" || name == "style" || name == "head") && !raw.hasSuffix("/>") {
+                    skipping = name
+                } else if name == "br" || (raw.hasPrefix("</") && blocks.contains(name)) {
+                    out.append("\n")
+                }
+            case .comment, .other:
+                continue
+            }
+        }
+        return String(out)
+    }
 }

@@ -28,6 +28,24 @@ public struct Redactor: Sendable, Hashable {
         case reveal
         /// Replace each span, markers included, by the placeholder (postcards).
         case censor
+        /// Replace each span, markers included, by its numbered place `[#n]`
+        /// from the catalog, which keeps the span text (partially encrypted postcards).
+        case number(SpanCatalog)
+
+        /// True when the span's text goes (censor, number).
+        var removesSpan: Bool {
+            if case .reveal = self { return false }
+            return true
+        }
+
+        /// What stands in for a removed span whose text is `content`.
+        func replacement(for content: String, placeholder: String) -> String {
+            switch self {
+            case .reveal: content
+            case .censor: placeholder
+            case .number(let catalog): catalog.place(for: content)
+            }
+        }
     }
 
     // MARK: Plain text
@@ -53,10 +71,8 @@ public struct Redactor: Sendable, Hashable {
         var position = 0
         for span in found {
             out.append(contentsOf: scalars[position..<span.openStart])
-            switch mode {
-            case .reveal: out.append(contentsOf: scalars[span.openEnd..<span.closeStart])
-            case .censor: out.append(contentsOf: placeholder.unicodeScalars)
-            }
+            let content = String(String.UnicodeScalarView(scalars[span.openEnd..<span.closeStart]))
+            out.append(contentsOf: mode.replacement(for: content, placeholder: placeholder).unicodeScalars)
             position = span.closeEnd
         }
         out.append(contentsOf: scalars[position...])

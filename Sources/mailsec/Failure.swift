@@ -1,7 +1,9 @@
 import Foundation
 import MIME
 import OpenPGP
+import PartialEncryption
 import Pipeline
+import ReadingServer
 import Policy
 
 /// sysexits.h codes the tool exits with.
@@ -29,9 +31,13 @@ enum ExitStatus: Int32 {
             switch error.code {
             case .noRecipients, .noSender, .unredactable: self = .dataError
             case .refused, .noSigningKey, .signedMailNeedsRedaction: self = .refused
-            case .notYetSupported: self = .usage
+            case .notYetSupported, .noPublisher: self = .usage
+            case .publishFailed: self = .temporary
+            case .noticeNeedsLetter: self = .refused
             }
         case is MIMEError, is LetterError: self = .dataError
+        case is PublishError: self = .temporary
+        case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
         default: self = .failure
         }
@@ -60,6 +66,9 @@ func describe(_ error: any Error) -> String {
     case let error as InvalidAddressError: error.description
     case let error as PolicyError: error.description
     case let error as PipelineError: error.description
+    case let error as PublishError: error.description
+    case let error as SpanBlobError: error.description
+    case let error as StoreError: error.description
     default: "unexpected error (\(type(of: error)))"
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import MIME
 import OpenPGP
+import PartialEncryption
 import Pipeline
 import Policy
 
@@ -41,18 +42,16 @@ struct PolicyOptions: ParsableArguments {
         if enforcePostcard && requireLetter {
             throw ValidationError("--enforce-postcard cannot be combined with --require-letter")
         }
-        if postcardExtension == .partiallyEncrypted {
-            throw ValidationError("--extension partially-encrypted is not yet supported")
-        }
     }
 
-    func pipeline(_ global: GlobalOptions) throws -> MailPipeline {
+    func pipeline(_ global: GlobalOptions, reading: ReadingOptions? = nil) throws -> MailPipeline {
         let mail = MailOptions(enforcePostcard: enforcePostcard, requireLetter: requireLetter,
                                domainRules: requireLetterDomains.map { DomainRule($0, .requireLetter) }, invite: invite,
                                postcardExtension: postcardExtension)
         return MailPipeline(gnupg: global.gnupg, options: PipelineOptions(
             mail: mail, redactor: try markers.redactor(), signAs: signAs,
-            requirements: KeyRequirements(minimumValidity: minValidity)))
+            requirements: KeyRequirements(minimumValidity: minValidity),
+            publisher: try reading?.publisher(), readingLifetime: reading?.lifetimeDays.map { $0 * 86400 }))
     }
 }
 
@@ -166,6 +165,7 @@ struct Encrypt: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
     @OptionGroup var policy: PolicyOptions
+    @OptionGroup var reading: ReadingOptions
 
     @Option(name: .customLong("out"), help: ArgumentHelp("Folder for the copies and manifest.json.", valueName: "dir"))
     var out: String
@@ -174,6 +174,9 @@ struct Encrypt: ParsableCommand {
     var message = "-"
 
     func validate() throws {
+        if policy.postcardExtension == .partiallyEncrypted && reading.publishURL == nil {
+            throw ValidationError("--extension partially-encrypted needs --publish-url (a running 'mailsec serve')")
+        }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: out, isDirectory: &isDirectory) {
             let empty = isDirectory.boolValue && ((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false)
@@ -182,20 +185,27 @@ struct Encrypt: ParsableCommand {
     }
 
     func run() throws {
-        let pipeline = try policy.pipeline(global)
+        let pipeline = try policy.pipeline(global, reading: reading)
         let input = try readInput(message)
         let prepared = try pipeline.prepare(MIMEMessage.parse(input), original: input, envelopeSender: policy.from)
-        let copies = try pipeline.write(prepared)  // all crypto done before any file exists
+        let written = try pipeline.write(prepared)  // all crypto (and publishing) done before any file exists
         var files: [(String, [UInt8])] = []
-        var manifest = Manifest(envelopeSender: prepared.envelopeSender, copies: [])
-        for (index, copy) in copies.enumerated() {
+        var manifest = Manifest(envelopeSender: prepared.envelopeSender, copies: [],
+                                readingPage: written.publication.map { .init(url: $0.url, expires: $0.expires) })
+        for (index, copy) in written.copies.enumerated() {
             let name = "\(index + 1)-\(copy.kind.rawValue).eml"
             files.append((name, copy.bytes))
             manifest.copies.append(.init(file: name, kind: copy.kind.rawValue, recipients: copy.recipients,
                                          fingerprints: copy.fingerprints))
         }
         files.append(("manifest.json", try encodeJSON(manifest)))
-        try writeFolder(out, files)
+        do { try writeFolder(out, files) } catch {
+            pipeline.withdraw(written)
+            throw error
+        }
+        if let password = written.password, let publication = written.publication {
+            try reading.hand(password, publication)
+        }
     }
 }
 
@@ -211,8 +221,25 @@ struct Manifest: Encodable {
         let fingerprints: [String]
     }
 
+    /// The reading page of a partially encrypted postcard (never its password).
+    struct ReadingPage: Encodable {
+        let url: String
+        let expires: String
+    }
+
     let envelopeSender: String
     var copies: [Copy]
+    /// Present when a partially encrypted postcard was written.
+    let readingPage: ReadingPage?
+
+    enum CodingKeys: String, CodingKey { case envelopeSender, copies, readingPage }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(envelopeSender, forKey: .envelopeSender)
+        try container.encode(copies, forKey: .copies)
+        try container.encode(readingPage, forKey: .readingPage)  // explicit null, as the README's contracts
+    }
 }
 
 struct Redact: ParsableCommand {

@@ -135,7 +135,7 @@ struct LeakPropertyTests {
                 generator.secrets = []
                 let text = generator.mail()
                 let message = try MIMEMessage.parse(Array(text.utf8))
-                let (plan, copies) = try pipeline.process(message)
+                let (plan, copies, _, _) = try pipeline.process(message)
                 #expect(plan.hasMarkedSpans, "mail \(index), seed \(seed)")
                 let postcard = try #require(copies.first { $0.kind == .postcard })
                 let visible = try everythingVisible(postcard.bytes)

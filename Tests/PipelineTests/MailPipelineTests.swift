@@ -12,7 +12,7 @@ struct MailPipelineTests {
     func mixedMail() throws {
         let (plan, copies, aliceFingerprint, carolKeyIDs) = try withGnuPGHome(importing: senderFixtures) { home throws in
             let gnupg = GnuPG(home: home.path)
-            let (plan, copies) = try MailPipeline(gnupg: gnupg).process(try parse(mixedMailText))
+            let (plan, copies, _, _) = try MailPipeline(gnupg: gnupg).process(try parse(mixedMailText))
             let alice = try #require(try gnupg.lookup(["alice@example.org"])[0].chosen)
             let carol = try #require(try gnupg.lookup(["carol@example.org"])[0].chosen)
             return (plan, copies, alice.fingerprint, carol.subkeys.map { String($0.fingerprint.suffix(16)) })
@@ -98,7 +98,7 @@ struct MailPipelineTests {
         try withGnuPGHome(importing: senderFixtures) { home throws in
             let pipeline = MailPipeline(gnupg: GnuPG(home: home.path),
                                         options: PipelineOptions(mail: MailOptions(enforcePostcard: true)))
-            let (plan, copies) = try pipeline.process(try parse(mixedMailText))
+            let (plan, copies, _, _) = try pipeline.process(try parse(mixedMailText))
             #expect(plan.recipientState == .mixed)
             #expect(copies.map(\.kind) == [.postcard])
             #expect(copies[0].recipients == ["bob@example.org", "nobody@example.org", "carol@example.org"])
@@ -113,7 +113,7 @@ struct MailPipelineTests {
             let letter = try pipeline.process(try parse(mixedMailText)).copies[0].bytes
             var input = String(decoding: letter, as: UTF8.self)
             input = input.replacingOccurrences(of: "Cc: nobody@example.org\n", with: "Cc: nobody@example.org\nBcc: carol@example.org\n")
-            let (plan, copies) = try pipeline.process(try parse(input))
+            let (plan, copies, _, _) = try pipeline.process(try parse(input))
             #expect(plan.decisions.allSatisfy { $0.decision == .unchanged })
             #expect(copies.map(\.kind) == [.unchanged])
             #expect(copies[0].recipients == ["bob@example.org", "nobody@example.org", "carol@example.org"])
@@ -336,7 +336,7 @@ struct ReviewFindingTests {
     func oddEnvelopeAddress() throws {
         try withGnuPGHome(importing: senderFixtures) { home throws in
             let mail = try parse("From: Alice <alice@example.org>\nTo: bob@example.org\nSubject: s\n\nhi\n")
-            let (plan, copies) = try MailPipeline(gnupg: GnuPG(home: home.path))
+            let (plan, copies, _, _) = try MailPipeline(gnupg: GnuPG(home: home.path))
                 .process(mail, envelopeSender: "alice@example.org", envelopeRecipients: ["bob@example.org", "\"john doe\"@example.net"])
             #expect(copies.map(\.kind) == [.letter, .postcard])
             #expect(plan.decisions.last?.decision == .postcard(.noKey))
@@ -370,7 +370,7 @@ struct UnchangedCopyTests {
             of: "Bcc: carol@example.org\n", with: ""), "GMime writes this mail differently")
         try withGnuPGHome(importing: senderFixtures) { home throws in
             let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
-            let copies = try pipeline.write(try pipeline.prepare(message, original: bytes))
+            let copies = try pipeline.write(try pipeline.prepare(message, original: bytes)).copies
             #expect(copies.map(\.kind) == [.unchanged])
             #expect(String(decoding: copies[0].bytes, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
         }

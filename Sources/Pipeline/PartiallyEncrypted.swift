@@ -1,0 +1,152 @@
+import Foundation
+import MIME
+import OpenPGP
+import PartialEncryption
+import Policy
+
+/// A partially encrypted postcard in the making: the mail with each span
+/// replaced by its place `[#n]`, the reading document, and the password.
+struct ReadingPostcard {
+    let numbered: MIMEMessage
+    let document: ReadingDocument
+    let password: SpanPassword
+
+    /// Numbers the spans of `message`, checks that no marker is left, and
+    /// encrypts the spans under a fresh password. Nothing is published yet.
+    init(_ message: MIMEMessage, redactor: Redactor, lifetime: Int?) throws {
+        let catalog = SpanCatalog()
+        let copy = try message.copy()
+        copy.removeHeader("Bcc")
+        copy.removeHeader("Resent-Bcc")
+        try redactor.apply(.number(catalog), to: copy)
+        if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable(place)) }
+
+        func segments(_ text: String?, _ part: String) throws -> [ReadingDocument.Segment] {
+            try redactor.segments(text ?? "", catalog: catalog, part: part).map { segment in
+                switch segment {
+                case .text(let text): .text(text)
+                case .span(let number): .span(number)
+                }
+            }
+        }
+        let from = message.headers.first { $0.name.lowercased() == "from" }?.value
+        let body = try segments(Self.readingText(of: message, redactor: redactor), "the main text")
+        let document = (try segments(from, "From"), try segments(message.subject, "Subject"), body)
+        password = SpanPassword()
+        let blob: SpanBlob
+        do { blob = try SpanBlob.seal(catalog.spans, password: password) } catch {
+            throw PipelineError(.publishFailed(error.description))
+        }
+        self.document = ReadingDocument(from: document.0, subject: document.1, body: document.2,
+                                        spanCount: catalog.spans.count, blob: blob, lifetime: lifetime)
+        numbered = copy
+    }
+
+    /// The text the reading page shows: the first text/plain part that is not
+    /// an attachment, else the first such text/html part as plain text.
+    static func readingText(of message: MIMEMessage, redactor: Redactor) -> String? {
+        let leaves = message.body?.walk().map(\.entity).filter { entity in
+            entity.contentType.type == "text" && entity.disposition?.lowercased() != "attachment"
+        } ?? []
+        if let plain = leaves.first(where: { $0.contentType.subtype == "plain" })?.text { return plain }
+        return leaves.first { $0.contentType.subtype == "html" }?.text.map(redactor.plainText(fromHTML:))
+    }
+
+    /// The postcard: the numbered mail and a part that says where the spans
+    /// can be read and that the password comes from the sender.
+    func postcard(_ publication: Publication) throws -> MIMEMessage {
+        let copy = try numbered.copy()
+        guard let body = copy.body else { return copy }
+        let sender = numbered.addresses(.from).first
+        let who = sender.map { $0.name.isEmpty ? $0.address : $0.name } ?? "The sender"
+        let notice = MIMEEntity.text("""
+            \(who) marked parts of this mail as private. They are not in this mail: each \
+            one is replaced by a numbered place such as \(SpanCatalog.place(1)).
+
+            You can read them on this page:
+            \(publication.url)
+
+            The page asks for a password. \(who) will give it to you another way, for \
+            example by phone or messenger; it is in no mail. The page can be read until \
+            \(publication.expires).
+
+            """)
+        notice.setHeader("Content-Description", "Where to read the private parts of this mail")
+        copy.setBody(.multipart("mixed", [try body.copy(), notice]))
+        return copy
+    }
+}
+
+/// The notice that gives the sender the password of a partially encrypted
+/// postcard, to pass on by another channel. Made by the filter, which has
+/// nobody else to tell; a library caller gets the password in `WrittenMail`.
+public enum PasswordNotice {
+    /// The notice as a plain message to `sender` about the postcard that went
+    /// to `recipients`. `subject` is the postcard's (spans already numbered).
+    public static func message(password: SpanPassword, publication: Publication, sender: String,
+                               recipients: [String], subject: String?, messageID: String?) throws -> MIMEMessage {
+        let about = messageID.map { " (Message-ID \($0))" } ?? ""
+        let text = """
+            Your mail "\(subject ?? "")"\(about) went to \(recipients.joined(separator: ", ")) \
+            as a partially encrypted postcard: they have no key for a letter, so the parts you \
+            marked as private were left out of it and encrypted on a reading page instead.
+
+            The reading page:
+            \(publication.url)
+
+            The password:
+
+                \(password.grouped)
+
+            Give the password to the recipients yourself, another way than by mail: read it \
+            out on the phone, or send it by a messenger. Never forward this mail and never put \
+            the password in a mail: whoever can read the postcard could then read the private \
+            parts too. The page can be read until \(publication.expires).
+
+            To delete the page earlier:
+                curl -X DELETE -H "Authorization: Bearer \(publication.deleteToken)" \\
+                  \(publication.url.replacingOccurrences(of: "/r/", with: "/api/postcards/"))
+
+            """
+        let address = MailAddress(address: sender)
+        let notice = try Composition(from: MailAddress(name: "mailsec", address: sender), to: [address],
+                                     subject: "Password for your partially encrypted mail", text: text).message()
+        notice.setHeader("Auto-Submitted", "auto-generated")
+        return notice
+    }
+}
+
+extension MailPipeline {
+    /// The password notice for the envelope sender of `prepared`, when
+    /// `written` published spans: a letter encrypted to the sender's key (and
+    /// signed with it) when there is one, else a plain message, unless
+    /// `mustBeLetter`, which then throws `noticeNeedsLetter`. Returns the copy
+    /// and its Message-ID; nil when nothing was published.
+    public func passwordNotice(_ prepared: PreparedMail, _ written: WrittenMail, mustBeLetter: Bool) throws
+        -> (copy: WrittenCopy, messageID: String)? {
+        guard let publication = written.publication, let password = written.password else { return nil }
+        let sender = prepared.envelopeSender
+        let recipients = written.copies.filter { $0.kind == .postcard }.flatMap(\.recipients)
+        let canSeal = prepared.senderCanReceiveLetter
+        if mustBeLetter && !canSeal { throw PipelineError(.noticeNeedsLetter(sender)) }
+        // A plain notice names the mail by its postcard Subject (spans numbered).
+        let subject = try prepared.message.subject.map { canSeal ? $0 : try options.redactor.redact($0, mode: .censor) }
+        let notice = try PasswordNotice.message(password: password, publication: publication, sender: sender,
+                                                recipients: recipients, subject: subject,
+                                                messageID: prepared.message.messageID)
+        let messageID = notice.messageID ?? ""
+        guard canSeal, let key = prepared.signingKey else {
+            return (WrittenCopy(kind: .postcard, recipients: [sender], fingerprints: [], envelopeSender: sender,
+                                bytes: notice.serialize()), messageID)
+        }
+        let letter = try Letter.seal(notice, to: [key], signer: key, using: gnupg, outerSubject: options.outerSubject)
+        return (WrittenCopy(kind: .letter, recipients: [sender], fingerprints: [key.fingerprint], envelopeSender: sender,
+                            bytes: letter.serialize()), messageID)
+    }
+
+    /// Deletes what `written` published, if anything; best effort (the entry
+    /// expires anyway).
+    public func withdraw(_ written: WrittenMail) {
+        if let publication = written.publication { try? options.publisher?.withdraw(publication) }
+    }
+}

@@ -1,0 +1,241 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import PartialEncryption
+import Synchronization
+
+/// How `mailsec serve` runs.
+public struct ReadingServerConfiguration: Sendable {
+    /// Address to bind; 127.0.0.1 by default (put a TLS proxy in front).
+    public var host: String
+    /// Port to bind; 0 picks a free one (reported through `onListening`).
+    public var port: Int
+    /// The SQLite file of published postcards.
+    public var storePath: String
+    /// The token publishers must present.
+    public var publishToken: String
+    /// The address readers reach the server at, e.g. `https://read.example.org`;
+    /// nil for `http://host:port`.
+    public var publicURL: String?
+    /// How long an entry lives when the publisher does not ask for less.
+    public var lifetime: Int
+    /// The largest document accepted, in bytes.
+    public var maximumDocument: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, storePath: String, publishToken: String,
+                publicURL: String? = nil, lifetime: Int = 30 * 86400, maximumDocument: Int = 1 << 20) {
+        self.host = host
+        self.port = port
+        self.storePath = storePath
+        self.publishToken = publishToken
+        self.publicURL = publicURL
+        self.lifetime = lifetime
+        self.maximumDocument = maximumDocument
+    }
+}
+
+/// The reading server: publishing, the reading page, deletion and expiry.
+///
+/// | request | answer |
+/// |---|---|
+/// | `POST /api/postcards` (bearer publish token, JSON `ReadingDocument`) | 201 `Publication`; 401 no token, 403 wrong token, 400 bad document, 413 too large |
+/// | `GET /api/postcards/<id>` | 200 the document (+ `expires`); 404 unknown, expired or deleted |
+/// | `DELETE /api/postcards/<id>` (bearer deletion token) | 204; 401, 403, 404 |
+/// | `GET /r/<id>` | 200 the reading page; 404 |
+/// | `GET /assets/reader.js`, `/assets/reader.css`, `/healthz` | 200 |
+public final class ReadingServer: Sendable {
+    public let configuration: ReadingServerConfiguration
+    let store: PostcardStore
+    let log: @Sendable (String) -> Void
+    let tokenDigest: [UInt8]
+    /// The port actually bound (differs from the configured one for port 0).
+    let boundPort: Mutex<Int>
+
+    public init(configuration: ReadingServerConfiguration, log: @escaping @Sendable (String) -> Void) throws(StoreError) {
+        self.configuration = configuration
+        self.boundPort = Mutex(configuration.port)
+        self.store = try PostcardStore(path: configuration.storePath)
+        self.log = log
+        self.tokenDigest = Array(SHA256.hash(data: Array(configuration.publishToken.utf8)))
+    }
+
+    /// Serves until SIGTERM or SIGINT. `onListening` gets the bound port.
+    public func run(onListening: @escaping @Sendable (Int) -> Void) async throws {
+        try store.purge(now: Self.now())
+        let router = Router()
+        router.add(middleware: AccessLog(write: log))
+        router.get("/healthz") { _, _ in Self.plain(.ok, "ok\n") }
+        router.get("/assets/reader.js") { _, _ in Self.asset(Page.script, type: "text/javascript; charset=utf-8") }
+        router.get("/assets/reader.css") { _, _ in Self.asset(Page.css, type: "text/css; charset=utf-8") }
+        router.get("/r/:id") { _, context in try self.page(context.parameters.get("id") ?? "") }
+        router.get("/api/postcards/:id") { _, context in try self.read(context.parameters.get("id") ?? "") }
+        router.post("/api/postcards") { request, _ in try await self.publish(request) }
+        router.delete("/api/postcards/:id") { request, context in try self.delete(request, id: context.parameters.get("id") ?? "") }
+        var logger = Logger(label: "mailsec-serve")
+        logger.logLevel = .warning
+        let app = Application(router: router, configuration: .init(address: .hostname(configuration.host, port: configuration.port),
+                                                                    serverName: "mailsec"),
+                              onServerRunning: { channel in
+                                  let port = channel.localAddress?.port ?? self.configuration.port
+                                  self.boundPort.withLock { $0 = port }
+                                  onListening(port)
+                              },
+                              logger: logger)
+        try await app.runService()
+    }
+
+    // MARK: Handlers
+
+    func page(_ id: String) throws -> Response {
+        guard Self.isIdentifier(id), try store.find(id: id, now: Self.now()) != nil else {
+            return Self.html(.notFound, "<!DOCTYPE html><meta charset=\"utf-8\"><title>Not found</title><p>There is no such mail here: it has expired or was deleted.</p>\n")
+        }
+        return Self.html(.ok, Page.html)
+    }
+
+    func read(_ id: String) throws -> Response {
+        try store.purge(now: Self.now())
+        guard Self.isIdentifier(id), let entry = try store.find(id: id, now: Self.now()),
+              var document = try? ReadingDocument.decode(entry.document) else {
+            return Self.failure(.notFound, "no such postcard: it has expired or was deleted")
+        }
+        document.lifetime = nil
+        var json = document.json()
+        // The expiry rides along so the page could show it; added without re-encoding the texts.
+        json.removeLast()
+        json += Array(",\"expires\":\"\(Self.iso(entry.expires))\"}".utf8)
+        return Self.json(.ok, json)
+    }
+
+    func publish(_ request: Request) async throws -> Response {
+        guard let presented = Self.bearer(request) else {
+            return Self.failure(.unauthorized, "publishing needs the publish token (Authorization: Bearer …)")
+        }
+        guard Self.equalDigests(Array(SHA256.hash(data: Array(presented.utf8))), tokenDigest) else {
+            return Self.failure(.forbidden, "wrong publish token")
+        }
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maximumDocument {
+            return Self.failure(.contentTooLarge, "the document is larger than \(configuration.maximumDocument) bytes")
+        }
+        let body: ByteBuffer
+        do { body = try await request.body.collect(upTo: configuration.maximumDocument) } catch {
+            return Self.failure(.contentTooLarge, "the document is larger than \(configuration.maximumDocument) bytes")
+        }
+        let bytes = Array(body.readableBytesView)
+        let document: ReadingDocument
+        do {
+            document = try ReadingDocument.decode(bytes)
+            try document.validate()
+        } catch {
+            return Self.failure(.badRequest, "not a reading document: \(error)")
+        }
+        let now = Self.now()
+        try store.purge(now: now)
+        let lifetime = min(document.lifetime ?? configuration.lifetime, configuration.lifetime)
+        let id = Base64URL.random(16)
+        let deleteToken = Base64URL.random(32)
+        var stored = document
+        stored.lifetime = nil
+        try store.insert(id: id, document: stored.json(), deleteTokenDigest: Array(SHA256.hash(data: Array(deleteToken.utf8))),
+                         created: now, expires: now + Int64(lifetime))
+        let base = configuration.publicURL ?? "http://\(configuration.host):\(boundPort.withLock { $0 })"
+        let publication = Publication(id: id, url: base.trimmingSuffix("/") + "/r/" + id, deleteToken: deleteToken,
+                                      expires: Self.iso(now + Int64(lifetime)))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Self.json(.created, Array(try encoder.encode(publication)))
+    }
+
+    func delete(_ request: Request, id: String) throws -> Response {
+        guard let presented = Self.bearer(request) else {
+            return Self.failure(.unauthorized, "deleting needs the deletion token (Authorization: Bearer …)")
+        }
+        guard Self.isIdentifier(id), let digest = try store.deleteTokenDigest(id: id) else {
+            return Self.failure(.notFound, "no such postcard: it has expired or was deleted")
+        }
+        guard Self.equalDigests(Array(SHA256.hash(data: Array(presented.utf8))), digest) else {
+            return Self.failure(.forbidden, "wrong deletion token")
+        }
+        try store.delete(id: id)
+        return Response(status: .noContent)
+    }
+
+    // MARK: Helpers
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    static func iso(_ seconds: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
+    }
+
+    /// 16 random bytes in base64url: 22 characters.
+    static func isIdentifier(_ id: String) -> Bool {
+        id.utf8.count == 22 && Base64URL.decode(id) != nil
+    }
+
+    static func bearer(_ request: Request) -> String? {
+        guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
+        let token = value.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
+    /// Compares two digests in time independent of where they differ.
+    static func equalDigests(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    static let securityHeaders: HTTPFields = [
+        .contentSecurityPolicy: "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        .xContentTypeOptions: "nosniff",
+        .cacheControl: "no-store",
+        HTTPField.Name("Referrer-Policy")!: "no-referrer",
+        HTTPField.Name("X-Frame-Options")!: "DENY",
+    ]
+
+    static func respond(_ status: HTTPResponse.Status, _ type: String, _ bytes: [UInt8]) -> Response {
+        var headers = securityHeaders
+        headers[.contentType] = type
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    static func html(_ status: HTTPResponse.Status, _ text: String) -> Response { respond(status, "text/html; charset=utf-8", Array(text.utf8)) }
+    static func plain(_ status: HTTPResponse.Status, _ text: String) -> Response { respond(status, "text/plain; charset=utf-8", Array(text.utf8)) }
+    static func asset(_ text: String, type: String) -> Response { respond(.ok, type, Array(text.utf8)) }
+    static func json(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response { respond(status, "application/json", bytes) }
+
+    /// An error answer: `{"error": "…"}`.
+    static func failure(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        return json(status, Array("{\"error\":\"\(escaped)\"}\n".utf8))
+    }
+}
+
+/// One line per request: method, path, status. Never a body, a token or a query.
+struct AccessLog<Context: RequestContext>: RouterMiddleware {
+    let write: @Sendable (String) -> Void
+
+    func handle(_ request: Request, context: Context,
+                next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            let response = try await next(request, context)
+            write("\(request.method) \(request.uri.path) \(response.status.code)")
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            write("\(request.method) \(request.uri.path) \(status)")
+            throw error
+        }
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        var text = self
+        while text.hasSuffix(suffix) { text.removeLast(suffix.count) }
+        return text
+    }
+}

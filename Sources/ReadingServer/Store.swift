@@ -1,0 +1,156 @@
+internal import CSQLite
+import Foundation
+import PartialEncryption
+import Synchronization
+
+/// An error of the store, with SQLite's result code. Never carries stored content.
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    /// SQLite's result code (`SQLITE_BUSY` …), 0 for our own checks.
+    public let code: Int32
+    public let description: String
+    init(_ code: Int32, _ what: String) {
+        self.code = code
+        self.description = "\(what): \(String(cString: sqlite3_errstr(code)))"
+    }
+}
+
+/// One stored postcard.
+public struct StoredPostcard: Sendable {
+    public let id: String
+    /// The reading document as published (JSON).
+    public let document: [UInt8]
+    public let created: Int64
+    public let expires: Int64
+}
+
+/// The published postcards in one SQLite file: identifier, the reading
+/// document (no password, no span text), the SHA-256 of the deletion token,
+/// creation and expiry times. `secure_delete` is on, so a deleted or expired
+/// entry's bytes are overwritten in the file, not just unlinked from the tree.
+///
+/// One connection (`sqlite3`) behind a lock: the server's handlers run on
+/// many threads, and SQLite writes are serialised anyway.
+public final class PostcardStore: Sendable {
+    // The pointer is only used while the mutex is held.
+    private struct Connection: @unchecked Sendable { let handle: OpaquePointer }
+    private let connection: Mutex<Connection>
+    public let path: String
+
+    /// Opens (or creates, mode 0600) the store at `path`.
+    public init(path: String) throws(StoreError) {
+        self.path = path
+        let fresh = !FileManager.default.fileExists(atPath: path)
+        if fresh {
+            let fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0o600)
+            if fd >= 0 { close(fd) }
+        }
+        var handle: OpaquePointer?
+        let status = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
+        guard status == SQLITE_OK, let handle else {
+            sqlite3_close(handle)
+            throw StoreError(status, "cannot open the store")
+        }
+        connection = Mutex(Connection(handle: handle))
+        sqlite3_busy_timeout(handle, 5000)
+        try execute("""
+            PRAGMA secure_delete = ON;
+            PRAGMA journal_mode = DELETE;
+            CREATE TABLE IF NOT EXISTS postcards (
+                id TEXT PRIMARY KEY,
+                document BLOB NOT NULL,
+                delete_token_sha256 BLOB NOT NULL,
+                created INTEGER NOT NULL,
+                expires INTEGER NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS postcards_expires ON postcards(expires);
+            """)
+    }
+
+    deinit {
+        connection.withLock { _ = sqlite3_close($0.handle) }
+    }
+
+    private func execute(_ sql: String) throws(StoreError) {
+        let status = connection.withLock { sqlite3_exec($0.handle, sql, nil, nil, nil) }
+        guard status == SQLITE_OK else { throw StoreError(status, "cannot prepare the store") }
+    }
+
+    /// Runs one statement with `bindings`; `row` sees each result row.
+    private func run(_ sql: String, _ bindings: [Binding], row: ((OpaquePointer) -> Void)? = nil) throws(StoreError) -> Int32 {
+        let result: Result<Int32, StoreError> = connection.withLock { connection in
+            var statement: OpaquePointer?
+            var status = sqlite3_prepare_v2(connection.handle, sql, -1, &statement, nil)
+            guard status == SQLITE_OK, let statement else { return .failure(StoreError(status, "cannot query the store")) }
+            defer { sqlite3_finalize(statement) }
+            for (index, binding) in bindings.enumerated() {
+                let position = Int32(index + 1)
+                switch binding {
+                case .text(let text): status = sqlite3_bind_text(statement, position, text, -1, sqliteTransient)
+                case .blob(let bytes):
+                    status = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), sqliteTransient) }
+                case .integer(let value): status = sqlite3_bind_int64(statement, position, value)
+                }
+                guard status == SQLITE_OK else { return .failure(StoreError(status, "cannot query the store")) }
+            }
+            while true {
+                status = sqlite3_step(statement)
+                if status == SQLITE_ROW { row?(statement); continue }
+                guard status == SQLITE_DONE else { return .failure(StoreError(status, "cannot query the store")) }
+                return .success(sqlite3_changes(connection.handle))
+            }
+        }
+        return try result.get()
+    }
+
+    private enum Binding { case text(String), blob([UInt8]), integer(Int64) }
+
+    /// Stores a document; `deleteToken` is kept only as its SHA-256.
+    public func insert(id: String, document: [UInt8], deleteTokenDigest: [UInt8], created: Int64, expires: Int64) throws(StoreError) {
+        _ = try run("INSERT INTO postcards (id, document, delete_token_sha256, created, expires) VALUES (?, ?, ?, ?, ?)",
+                    [.text(id), .blob(document), .blob(deleteTokenDigest), .integer(created), .integer(expires)])
+    }
+
+    /// The entry `id` if it exists and has not expired at `now`.
+    public func find(id: String, now: Int64) throws(StoreError) -> StoredPostcard? {
+        var found: StoredPostcard?
+        _ = try run("SELECT document, created, expires FROM postcards WHERE id = ? AND expires > ?", [.text(id), .integer(now)]) { statement in
+            let count = Int(sqlite3_column_bytes(statement, 0))
+            let bytes = sqlite3_column_blob(statement, 0).map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []
+            found = StoredPostcard(id: id, document: bytes, created: sqlite3_column_int64(statement, 1),
+                                   expires: sqlite3_column_int64(statement, 2))
+        }
+        return found
+    }
+
+    /// The SHA-256 of the deletion token of `id`, nil when there is no such entry.
+    public func deleteTokenDigest(id: String) throws(StoreError) -> [UInt8]? {
+        var digest: [UInt8]?
+        _ = try run("SELECT delete_token_sha256 FROM postcards WHERE id = ?", [.text(id)]) { statement in
+            let count = Int(sqlite3_column_bytes(statement, 0))
+            digest = sqlite3_column_blob(statement, 0).map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []
+        }
+        return digest
+    }
+
+    /// Deletes `id`; true when there was such an entry.
+    @discardableResult
+    public func delete(id: String) throws(StoreError) -> Bool {
+        try run("DELETE FROM postcards WHERE id = ?", [.text(id)]) > 0
+    }
+
+    /// Deletes every entry expired at `now`; returns how many.
+    @discardableResult
+    public func purge(now: Int64) throws(StoreError) -> Int {
+        Int(try run("DELETE FROM postcards WHERE expires <= ?", [.integer(now)]))
+    }
+
+    /// How many entries there are.
+    public func count() throws(StoreError) -> Int {
+        var count = 0
+        _ = try run("SELECT count(*) FROM postcards", []) { count = Int(sqlite3_column_int64($0, 0)) }
+        return count
+    }
+}
+
+/// SQLite copies the bound value (SQLITE_TRANSIENT, a macro Swift cannot import).
+private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

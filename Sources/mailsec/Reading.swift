@@ -1,0 +1,207 @@
+import ArgumentParser
+import Foundation
+import PartialEncryption
+import Pipeline
+import ReadingServer
+
+/// Where partially encrypted postcards publish, and where their password goes.
+struct ReadingOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The reading server to publish to: http://host:port of a running 'mailsec serve'.",
+                               valueName: "url"))
+    var publishURL: String?
+
+    @Option(help: ArgumentHelp("File with the server's publish token (default: $MAILSEC_PUBLISH_TOKEN).",
+                               valueName: "file"))
+    var publishTokenFile: String?
+
+    @Option(help: ArgumentHelp("Days the reading page lives (default: the server's, at most its limit).",
+                               valueName: "days"))
+    var lifetimeDays: Int?
+
+    @Option(help: ArgumentHelp("Write the reading page's password to this new private file instead of standard error.",
+                               valueName: "file"))
+    var passwordFile: String?
+
+    func validate() throws {
+        if let lifetimeDays, lifetimeDays <= 0 { throw ValidationError("--lifetime-days must be positive") }
+    }
+
+    func publisher() throws -> (any SpanPublisher)? {
+        guard let publishURL else { return nil }
+        let token: String
+        if let publishTokenFile {
+            guard let data = FileManager.default.contents(atPath: publishTokenFile) else {
+                throw CommandFailure("cannot read \(publishTokenFile)", status: .noInput)
+            }
+            token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        } else if let fromEnvironment = ProcessInfo.processInfo.environment["MAILSEC_PUBLISH_TOKEN"] {
+            token = fromEnvironment
+        } else {
+            throw ValidationError("--publish-url needs --publish-token-file or MAILSEC_PUBLISH_TOKEN")
+        }
+        do { return try HTTPPublisher(url: publishURL, token: token) } catch { throw ValidationError(error.description) }
+    }
+
+    /// Gives the password to the sender (the one running the command): on
+    /// standard error, or in a new 0600 file. It is in no copy and no manifest.
+    func hand(_ password: SpanPassword, _ publication: Publication) throws {
+        let deletion = "curl -X DELETE -H 'Authorization: Bearer \(publication.deleteToken)' "
+            + publication.url.replacingOccurrences(of: "/r/", with: "/api/postcards/")
+        if let passwordFile {
+            let fd = open(passwordFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw CommandFailure("cannot create \(passwordFile): \(String(cString: strerror(errno))); "
+                                     + "the postcards are written, delete the page with: \(deletion)", status: .cannotCreate)
+            }
+            close(fd)
+            try writeOutput(Array((password.grouped + "\n").utf8), to: passwordFile)
+        }
+        var lines = ["mailsec: the postcard's private parts are at \(publication.url) until \(publication.expires)"]
+        if passwordFile == nil {
+            lines.append("mailsec: password: \(password.grouped)")
+        }
+        lines.append("mailsec: give the password to the postcard's recipients by phone or messenger, never by mail")
+        lines.append("mailsec: to delete the page: \(deletion)")
+        FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+}
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the reading pages of partially encrypted postcards.",
+        discussion: """
+            Stores published postcards (text with numbered places and the encrypted spans; never \
+            the password or the span text) in an SQLite file and serves the reading page at \
+            /r/ID, which decrypts in the browser. Binds to 127.0.0.1: put a TLS proxy in front \
+            and give its address with --public-url. Prints 'listening on URL' once ready; one \
+            line per request on standard error. Stops on SIGTERM or SIGINT.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Address to bind.", valueName: "address"))
+    var listen = "127.0.0.1"
+
+    @Option(help: ArgumentHelp("Port to bind; 0 picks a free one.", valueName: "port"))
+    var port = 8080
+
+    @Option(help: ArgumentHelp("The SQLite file of published postcards (created 0600).", valueName: "file"))
+    var store = "/var/lib/mailsec/reading.sqlite"
+
+    @Option(help: ArgumentHelp("File with the token publishers must present.", valueName: "file"))
+    var tokenFile: String
+
+    @Option(help: ArgumentHelp("The address readers use, e.g. https://read.example.org (default: http://ADDRESS:PORT).",
+                               valueName: "url"))
+    var publicURL: String?
+
+    @Option(help: ArgumentHelp("Days a published page lives, at most.", valueName: "days"))
+    var lifetimeDays = 30
+
+    @Option(help: ArgumentHelp("Largest document accepted, in bytes.", valueName: "bytes"))
+    var maxSize = 1 << 20
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard lifetimeDays > 0, maxSize > 0 else { throw ValidationError("--lifetime-days and --max-size must be positive") }
+        if let publicURL, !(publicURL.hasPrefix("https://") || publicURL.hasPrefix("http://")) {
+            throw ValidationError("--public-url must start with https:// or http://")
+        }
+    }
+
+    func run() throws {
+        guard let data = FileManager.default.contents(atPath: tokenFile) else {
+            throw CommandFailure("cannot read \(tokenFile)", status: .noInput)
+        }
+        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard token.utf8.count >= 16 else { throw CommandFailure("the publish token in \(tokenFile) is shorter than 16 characters", status: .usage) }
+        let configuration = ReadingServerConfiguration(host: listen, port: port, storePath: store, publishToken: token,
+                                                       publicURL: publicURL, lifetime: lifetimeDays * 86400,
+                                                       maximumDocument: maxSize)
+        let server: ReadingServer
+        do {
+            server = try ReadingServer(configuration: configuration) { line in
+                FileHandle.standardError.write(Data((Self.timestamp() + " " + line + "\n").utf8))
+            }
+        } catch {
+            throw CommandFailure("cannot open the store \(store): \(error.description)", status: .cannotCreate)
+        }
+        let host = listen
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do {
+                try await server.run { port in
+                    FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
+                }
+            } catch {
+                outcome.set("cannot serve on \(host):\(configuration.port): \(error)")
+            }
+            done.signal()
+        }
+        done.wait()
+        if let failure = outcome.get() { throw CommandFailure(failure, status: .temporary) }
+    }
+
+    static func timestamp() -> String { ISO8601DateFormatter().string(from: Date()) }
+
+    /// The server task's failure, read once the task is over.
+    final class Outcome: @unchecked Sendable {
+        // Written by the server task before it signals, read after the wait.
+        private var message: String?
+        func set(_ text: String) { message = text }
+        func get() -> String? { message }
+    }
+}
+
+struct Reveal: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read a partially encrypted postcard's private parts, as its reading page does.",
+        discussion: """
+            Fetches the document at URL (http:// only; /r/ID as in the postcard), derives the key from \
+            the password and prints the From, Subject and text with the private parts filled in. \
+            The password is read from --password-file or the first line of standard input. \
+            Exit status 69 for a wrong password.
+            """
+    )
+
+    @Option(help: ArgumentHelp("File holding the password.", valueName: "file"))
+    var passwordFile: String?
+
+    @Argument(help: ArgumentHelp("The reading page's address.", valueName: "url"))
+    var url: String
+
+    func run() throws {
+        guard let range = url.range(of: "/r/") else { throw ValidationError("\(url) is not a reading page address (…/r/ID)") }
+        let base = String(url[..<range.lowerBound])
+        let id = String(url[range.upperBound...])
+        let typed = try passwordFile.map { path -> String in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CommandFailure("cannot read \(path)", status: .noInput)
+            }
+            return String(decoding: data, as: UTF8.self)
+        } ?? (readLine() ?? "")
+        guard let password = SpanPassword(typed: typed.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw CommandFailure("wrong password", status: .refused)
+        }
+        let publisher = try HTTPPublisher(url: base, token: "none")
+        let response = try HTTPExchange.send(host: publisher.host, port: publisher.port, timeout: 30, method: "GET",
+                                             path: publisher.prefix + "/api/postcards/" + id, bearer: nil,
+                                             contentType: nil, body: [])
+        guard response.status == 200 else {
+            throw CommandFailure("the reading server answered HTTP \(response.status)", status: response.status == 404 ? .noInput : .temporary)
+        }
+        let document = try ReadingDocument.decode(response.body)
+        let spans = try SpanBlob(base64URL: document.blob).open(password: password)
+        var text = "From: \(ReadingDocument.fill(document.from, spans))\n"
+        text += "Subject: \(ReadingDocument.fill(document.subject, spans))\n\n"
+        text += ReadingDocument.fill(document.body, spans)
+        let placed = Set((document.from + document.subject + document.body).compactMap { segment -> Int? in
+            if case .span(let number) = segment { return number }
+            return nil
+        })
+        for (index, span) in spans.enumerated() where !placed.contains(index + 1) {
+            text += "\n[#\(index + 1)] \(span)"
+        }
+        try writeOutput(Array((text.hasSuffix("\n") ? text : text + "\n").utf8), to: nil)
+    }
+}
