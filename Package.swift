@@ -77,7 +77,11 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
-        .testTarget(name: "PartialEncryptionTests", dependencies: ["PartialEncryption", "TestSupport"]),
+        .testTarget(name: "PartialEncryptionTests", dependencies: [
+            "PartialEncryption", "TestSupport",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

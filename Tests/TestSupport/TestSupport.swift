@@ -162,3 +162,69 @@ public final class SilentServer: @unchecked Sendable {
 
     deinit { close(fd) }
 }
+
+/// A real `mailsec serve` on 127.0.0.1 with a free port, its own store,
+/// token and log, in a private folder; stopped (SIGTERM) and removed on `stop()`.
+public final class ReadingServerProcess: @unchecked Sendable {
+    // @unchecked: all properties are set in init; `process` is only used to stop it.
+    public let folder: String
+    public let token: String
+    public let port: Int
+    public var url: String { "http://127.0.0.1:\(port)" }
+    public var storePath: String { folder + "/store.sqlite" }
+    public var logPath: String { folder + "/serve.log" }
+    private let process: Process
+
+    public init(extraArguments: [String] = []) throws {
+        folder = try makePrivateDirectory(prefix: "ms-serve")
+        token = (0..<32).map { _ in "abcdefghjkmnpqrstuvwxyz23456789".randomElement()! }.map(String.init).joined()
+        FileManager.default.createFile(atPath: folder + "/token", contents: Data(token.utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: folder + "/out", contents: nil)
+        FileManager.default.createFile(atPath: folder + "/serve.log", contents: nil)
+        process = Process()
+        process.executableURL = Paths.mailsecExecutable
+        process.arguments = ["serve", "--port", "0", "--store", folder + "/store.sqlite", "--token-file", folder + "/token"]
+            + extraArguments
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/out"))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/serve.log"))
+        try process.run()
+        var found: Int?
+        for _ in 0..<300 where found == nil {
+            let out = String(decoding: FileManager.default.contents(atPath: folder + "/out") ?? Data(), as: UTF8.self)
+            if let line = out.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }),
+               let port = line.split(separator: ":").last.flatMap({ Int($0) }) {
+                found = port
+            } else if !process.isRunning {
+                break
+            } else {
+                usleep(50_000)
+            }
+        }
+        guard let found else {
+            if process.isRunning { process.terminate() }
+            throw FixtureError(message: "mailsec serve did not start: " + (try String(contentsOfFile: folder + "/serve.log", encoding: .utf8)))
+        }
+        port = found
+    }
+
+    /// Stops the server and waits for it; the folder stays until `remove()`.
+    public func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    public func remove() {
+        stop()
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// Everything the server wrote: store file(s) and log.
+    public func everythingStored() -> [UInt8] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.filter { $0 != "token" }.flatMap { Array(FileManager.default.contents(atPath: folder + "/" + $0) ?? Data()) }
+    }
+
+    deinit { remove() }
+}
