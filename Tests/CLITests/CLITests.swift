@@ -6,6 +6,11 @@ func mailsec(_ arguments: [String], input: [UInt8] = [], home: TemporaryGnuPGHom
     try run(Paths.mailsecExecutable.path, arguments, input: input, environment: home?.environment)
 }
 
+func mailsec(_ arguments: [String], input: [UInt8] = [], environment: [String: String]) throws -> ProcessResult {
+    try run(Paths.mailsecExecutable.path, arguments, input: input,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
+}
+
 /// Error output must be exactly one line.
 func expectOneLine(_ result: ProcessResult, sourceLocation: SourceLocation = #_sourceLocation) {
     let lines = result.errors.split(separator: "\n", omittingEmptySubsequences: false).dropLast()

@@ -1,0 +1,106 @@
+import Foundation
+import TestSupport
+import Testing
+
+let dinnerMail = Array("""
+    From: Alice <alice@example.org>
+    To: Bob <bob@example.org>, Dora <dora@example.net>
+    Subject: Dinner at [[private]]Chez Zqxwv[[/private]]
+    Message-ID: <cli.pe.1@example.org>
+    MIME-Version: 1.0
+    Content-Type: text/plain; charset=utf-8
+
+    The secret ingredient is [[private]]saffron and zqvanilla[[/private]].
+
+    """.utf8)
+
+@Suite("Partially encrypted postcards on the command line", .serialized)
+struct ReadingCLITests {
+    @Test("encrypt publishes, prints the password on stderr only; reveal reads the spans with it and not without")
+    func encryptAndReveal() throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let out = home.path + "/out"
+            FileManager.default.createFile(atPath: home.path + "/token", contents: Data(server.token.utf8))
+            let result = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", out, "--extension", "partially-encrypted",
+                                      "--publish-url", server.url, "--publish-token-file", home.path + "/token", "-"],
+                                     input: dinnerMail, home: home)
+            #expect(result.status == 0, "\(result.errors)")
+            let password = try #require(result.errors.split(separator: "\n").first { $0.hasPrefix("mailsec: password: ") }
+                .map { String($0.dropFirst("mailsec: password: ".count)) })
+            let files = try FileManager.default.contentsOfDirectory(atPath: out)
+            for name in files {
+                let text = String(decoding: FileManager.default.contents(atPath: out + "/" + name) ?? Data(), as: UTF8.self)
+                #expect(!text.contains(password), "\(name) holds the password")
+                if !name.contains("letter") { #expect(!text.contains("saffron") && !text.contains("Zqxwv"), "\(name) leaks a span") }
+            }
+            let manifest = try JSONSerialization.jsonObject(with: FileManager.default.contents(atPath: out + "/manifest.json")!) as! [String: Any]
+            let page = try #require(manifest["readingPage"] as? [String: Any])
+            let url = try #require(page["url"] as? String)
+            #expect(url.hasPrefix(server.url + "/r/"))
+
+            let revealed = try mailsec(["reveal", url], input: Array((password.lowercased() + "\n").utf8))
+            #expect(revealed.status == 0, "\(revealed.errors)")
+            #expect(revealed.output.contains("Subject: Dinner at Chez Zqxwv"))
+            #expect(revealed.output.contains("The secret ingredient is saffron and zqvanilla."))
+            let wrong = try mailsec(["reveal", url], input: Array("ABCD-EFGH-JKLM-NPQR\n".utf8))
+            #expect(wrong.status == 69 && !wrong.output.contains("saffron"))
+            expectOneLine(wrong)
+
+            // --password-file: a new private file instead of stderr.
+            let second = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", out + "2", "--extension", "partially-encrypted",
+                                      "--publish-url", server.url, "--password-file", home.path + "/pw", "-"],
+                                     input: dinnerMail, environment: ["MAILSEC_PUBLISH_TOKEN": server.token, "GNUPGHOME": home.path])
+            #expect(second.status == 0, "\(second.errors)")
+            #expect(!second.errors.contains("password: "))
+            let mode = try FileManager.default.attributesOfItem(atPath: home.path + "/pw")[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+            let stored = try String(contentsOfFile: home.path + "/pw", encoding: .utf8)
+            #expect(SpanPasswordShape.matches(stored))
+        }
+        server.stop()
+        let everything = String(decoding: server.everythingStored(), as: UTF8.self)
+        #expect(!everything.contains("saffron") && !everything.contains("Zqxwv"))
+    }
+
+    @Test("without a publish URL it is a usage error; with the server down 75 and nothing written")
+    func failures() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let out = home.path + "/out"
+            let usage = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", out, "--extension", "partially-encrypted", "-"],
+                                    input: dinnerMail, home: home)
+            #expect(usage.status == 64)
+            expectOneLine(usage)
+            let down = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", out, "--extension", "partially-encrypted",
+                                    "--publish-url", "http://127.0.0.1:9", "-"],
+                                   input: dinnerMail, environment: ["MAILSEC_PUBLISH_TOKEN": "x", "GNUPGHOME": home.path])
+            #expect(down.status == 75)
+            expectOneLine(down)
+            #expect(down.errors.contains("nothing was sent"))
+            #expect(!FileManager.default.fileExists(atPath: out))
+            let noToken = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", out, "--extension", "partially-encrypted",
+                                       "--publish-url", "http://127.0.0.1:9", "-"], input: dinnerMail, environment: ["GNUPGHOME": home.path])
+            #expect(noToken.status == 64)
+        }
+    }
+
+    @Test("serve refuses a missing or short token file and a bad port")
+    func serveArguments() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-serve-args")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        FileManager.default.createFile(atPath: folder + "/short", contents: Data("abc".utf8))
+        #expect(try mailsec(["serve", "--token-file", folder + "/missing", "--store", folder + "/s"]).status == 66)
+        #expect(try mailsec(["serve", "--token-file", folder + "/short", "--store", folder + "/s"]).status == 64)
+        #expect(try mailsec(["serve", "--token-file", folder + "/short", "--port", "70000"]).status == 64)
+    }
+}
+
+/// The grouped password format, checked without the library.
+enum SpanPasswordShape {
+    static func matches(_ text: String) -> Bool {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let groups = trimmed.split(separator: "-")
+        return groups.count == 4 && groups.allSatisfy { $0.count == 4 && $0.allSatisfy { "23456789ABCDEFGHJKLMNPQRSTUVWXYZ".contains($0) } }
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import MIME
+import OpenPGP
+import PartialEncryption
+import Pipeline
+import Policy
+import TestSupport
+import Testing
+
+/// The reading document behind `url`, opened with `password`.
+func readSpans(_ server: ReadingServerProcess, _ publication: Publication, _ password: SpanPassword) throws
+    -> (ReadingDocument, [String]) {
+    let response = try HTTPExchange.send(host: "127.0.0.1", port: server.port, timeout: 10, method: "GET",
+                                         path: "/api/postcards/" + publication.id, bearer: nil, contentType: nil, body: [])
+    try #require(response.status == 200)
+    let document = try ReadingDocument.decode(response.body)
+    return (document, try SpanBlob(base64URL: document.blob).open(password: password))
+}
+
+func partiallyEncrypted(_ home: TemporaryGnuPGHome, _ publisher: (any SpanPublisher)?) -> MailPipeline {
+    MailPipeline(gnupg: GnuPG(home: home.path), options: PipelineOptions(
+        mail: MailOptions(postcardExtension: .partiallyEncrypted), publisher: publisher))
+}
+
+@Suite("Partially encrypted postcards", .serialized)
+struct PartiallyEncryptedTests {
+    @Test("spans are numbered in the postcard, published encrypted, and read back with the password; letters are whole")
+    func mixedMail() throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let pipeline = partiallyEncrypted(home, try HTTPPublisher(url: server.url, token: server.token))
+            let (plan, copies, publication, password) = try pipeline.process(try parse(mixedMailText))
+            #expect(plan.mailState == .extendedPostcard(.partiallyEncrypted))
+            let page = try #require(publication)
+            let key = try #require(password)
+            let postcard = try #require(copies.first { $0.kind == .postcard })
+            let message = try MIMEMessage.parse(postcard.bytes)
+            #expect(message.subject == "Plan [#1] review")
+            let texts = message.body?.walk().compactMap(\.entity.text) ?? []
+            #expect(texts.contains { $0.contains("Monday.\n[#2]\nBye.") }, "the plain text")
+            #expect(texts.contains { $0.contains("<p>[#2]<b></b></p>") }, "the HTML: the same span, the same number")
+            #expect(!texts.contains { $0.contains("[#3]") })
+            #expect(texts.contains { $0.contains(page.url) && $0.contains("will give it to you another way") })
+            for secret in ["Falcon", "4711", key.grouped, page.deleteToken] {
+                #expect(!(try everythingVisible(postcard.bytes)).contains { $0.contains(secret) }, "\(secret)")
+            }
+            let (document, spans) = try readSpans(server, page, key)
+            #expect(spans == ["Falcon", "The launch code is 4711."])
+            #expect(ReadingDocument.fill(document.subject, spans) == "Plan Falcon review")
+            #expect(ReadingDocument.fill(document.body, spans).contains("Monday.\nThe launch code is 4711.\nBye."))
+            // Letters carry the whole mail as always.
+            let letter = try #require(copies.first { $0.kind == .letter && $0.recipients == ["bob@example.org"] })
+            #expect(try gpgOpen(letter.bytes, as: "bob.sec.asc").output.contains("The launch code is 4711."))
+            for copy in copies { #expect(!String(decoding: copy.bytes, as: UTF8.self).contains(key.grouped)) }
+        }
+    }
+
+    @Test("when publishing fails nothing is written; without a reading server it is a clear error")
+    func publishingFails() throws {
+        try withGnuPGHome(importing: senderFixtures) { home throws in
+            let dead = partiallyEncrypted(home, try HTTPPublisher(url: "http://127.0.0.1:9", token: "t", timeout: 2))
+            #expect {
+                try dead.write(try dead.prepare(try parse(mixedMailText)))
+            } throws: { error in
+                guard case .publishFailed(let why) = (error as? PipelineError)?.code else { return false }
+                return why.contains("cannot connect")
+            }
+            let none = partiallyEncrypted(home, nil)
+            #expect(throws: PipelineError(.noPublisher)) { try none.write(try none.prepare(try parse(mixedMailText))) }
+            // No postcard, or no span: nothing to publish, so no reading server is needed.
+            let lettersOnly = mixedMailText.replacingOccurrences(of: "Cc: nobody@example.org\n", with: "")
+            #expect(try none.process(try parse(lettersOnly)).publication == nil)
+            let plain = mixedMailText.replacingOccurrences(of: "[[private]]", with: "").replacingOccurrences(of: "[[/private]]", with: "")
+            #expect(try none.process(try parse(plain)).password == nil)
+        }
+    }
+
+    @Test("a failure after publishing withdraws the publication")
+    func withdrawnOnFailure() throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        // Alice's public key only: the letter cannot be signed, after the spans were published.
+        try withGnuPGHome(importing: ["alice.pub.asc", "bob.pub.asc"]) { home throws in
+            let pipeline = partiallyEncrypted(home, try HTTPPublisher(url: server.url, token: server.token))
+            #expect(throws: PipelineError.self) { try pipeline.process(try parse(mixedMailText)) }
+        }
+        let log = try String(contentsOfFile: server.logPath, encoding: .utf8)
+        #expect(log.contains("POST /api/postcards 201") && log.contains(" 204"), "published, then deleted")
+    }
+
+    @Test("the leak property: no span text and no password in any postcard, the server's store or its log")
+    func leakProperty() throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        let seed = UInt64(ProcessInfo.processInfo.environment["LEAK_SEED"] ?? "") ?? 20261121
+        var generator = MailGenerator(random: SeededRandom(state: seed))
+        var allSecrets: [String] = []
+        var passwords: [String] = []
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let pipeline = partiallyEncrypted(home, try HTTPPublisher(url: server.url, token: server.token))
+            for index in 0..<25 {
+                generator.secrets = []
+                let text = generator.mail()
+                let (_, copies, publication, password) = try pipeline.process(try MIMEMessage.parse(Array(text.utf8)))
+                let key = try #require(password, "mail \(index)")
+                passwords.append(key.grouped)
+                allSecrets += generator.secrets
+                let postcard = try #require(copies.first { $0.kind == .postcard })
+                let visible = try everythingVisible(postcard.bytes)
+                for secret in generator.secrets + [key.grouped] {
+                    #expect(!visible.contains { $0.lowercased().contains(secret.lowercased()) },
+                            "mail \(index) (seed \(seed)) leaks \(secret)")
+                }
+                // What the page shows after the password holds the prose spans' words.
+                let (_, spans) = try readSpans(server, try #require(publication), key)
+                #expect(!spans.isEmpty && spans.allSatisfy { !$0.isEmpty })
+            }
+        }
+        server.stop()
+        let stored = String(decoding: server.everythingStored(), as: UTF8.self).lowercased()
+        for secret in allSecrets + passwords {
+            #expect(!stored.contains(secret.lowercased()), "the server stored or logged \(secret)")
+        }
+    }
+}
