@@ -102,12 +102,16 @@ public final class PreparedMail {
         plan.hasMarkedSpans && plan.options.postcardExtension == .partiallyEncrypted && plan.copies.contains { $0.kind == .postcard }
     }
 
-    /// True when the sender's key can receive a letter (the password notice).
-    public var senderCanReceiveLetter: Bool {
-        signingKey?.subkeys.contains(where: \.isUsableForEncryption) ?? false
-    }
+    /// The envelope sender's own usable key, if any: what a password notice is encrypted to.
+    public let senderKey: Key?
 
-    init(message: MIMEMessage, original: [UInt8]?, plan: Plan, envelopeSender: String, signingKey: Key?, keys: [String: Key]) {
+    /// True when a password notice can go to the envelope sender as a letter:
+    /// the sender has a usable key and there is a key to sign with.
+    public var senderCanReceiveLetter: Bool { senderKey != nil && signingKey != nil }
+
+    init(message: MIMEMessage, original: [UInt8]?, plan: Plan, envelopeSender: String, signingKey: Key?, senderKey: Key?,
+         keys: [String: Key]) {
+        self.senderKey = senderKey
         self.message = message
         self.original = original
         self.plan = plan
@@ -205,7 +209,11 @@ public struct MailPipeline: Sendable {
         // for want of a signing key, postcards go out as they should.
         let signerIsAddress = !signerIsFingerprint && GnuPG.isLookupAddress(signer)
         // An address gpg cannot look up ("john doe"@example.net) simply has no key.
-        let addresses = recipients.map(\.address).filter(GnuPG.isLookupAddress) + (signerIsAddress ? [signer] : [])
+        var addresses = recipients.map(\.address).filter(GnuPG.isLookupAddress) + (signerIsAddress ? [signer] : [])
+        // The envelope sender may get a password notice, as a letter when it has a key.
+        if GnuPG.isLookupAddress(sender) && !addresses.contains(where: { $0.lowercased() == sender.lowercased() }) {
+            addresses.append(sender)
+        }
         let (lookups, listed) = try gnupg.lookup(addresses, requirements: options.requirements,
                                                   fingerprints: signerIsFingerprint ? [signer] : [])
         var availability: [String: KeyAvailability] = [:]
@@ -231,7 +239,9 @@ public struct MailPipeline: Sendable {
         }
         let plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
                             alreadyEncrypted: alreadyEncrypted, options: options.mail)
-        return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey, keys: keys)
+        let senderKey = lookups.first { $0.address.lowercased() == sender.lowercased() }?.chosen
+        return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey,
+                            senderKey: senderKey, keys: keys)
     }
 
     /// Writes every copy of the plan. All cryptography happens here, before

@@ -135,11 +135,11 @@ extension MailPipeline {
                                                 recipients: recipients, subject: subject,
                                                 messageID: prepared.message.messageID)
         let messageID = notice.messageID ?? ""
-        guard canSeal, let key = prepared.signingKey else {
+        guard canSeal, let key = prepared.senderKey, let signer = prepared.signingKey else {
             return (WrittenCopy(kind: .postcard, recipients: [sender], fingerprints: [], envelopeSender: sender,
                                 bytes: notice.serialize()), messageID)
         }
-        let letter = try Letter.seal(notice, to: [key], signer: key, using: gnupg, outerSubject: options.outerSubject)
+        let letter = try Letter.seal(notice, to: [key], signer: signer, using: gnupg, outerSubject: options.outerSubject)
         return (WrittenCopy(kind: .letter, recipients: [sender], fingerprints: [key.fingerprint], envelopeSender: sender,
                             bytes: letter.serialize()), messageID)
     }

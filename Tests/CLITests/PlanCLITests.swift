@@ -111,7 +111,7 @@ struct PlanCLITests {
         #expect(custom.output.contains("Subject: Trip to [gone]"))
     }
 
-    @Test("exit codes: 65 unbalanced markers, 64 conflicting or unsupported options, 75 agent unreachable")
+    @Test("exit codes: 65 unbalanced markers, 64 conflicting or incomplete options, 75 agent unreachable")
     func exitCodes() throws {
         try withGnuPGHome(importing: fixtures) { home throws in
             let unbalanced = Array(String(decoding: markedMail, as: UTF8.self)
@@ -123,11 +123,15 @@ struct PlanCLITests {
                 #expect(result.errors.contains("line 1, column 12: marked span is never closed"))
                 #expect(!result.errors.contains("gate"))
             }
-            for options in [["--enforce-postcard", "--require-letter"], ["--extension", "partially-encrypted"]] {
-                let result = try mailsec(["plan"] + options + ["-"], input: markedMail, home: home)
+            for command in [["plan", "--enforce-postcard", "--require-letter"],
+                            ["encrypt", "--out", home.path + "/pe", "--extension", "partially-encrypted"]] {
+                let result = try mailsec(command + ["-"], input: markedMail, home: home)
                 #expect(result.status == 64)
                 expectOneLine(result)
             }
+            // Planning needs no reading server: it only says what would be sent.
+            let planned = try mailsec(["plan", "--json", "--extension", "partially-encrypted", "-"], input: markedMail, home: home)
+            #expect(planned.status == 0 && planned.output.contains("\"postcardExtension\" : \"partially-encrypted\""))
             // An agent that cannot start: signing fails for now, the mail must be retried.
             try "agent-program /nonexistent/gpg-agent\n".write(toFile: home.path + "/gpg.conf", atomically: true, encoding: .utf8)
             _ = try run("gpgconf", ["--kill", "all"], environment: home.environment)

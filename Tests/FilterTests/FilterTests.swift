@@ -197,3 +197,75 @@ struct JournalTests {
         #expect(try reopened.secret() == (try journal.secret()), "the loop secret stays")
     }
 }
+
+@Suite("The filter and partially encrypted postcards", .serialized)
+struct FilterReadingTests {
+    let spanMail = Array("""
+        From: Alice <alice@example.org>
+        To: nobody@example.org
+        Subject: s
+        Message-ID: <pe.\(UUID())@example.org>
+
+        the [[private]]zqsecret[[/private]] word
+
+        """.utf8)
+
+    func config(_ home: TemporaryGnuPGHome, publish url: String, mustBeLetter: Bool = false) throws -> FilterConfig {
+        let tokenFile = home.path + "/token"
+        FileManager.default.createFile(atPath: tokenFile, contents: Data("a-publish-token\n".utf8))
+        var config = try FilterConfig.parse("""
+            gnupg_home = "\(home.path)"
+            extension = "partially-encrypted"
+            log = "none"
+            [reinject]
+            sendmail = ["/nonexistent/sendmail"]
+            [journal]
+            directory = "\(home.path)/journal"
+            [reading]
+            publish_url = "\(url)"
+            token_file = "\(tokenFile)"
+            lifetime_days = 3
+            notice = "\(mustBeLetter ? "letter-required" : "letter-preferred")"
+            timeout = 2
+            """)
+        config.gnupgHome = home.path
+        return config
+    }
+
+    @Test("[reading] is read; without it, or with an https URL or a missing token file, the configuration is refused")
+    func configuration() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let config = try self.config(home, publish: "http://127.0.0.1:8080", mustBeLetter: true)
+            #expect(config.publisher?.port == 8080 && config.readingLifetime == 3 * 86400 && config.noticeMustBeLetter)
+            #expect(throws: ConfigError.self) { try self.config(home, publish: "https://read.example.org") }
+            #expect(throws: ConfigError.self) {
+                try FilterConfig.parse("[reading]\npublish_url = \"http://x\"\ntoken_file = \"/nonexistent\"")
+            }
+            #expect(throws: ConfigError.self) { try FilterConfig.parse("[reading]\npublish_url = \"http://x\"\nnotice = \"maybe\"") }
+        }
+    }
+
+    @Test("a reading server that cannot be reached defers (75) and nothing is handed on")
+    func publishingDefers() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let filter = MailFilter(config: try config(home, publish: "http://127.0.0.1:9"))
+            let result = filter.run(spanMail, sender: "alice@example.org", recipients: ["nobody@example.org"])
+            #expect(result.status == 75)
+            #expect(result.errorLine?.contains("could not be published") == true)
+            #expect(!(result.errorLine ?? "").contains("zqsecret"))
+        }
+    }
+
+    @Test("a notice that must be a letter, for a sender without a key, refuses (69) before anything is published")
+    func noticeNeedsLetter() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            // Were it published, the dead server would make this 75.
+            let filter = MailFilter(config: try config(home, publish: "http://127.0.0.1:9", mustBeLetter: true))
+            let keyless = filter.run(spanMail, sender: "dora@example.net", recipients: ["nobody@example.org"])
+            #expect(keyless.status == 69, "\(keyless.errorLine ?? "")")
+            #expect(keyless.errorLine?.contains("dora@example.net") == true)
+            let keyed = filter.run(spanMail, sender: "alice@example.org", recipients: ["nobody@example.org"])
+            #expect(keyed.status == 75, "Alice has a key: publishing is tried (and fails here)")
+        }
+    }
+}
