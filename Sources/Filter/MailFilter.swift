@@ -95,26 +95,32 @@ public struct MailFilter: Sendable {
                 throw PipelineError(.noticeNeedsLetter(sender))
             }
             let written = try pipeline.write(prepared)  // all crypto before the first hand-over
-            let copies = written.copies
-            // The password goes to the sender before any recipient sees a link;
-            // without it nobody could read the spans, so a failure defers all.
-            if written.publication != nil {
-                do {
-                    if let notice = try pipeline.passwordNotice(prepared, written, mustBeLetter: config.noticeMustBeLetter) {
-                        let tag = Self.tag(secret, notice.messageID, notice.copy.recipients, Self.body(of: notice.copy.bytes))
-                        try Handover.send(Array("\(Self.tagHeader): \(tag)\n".utf8) + notice.copy.bytes, sender: sender,
-                                          recipients: notice.copy.recipients, via: config.reinjection,
-                                          timeout: config.reinjectionTimeout)
-                        counts.notices += 1
-                    }
-                } catch {
-                    pipeline.withdraw(written)
-                    throw error
-                }
+            // Letters first, postcards last: the password notice goes out just
+            // before the first postcard, so the sender has it before anyone
+            // has a link, and a retry after a failed letter sends no second notice.
+            let copies = written.copies.filter { $0.kind != .postcard } + written.copies.filter { $0.kind == .postcard }
+            var notice: (copy: WrittenCopy, messageID: String)?
+            do { notice = try pipeline.passwordNotice(prepared, written, mustBeLetter: config.noticeMustBeLetter) } catch {
+                pipeline.withdraw(written)
+                throw error
             }
 
             var handed = 0
             for copy in copies {
+                if copy.kind == .postcard, let pending = notice {
+                    let tag = Self.tag(secret, pending.messageID, pending.copy.recipients, Self.body(of: pending.copy.bytes))
+                    do {
+                        try Handover.send(Array("\(Self.tagHeader): \(tag)\n".utf8) + pending.copy.bytes, sender: sender,
+                                          recipients: pending.copy.recipients, via: config.reinjection,
+                                          timeout: config.reinjectionTimeout)
+                    } catch {
+                        pipeline.withdraw(written)
+                        return result(Self.deferred, "deferred: \(error.description) (the password notice) after \(handed) of "
+                                      + "\(copies.count) copies; the mail stays queued and only the rest is sent on retry", "deferred")
+                    }
+                    notice = nil
+                    counts.notices += 1
+                }
                 var out = copy.bytes
                 if copy.kind != .unchanged {
                     let tag = Self.tag(secret, message.messageID ?? "", copy.recipients, Self.body(of: out))
@@ -163,7 +169,7 @@ public struct MailFilter: Sendable {
         case let error as PipelineError:
             switch error.code {
             case .refused: return (refused, "refused: \(error.description); nothing was sent")
-            case .signedMailNeedsRedaction, .notYetSupported, .noPublisher, .noticeNeedsLetter:
+            case .signedMailNeedsRedaction, .notYetSupported, .noPublisher, .noticeNeedsLetter, .publishRefused:
                 return (refused, "refused: \(error.description)")
             case .publishFailed: return (deferred, "deferred: \(error.description); the mail stays queued")
             case .noRecipients, .noSender, .unredactable: return (dataError, "rejected: \(error.description)")

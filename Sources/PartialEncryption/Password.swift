@@ -23,10 +23,13 @@ public final class SpanPassword: CustomStringConvertible, @unchecked Sendable {
         bytes = (0..<Self.length).map { _ in Self.alphabet[Int(UInt8.random(in: 0...255, using: &generator) & 31)] }
     }
 
-    /// A password as the reader typed it. Case, spaces and dashes do not
-    /// matter; nil when what remains is not made of the alphabet's characters.
+    /// A password as the reader typed it. Case, white space and dashes do not
+    /// matter (as on the reading page, whose script drops `[\s-]`); nil when
+    /// what remains is not made of the alphabet's characters.
     public init?(typed: String) {
-        let kept = typed.uppercased().utf8.filter { $0 != UInt8(ascii: "-") && $0 != UInt8(ascii: " ") }
+        let kept = String(String.UnicodeScalarView(typed.uppercased().unicodeScalars.filter {
+            $0 != "-" && !$0.properties.isWhitespace
+        })).utf8
         guard !kept.isEmpty, kept.allSatisfy(Self.alphabet.contains) else { return nil }
         bytes = Array(kept)
     }

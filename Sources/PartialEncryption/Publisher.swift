@@ -69,6 +69,10 @@ public struct HTTPPublisher: SpanPublisher {
         guard !token.isEmpty, token.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
             throw PublishError("the publishing token is empty or has characters a header cannot carry")
         }
+        guard parts[0].unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || ("a"..."z").contains($0)
+            || ("A"..."Z").contains($0) || $0 == "." || $0 == "-" }) else {
+            throw PublishError("the publish URL's host must be a name or an IPv4 address")
+        }
         self.host = String(parts[0])
         self.port = port
         self.prefix = path
@@ -83,13 +87,26 @@ public struct HTTPPublisher: SpanPublisher {
         guard response.status == 201 else {
             throw PublishError("the reading server refused to publish: HTTP \(response.status) \(response.reason)", status: response.status)
         }
-        guard let publication = try? JSONDecoder().decode(Publication.self, from: Data(response.body)) else {
+        guard let publication = try? JSONDecoder().decode(Publication.self, from: Data(response.body)),
+              Self.isToken(publication.id, length: 22), Self.isToken(publication.deleteToken, length: 43),
+              publication.url.hasPrefix("https://") || publication.url.hasPrefix("http://"),
+              publication.url.hasSuffix("/r/" + publication.id),
+              publication.url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+        else {
             throw PublishError("the reading server's answer is not a publication", status: response.status)
         }
         return publication
     }
 
+    /// base64url of the given length: what the server's identifiers and tokens are.
+    static func isToken(_ text: String, length: Int) -> Bool {
+        text.utf8.count == length && Base64URL.decode(text) != nil
+    }
+
     public func withdraw(_ publication: Publication) throws(PublishError) {
+        guard Self.isToken(publication.id, length: 22), Self.isToken(publication.deleteToken, length: 43) else {
+            throw PublishError("not a publication of this server")
+        }
         let response = try HTTPExchange.send(host: host, port: port, timeout: timeout, method: "DELETE",
                                              path: prefix + "/api/postcards/" + publication.id, bearer: publication.deleteToken,
                                              contentType: nil, body: [])
@@ -121,15 +138,25 @@ public enum HTTPExchange {
             throw PublishError("cannot resolve the reading server \(host)")
         }
         defer { freeaddrinfo(list) }
-        let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
-        guard fd >= 0 else { throw PublishError("cannot open a socket") }
-        defer { close(fd) }
+        // One deadline for the whole exchange, however the server trickles.
+        let deadline = Date().addingTimeInterval(timeout)
         var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1_000_000))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        guard connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
-            throw PublishError("cannot connect to the reading server \(host):\(port)")
+        var fd: Int32 = -1
+        var candidate: UnsafeMutablePointer<addrinfo>? = info
+        while let address = candidate, fd < 0 {   // every address (localhost may be ::1 first)
+            fd = socket(address.pointee.ai_family, address.pointee.ai_socktype, address.pointee.ai_protocol)
+            if fd >= 0 {
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+                if connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) != 0 {
+                    close(fd)
+                    fd = -1
+                }
+            }
+            candidate = address.pointee.ai_next
         }
+        guard fd >= 0 else { throw PublishError("cannot connect to the reading server \(host):\(port)") }
+        defer { close(fd) }
         var head = "\(method) \(path.isEmpty ? "/" : path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
         head += "Content-Length: \(body.count)\r\n"
         if let contentType { head += "Content-Type: \(contentType)\r\n" }
@@ -145,6 +172,11 @@ public enum HTTPExchange {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
+            let left = deadline.timeIntervalSinceNow
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard left > 0, poll(&ready, 1, Int32(left * 1000)) > 0 else {
+                throw PublishError("the reading server did not answer in time")
+            }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count == 0 { break }
             guard count > 0 else { throw PublishError("the reading server did not answer in time") }

@@ -19,7 +19,7 @@ import Foundation
 /// password is the normalised characters (upper case, no dashes or spaces)
 /// as UTF-8. Bytes 0–37 are the additional authenticated data, so nothing in
 /// the header can be changed unnoticed. The plaintext is a JSON array of
-/// strings: span 1, span 2, ….
+/// strings, span 1, span 2, …, padded with spaces to a multiple of 256 bytes.
 public struct SpanBlob: Sendable, Equatable {
     public static let magic = Array("MSPE".utf8)
     public static let version: UInt8 = 1
@@ -67,6 +67,9 @@ public struct SpanBlob: Sendable, Equatable {
         header += withUnsafeBytes(of: UInt32(iterations).bigEndian, Array.init)
         header += salt + nonce
         var plaintext = Array((try? JSONEncoder().encode(spans)) ?? Data())
+        // GCM does not hide length: pad with JSON white space to a multiple of
+        // 256 bytes, so the blob tells a span's length only to that grain.
+        plaintext += Array(repeating: UInt8(ascii: " "), count: (256 - plaintext.count % 256) % 256)
         defer { for index in plaintext.indices { plaintext[index] = 0 } }
         do {
             let key = try deriveKey(password, salt: salt, iterations: iterations)

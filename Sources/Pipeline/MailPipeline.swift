@@ -25,6 +25,8 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case noPublisher
         /// The spans could not be published (the reason carries no content); nothing was sent.
         case publishFailed(String)
+        /// The reading server refuses the document for good (too large, malformed); nothing was sent.
+        case publishRefused(String)
         /// The password notice must be a letter, but the sender (named) has no key to encrypt to.
         case noticeNeedsLetter(String)
     }
@@ -45,6 +47,7 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case .unredactable(let place): "a private marker in \(place) cannot be redacted; remove it or send the mail to letter recipients only"
         case .noPublisher: "partially encrypted postcards need a reading server to publish to (a publish URL and token)"
         case .publishFailed(let why): "the private parts could not be published, so nothing was sent: \(why)"
+        case .publishRefused(let why): "the reading server will not take this mail's private parts, so nothing was sent: \(why)"
         case .noticeNeedsLetter(let sender):
             "the password of a partially encrypted postcard may only reach the sender in a letter, and there is no usable key for \(sender)"
         }
@@ -97,7 +100,8 @@ public final class PreparedMail {
     let keys: [String: Key]
 
     /// True when writing publishes spans: partially encrypted postcards are
-    /// due and the mail has marked spans.
+    /// due and the mail has marked spans (unless every span stands in an
+    /// attribute or a comment, which leaves nothing to show).
     public var publishesSpans: Bool {
         plan.hasMarkedSpans && plan.options.postcardExtension == .partiallyEncrypted && plan.copies.contains { $0.kind == .postcard }
     }
@@ -285,9 +289,12 @@ public struct MailPipeline: Sendable {
         var reading: (postcard: ReadingPostcard, publication: Publication)?
         if prepared.publishesSpans {
             guard let publisher = options.publisher else { throw PipelineError(.noPublisher) }
-            let postcard = try ReadingPostcard(prepared.message, redactor: options.redactor, lifetime: options.readingLifetime)
-            do { reading = (postcard, try publisher.publish(postcard.document)) } catch {
-                throw PipelineError(.publishFailed(error.description))
+            if let postcard = try ReadingPostcard(prepared.message, redactor: options.redactor, lifetime: options.readingLifetime) {
+                do { reading = (postcard, try publisher.publish(postcard.document)) } catch {
+                    // A document the server will never take (too large, refused as malformed) must not be retried.
+                    if error.status == 400 || error.status == 413 { throw PipelineError(.publishRefused(error.description)) }
+                    throw PipelineError(.publishFailed(error.description))
+                }
             }
         }
         do {

@@ -13,7 +13,9 @@ struct ReadingPostcard {
 
     /// Numbers the spans of `message`, checks that no marker is left, and
     /// encrypts the spans under a fresh password. Nothing is published yet.
-    init(_ message: MIMEMessage, redactor: Redactor, lifetime: Int?) throws {
+    /// nil when no span has text to show (spans only in attributes or
+    /// comments, which are dropped): the censored postcard is all there is.
+    init?(_ message: MIMEMessage, redactor: Redactor, lifetime: Int?) throws {
         let catalog = SpanCatalog()
         let copy = try message.copy()
         copy.removeHeader("Bcc")
@@ -21,17 +23,29 @@ struct ReadingPostcard {
         try redactor.apply(.number(catalog), to: copy)
         if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable(place)) }
 
-        func segments(_ text: String?, _ part: String) throws -> [ReadingDocument.Segment] {
-            try redactor.segments(text ?? "", catalog: catalog, part: part).map { segment in
+        func converted(_ segments: [TextSegment]) throws -> [ReadingDocument.Segment] {
+            try segments.map { segment in
                 switch segment {
-                case .text(let text): .text(text)
-                case .span(let number): .span(number)
+                case .text(let text):
+                    // A marker that the span search did not pair can never be shown.
+                    if redactor.hasMarkers(text) { throw PipelineError(.unredactable("the reading page's text")) }
+                    return .text(text)
+                case .span(let number): return .span(number)
                 }
             }
         }
-        let from = message.headers.first { $0.name.lowercased() == "from" }?.value
-        let body = try segments(Self.readingText(of: message, redactor: redactor), "the main text")
-        let document = (try segments(from, "From"), try segments(message.subject, "Subject"), body)
+        let from = message.headers.first { $0.name.lowercased() == "from" }?.value ?? ""
+        let body: [TextSegment]
+        switch Self.readingText(of: message) {
+        case .plain(let text): body = try redactor.segments(text, catalog: catalog, part: "the main text")
+        case .html(let html): body = try redactor.segments(html: html, catalog: catalog, part: "the main text")
+        case nil: body = []
+        }
+        let document = (try converted(redactor.segments(from, catalog: catalog, part: "From")),
+                        try converted(redactor.segments(message.subject ?? "", catalog: catalog, part: "Subject")),
+                        try converted(body))
+        // Spans only in attributes or comments are dropped, never numbered: nothing to publish.
+        guard !catalog.spans.isEmpty else { return nil }
         password = SpanPassword()
         let blob: SpanBlob
         do { blob = try SpanBlob.seal(catalog.spans, password: password) } catch {
@@ -42,14 +56,16 @@ struct ReadingPostcard {
         numbered = copy
     }
 
+    enum ReadingText { case plain(String), html(String) }
+
     /// The text the reading page shows: the first text/plain part that is not
-    /// an attachment, else the first such text/html part as plain text.
-    static func readingText(of message: MIMEMessage, redactor: Redactor) -> String? {
+    /// an attachment, else the first such text/html part (shown as text).
+    static func readingText(of message: MIMEMessage) -> ReadingText? {
         let leaves = message.body?.walk().map(\.entity).filter { entity in
             entity.contentType.type == "text" && entity.disposition?.lowercased() != "attachment"
         } ?? []
-        if let plain = leaves.first(where: { $0.contentType.subtype == "plain" })?.text { return plain }
-        return leaves.first { $0.contentType.subtype == "html" }?.text.map(redactor.plainText(fromHTML:))
+        if let plain = leaves.first(where: { $0.contentType.subtype == "plain" })?.text { return .plain(plain) }
+        return leaves.first { $0.contentType.subtype == "html" }?.text.map(ReadingText.html)
     }
 
     /// The postcard: the numbered mail and a part that says where the spans

@@ -226,32 +226,60 @@ func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
 }
 
 extension Redactor {
-    /// The readable text of an HTML document: character data with entities
-    /// resolved, line breaks for `<br>` and block ends, scripts, styles and
-    /// comments left out. Markers in it stay, so spans can be found in it.
-    public func plainText(fromHTML html: String) -> String {
+    /// The readable text of an HTML document cut at its marked spans, for a
+    /// reading page: character data with entities resolved, a line break for
+    /// `<br>` and each block end, script, style and head content left out; each
+    /// span becomes its number in `catalog`. The spans are found exactly as
+    /// `redactHTML` finds them (the same decoded stream), so a span's number and
+    /// extent are the same here as in the postcard, and no text the postcard
+    /// hides can stand here as literal text.
+    public func segments(html: String, catalog: SpanCatalog, part: String = "html") throws(PolicyError) -> [TextSegment] {
         let blocks: Set<String> = ["p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol"]
-        var out = String.UnicodeScalarView()
+        var stream: [Unicode.Scalar] = []
+        var hidden: [Bool] = []          // per stream scalar: inside script, style or head
+        var breaks: [Int: Int] = [:]     // line breaks to put before a stream position
         var skipping: String?
         for token in HTMLToken.split(html) {
             switch token {
             case .text(_, let decoded):
-                if skipping == nil { out.append(contentsOf: decoded) }
+                stream += decoded
+                hidden += Array(repeating: skipping != nil, count: decoded.count)
             case .tag(let raw):
                 let name = HTMLToken.tagName(raw)
                 if let skipped = skipping {
                     if raw.hasPrefix("</") && name == skipped { skipping = nil }
-                    continue
-                }
-                if !raw.hasPrefix("</") && (name == "script" || name == "style" || name == "head") && !raw.hasSuffix("/>") {
+                } else if !raw.hasPrefix("</") && ["script", "style", "head"].contains(name) && !raw.hasSuffix("/>") {
                     skipping = name
                 } else if name == "br" || (raw.hasPrefix("</") && blocks.contains(name)) {
-                    out.append("\n")
+                    breaks[stream.count, default: 0] += 1
                 }
             case .comment, .other:
                 continue
             }
         }
-        return String(out)
+        let found = try spans(stream, part: part)
+        var out: [TextSegment] = []
+        var literal = String.UnicodeScalarView()
+        func flush() {
+            if !literal.isEmpty { out.append(.text(String(literal))) }
+            literal = String.UnicodeScalarView()
+        }
+        var position = 0
+        var next = 0
+        while position <= stream.count {
+            if next < found.count && found[next].openStart == position {
+                flush()
+                let span = found[next]
+                out.append(.span(catalog.number(for: String(String.UnicodeScalarView(stream[span.openEnd..<span.closeStart])))))
+                position = span.closeEnd
+                next += 1
+                continue
+            }
+            for _ in 0..<(breaks[position] ?? 0) { literal.append("\n") }
+            if position < stream.count && !hidden[position] { literal.append(stream[position]) }
+            position += 1
+        }
+        flush()
+        return out
     }
 }

@@ -33,7 +33,7 @@ enum ExitStatus: Int32 {
             case .refused, .noSigningKey, .signedMailNeedsRedaction: self = .refused
             case .notYetSupported, .noPublisher: self = .usage
             case .publishFailed: self = .temporary
-            case .noticeNeedsLetter: self = .refused
+            case .noticeNeedsLetter, .publishRefused: self = .refused
             }
         case is MIMEError, is LetterError: self = .dataError
         case is PublishError: self = .temporary

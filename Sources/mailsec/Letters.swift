@@ -188,7 +188,12 @@ struct Encrypt: ParsableCommand {
         let pipeline = try policy.pipeline(global, reading: reading)
         let input = try readInput(message)
         let prepared = try pipeline.prepare(MIMEMessage.parse(input), original: input, envelopeSender: policy.from)
-        let written = try pipeline.write(prepared)  // all crypto (and publishing) done before any file exists
+        let passwordFile = prepared.publishesSpans ? try reading.openPasswordFile() : nil
+        let written: WrittenMail
+        do { written = try pipeline.write(prepared) } catch {  // all crypto (and publishing) done before any file exists
+            reading.discardPasswordFile(passwordFile)
+            throw error
+        }
         var files: [(String, [UInt8])] = []
         var manifest = Manifest(envelopeSender: prepared.envelopeSender, copies: [],
                                 readingPage: written.publication.map { .init(url: $0.url, expires: $0.expires) })
@@ -201,10 +206,13 @@ struct Encrypt: ParsableCommand {
         files.append(("manifest.json", try encodeJSON(manifest)))
         do { try writeFolder(out, files) } catch {
             pipeline.withdraw(written)
+            reading.discardPasswordFile(passwordFile)
             throw error
         }
         if let password = written.password, let publication = written.publication {
-            try reading.hand(password, publication)
+            reading.hand(password, publication, file: passwordFile)
+        } else {
+            reading.discardPasswordFile(passwordFile)
         }
     }
 }

@@ -42,26 +42,43 @@ struct ReadingOptions: ParsableArguments {
         do { return try HTTPPublisher(url: publishURL, token: token) } catch { throw ValidationError(error.description) }
     }
 
-    /// Gives the password to the sender (the one running the command): on
-    /// standard error, or in a new 0600 file. It is in no copy and no manifest.
-    func hand(_ password: SpanPassword, _ publication: Publication) throws {
-        let deletion = "curl -X DELETE -H 'Authorization: Bearer \(publication.deleteToken)' "
-            + publication.url.replacingOccurrences(of: "/r/", with: "/api/postcards/")
-        if let passwordFile {
-            let fd = open(passwordFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
-                throw CommandFailure("cannot create \(passwordFile): \(String(cString: strerror(errno))); "
-                                     + "the postcards are written, delete the page with: \(deletion)", status: .cannotCreate)
-            }
-            close(fd)
-            try writeOutput(Array((password.grouped + "\n").utf8), to: passwordFile)
+    /// Creates the `--password-file` (new, 0600) before anything is
+    /// published, so that a path that cannot be made fails early; nil without
+    /// the option.
+    func openPasswordFile() throws -> Int32? {
+        guard let passwordFile else { return nil }
+        let fd = open(passwordFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CommandFailure("cannot create \(passwordFile): \(String(cString: strerror(errno)))", status: .cannotCreate)
         }
+        return fd
+    }
+
+    /// Removes the password file made by `openPasswordFile` when it is not
+    /// used (no publication, or a failure).
+    func discardPasswordFile(_ fd: Int32?) {
+        guard let fd, let passwordFile else { return }
+        close(fd)
+        unlink(passwordFile)
+    }
+
+    /// Gives the password to the sender (the one running the command): into
+    /// the password file when there is one, else on standard error; a
+    /// password file that cannot be written falls back to standard error, so
+    /// the password is never lost. It is in no copy and no manifest.
+    func hand(_ password: SpanPassword, _ publication: Publication, file fd: Int32?) {
         var lines = ["mailsec: the postcard's private parts are at \(publication.url) until \(publication.expires)"]
-        if passwordFile == nil {
-            lines.append("mailsec: password: \(password.grouped)")
+        var written = false
+        if let fd {
+            let bytes = Array((password.grouped + "\n").utf8)
+            written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
+            close(fd)
+            if !written, let passwordFile { unlink(passwordFile) }
         }
+        if !written { lines.append("mailsec: password: \(password.grouped)") }
         lines.append("mailsec: give the password to the postcard's recipients by phone or messenger, never by mail")
-        lines.append("mailsec: to delete the page: \(deletion)")
+        lines.append("mailsec: to delete the page: curl -X DELETE -H 'Authorization: Bearer \(publication.deleteToken)' "
+                     + publication.url.replacingOccurrences(of: "/r/", with: "/api/postcards/"))
         FileHandle.standardError.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 }

@@ -58,6 +58,13 @@ struct ReadingCLITests {
             #expect(mode == 0o600)
             let stored = try String(contentsOfFile: home.path + "/pw", encoding: .utf8)
             #expect(SpanPasswordShape.matches(stored))
+            // An existing password file is refused before anything is published.
+            let exists = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", out + "3", "--extension", "partially-encrypted",
+                                      "--publish-url", server.url, "--password-file", home.path + "/pw", "-"],
+                                     input: dinnerMail, environment: ["MAILSEC_PUBLISH_TOKEN": server.token, "GNUPGHOME": home.path])
+            #expect(exists.status == 73 && !FileManager.default.fileExists(atPath: out + "3"))
+            let log = try String(contentsOfFile: server.logPath, encoding: .utf8)
+            #expect(log.components(separatedBy: "POST /api/postcards 201").count == 3, "two publications, not three")
         }
         server.stop()
         let everything = String(decoding: server.everythingStored(), as: UTF8.self)

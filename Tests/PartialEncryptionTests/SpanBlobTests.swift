@@ -27,6 +27,7 @@ struct SpanBlobTests {
     @Test("typed passwords: case, dashes and spaces do not matter; other characters do")
     func typed() {
         #expect(SpanPassword(typed: "k7wd 9mzq-hx4c-2rpf")?.grouped == "K7WD-9MZQ-HX4C-2RPF")
+        #expect(SpanPassword(typed: "k7wd\t9mzq\u{00A0}hx4c\n2rpf")?.grouped == "K7WD-9MZQ-HX4C-2RPF", "all white space, as the page")
         #expect(SpanPassword(typed: "K7WD-9MZQ-HX4C-2RP0") == nil)
         #expect(SpanPassword(typed: " - ") == nil)
     }
@@ -46,6 +47,16 @@ struct SpanBlobTests {
         let text = String(decoding: blob.bytes, as: UTF8.self)
         #expect(!text.contains("Villa") && !text.contains("4711"))
         #expect(try SpanBlob.seal(spans, password: password).bytes != blob.bytes)
+    }
+
+    @Test("the blob's length tells a span's length only to 256 bytes")
+    func padding() throws {
+        let password = SpanPassword()
+        let short = try SpanBlob.seal(["4711"], password: password)
+        let long = try SpanBlob.seal([String(repeating: "x", count: 200)], password: password)
+        #expect(short.bytes.count == long.bytes.count)
+        #expect(short.bytes.count == 38 + 256 + 16)
+        #expect(try long.open(password: password) == [String(repeating: "x", count: 200)])
     }
 
     @Test("every header byte is authenticated: changing one fails to open")
@@ -120,7 +131,7 @@ struct SpanBlobTests {
         let publisher = try HTTPPublisher(url: "http://127.0.0.1:8080/reading/", token: "t0ken")
         #expect(publisher.host == "127.0.0.1" && publisher.port == 8080 && publisher.prefix == "/reading")
         #expect(try HTTPPublisher(url: "http://read.example", token: "t").port == 80)
-        for url in ["https://read.example", "ftp://x", "http://", "http://x:0", "http://x:99999"] {
+        for url in ["https://read.example", "ftp://x", "http://", "http://x:0", "http://x:99999", "http://a\r\nX: y:80"] {
             #expect(throws: PublishError.self, "\(url)") { try HTTPPublisher(url: url, token: "t") }
         }
         #expect(throws: PublishError.self) { try HTTPPublisher(url: "http://x", token: "a b") }

@@ -76,6 +76,40 @@ struct PartiallyEncryptedTests {
         }
     }
 
+    @Test("HTML-only mails: the page's text is cut at exactly the spans the postcard hides")
+    func htmlOnly() throws {
+        let server = try ReadingServerProcess(extraArguments: ["--max-size", "4000"])
+        defer { server.remove() }
+        func html(_ body: String) -> String {
+            "From: Alice <alice@example.org>\nTo: nobody@example.org\nSubject: s\nMIME-Version: 1.0\n"
+                + "Content-Type: text/html; charset=utf-8\n\n<html><body>\(body)</body></html>\n"
+        }
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let pipeline = partiallyEncrypted(home, try HTTPPublisher(url: server.url, token: server.token))
+            for body in ["<p>[[priv<br>ate]]TOPSECRET[[/priv<br>ate]] after</p>",
+                         "<style>[[private]]</style>TOPSECRET<style>[[/private]]</style><p>after</p>",
+                         "<p>[[private]]TOP<br>SECRET[[/private]]</p><div>after</div>"] {
+                let (_, copies, publication, password) = try pipeline.process(try parse(html(body)))
+                let postcard = try #require(copies.first)
+                #expect(!String(decoding: postcard.bytes, as: UTF8.self).contains("SECRET"), "\(body)")
+                let (document, spans) = try readSpans(server, try #require(publication), try #require(password))
+                #expect(!String(decoding: document.json(), as: UTF8.self).contains("SECRET"), "\(body)")
+                #expect(spans.count == 1 && spans[0].contains("TOP") && spans[0].contains("SECRET"), "\(body): \(spans)")
+                #expect(ReadingDocument.fill(document.body, spans).contains("after"))
+            }
+            // Spans only inside attributes: nothing to show, so nothing is published; the postcard is censored.
+            let attribute = try pipeline.process(try parse(html("<p title=\"[[private]]ZQATTR[[/private]]\">x</p>")))
+            #expect(attribute.publication == nil && attribute.password == nil)
+            #expect(!String(decoding: attribute.copies[0].bytes, as: UTF8.self).contains("ZQATTR"))
+            // A document the server refuses for good (too large) is refused, not retried for ever.
+            let big = html("<p>[[private]]s[[/private]]" + String(repeating: "long text ", count: 600) + "</p>")
+            #expect(throws: PipelineError.self) { try pipeline.process(try parse(big)) }
+            do { _ = try pipeline.process(try parse(big)) } catch let error as PipelineError {
+                guard case .publishRefused = error.code else { Issue.record("\(error)"); return }
+            }
+        }
+    }
+
     @Test("a failure after publishing withdraws the publication")
     func withdrawnOnFailure() throws {
         let server = try ReadingServerProcess()
