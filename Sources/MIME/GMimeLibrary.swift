@@ -19,6 +19,10 @@ public struct MIMEError: Error, Sendable, Equatable, CustomStringConvertible {
         case tooLarge(limit: Int)
         /// Parts nest deeper than ``ParseOptions/maxDepth``.
         case tooDeep(limit: Int)
+        /// The message has more parts than ``ParseOptions/maxParts``.
+        case tooManyParts(limit: Int)
+        /// A header section has more fields than ``ParseOptions/maxHeaders``.
+        case tooManyHeaders(limit: Int)
         /// GMime could not make a message or part out of the input.
         case notParsable
         /// Reading or writing failed (the text is GLib's or the system's).
@@ -35,6 +39,8 @@ public struct MIMEError: Error, Sendable, Equatable, CustomStringConvertible {
         switch code {
         case .tooLarge(let limit): "message is larger than the limit of \(limit) bytes"
         case .tooDeep(let limit): "MIME parts nest deeper than the limit of \(limit)"
+        case .tooManyParts(let limit): "message has more than the limit of \(limit) MIME parts"
+        case .tooManyHeaders(let limit): "a header section has more than the limit of \(limit) fields"
         case .notParsable: "input is not a MIME message"
         case .io(let reason): "I/O error: \(reason)"
         case .invalidArgument(let what): "invalid argument: \(what)"

@@ -199,7 +199,7 @@ public final class MIMEEntity {
         }
         guard let object else { throw MIMEError(.notParsable) }
         let entity = MIMEEntity(taking: object)
-        guard entity.depth <= options.maxDepth else { throw MIMEError(.tooDeep(limit: options.maxDepth)) }
+        try options.check(headers: 0, body: entity)
         return (entity, collector.issues)
     }
 }

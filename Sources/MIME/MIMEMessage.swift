@@ -87,7 +87,7 @@ public final class MIMEMessage {
             }
             let message = MIMEMessage(taking: raw)
             message.parseIssues = collector.issues
-            try message.checkDepth(options)
+            try message.checkLimits(options)
             messages.append(message)
         }
         return messages
@@ -106,12 +106,12 @@ public final class MIMEMessage {
         guard let raw else { throw MIMEError(.notParsable) }
         let message = MIMEMessage(taking: raw)
         message.parseIssues = collector.issues
-        try message.checkDepth(options)
+        try message.checkLimits(options)
         return message
     }
 
-    private func checkDepth(_ options: ParseOptions) throws {
-        if (body?.depth ?? 0) > options.maxDepth { throw MIMEError(.tooDeep(limit: options.maxDepth)) }
+    private func checkLimits(_ options: ParseOptions) throws {
+        try options.check(headers: headers.count, body: body)
     }
 
     // MARK: Reading

@@ -8,13 +8,34 @@ public struct ParseOptions: Sendable, Hashable {
     /// The deepest nesting of parts accepted (multiparts and embedded
     /// messages); the top-level body is depth 1.
     public var maxDepth: Int
+    /// The most parts accepted, embedded messages' parts included.
+    public var maxParts: Int
+    /// The most header fields accepted in one header section.
+    public var maxHeaders: Int
 
-    public init(maxSize: Int = 64 << 20, maxDepth: Int = 32) {
+    public init(maxSize: Int = 64 << 20, maxDepth: Int = 32, maxParts: Int = 10_000, maxHeaders: Int = 2_000) {
         self.maxSize = maxSize
         self.maxDepth = maxDepth
+        self.maxParts = maxParts
+        self.maxHeaders = maxHeaders
     }
 
-    /// 64 MiB, nesting up to 32 levels.
+    /// Checks a parsed tree against the limits on depth, parts and header fields.
+    func check(headers: Int, body: MIMEEntity?) throws {
+        guard headers <= maxHeaders else { throw MIMEError(.tooManyHeaders(limit: maxHeaders)) }
+        guard let body else { return }
+        guard body.depth <= maxDepth else { throw MIMEError(.tooDeep(limit: maxDepth)) }
+        let parts = body.walk()
+        guard parts.count <= maxParts else { throw MIMEError(.tooManyParts(limit: maxParts)) }
+        for (_, part) in parts {
+            guard part.headers.count <= maxHeaders,
+                  (part.embeddedMessage?.headers.count ?? 0) <= maxHeaders else {
+                throw MIMEError(.tooManyHeaders(limit: maxHeaders))
+            }
+        }
+    }
+
+    /// 64 MiB, nesting up to 32 levels, 10,000 parts, 2,000 fields per header section.
     public static let standard = ParseOptions()
 }
 

@@ -85,6 +85,26 @@ struct ParsingTests {
         #expect(throws: MIMEError.self) { try MIMEMessage.parse(nested(5000), options: options) }
     }
 
+    @Test("too many parts or header fields are refused with the limit named")
+    func partAndHeaderLimits() throws {
+        func parts(_ count: Int) -> [UInt8] {
+            var text = "From: a@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n"
+            for index in 0..<count { text += "--b\nContent-Type: text/plain\n\npart \(index)\n" }
+            return Array((text + "--b--\n").utf8)
+        }
+        let options = ParseOptions(maxParts: 50, maxHeaders: 20)
+        #expect(try MIMEMessage.parse(parts(49), options: options).body?.children.count == 49)
+        #expect(throws: MIMEError(.tooManyParts(limit: 50))) { try MIMEMessage.parse(parts(50), options: options) }
+        let fields = (0..<21).map { "X-Field-\($0): v\n" }.joined()
+        #expect(throws: MIMEError(.tooManyHeaders(limit: 20))) {
+            try MIMEMessage.parse(Array(("From: a@example.org\n" + fields + "\nbody\n").utf8), options: options)
+        }
+        let partFields = "From: a@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n--b\n"
+            + fields + "Content-Type: text/plain\n\nx\n--b--\n"
+        #expect(throws: MIMEError(.tooManyHeaders(limit: 20))) { try MIMEMessage.parse(Array(partFields.utf8), options: options) }
+        #expect(MIMEError(.tooManyParts(limit: 50)).description == "message has more than the limit of 50 MIME parts")
+    }
+
     @Test("broken input is parsed with its problems reported, not crashed on")
     func problemsReported() throws {
         let broken = Array("""
