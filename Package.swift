@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "Policy", targets: ["Policy"]),
         .library(name: "Pipeline", targets: ["Pipeline"]),
         .library(name: "Filter", targets: ["Filter"]),
+        .library(name: "Incoming", targets: ["Incoming"]),
         .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
         .library(name: "ReadingServer", targets: ["ReadingServer"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
@@ -61,12 +62,15 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "PartialEncryption"]),
+        // Reading mail that comes in: signatures with coverage and the From
+        // check, safe decryption, Autocrypt import.
+        .target(name: "Incoming", dependencies: ["OpenPGP", "MIME"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
         .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TOMLKit"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer",
+                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer", "Incoming",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -77,6 +81,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "PartialEncryption", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "PartialEncryptionTests", dependencies: [
             "PartialEncryption", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),

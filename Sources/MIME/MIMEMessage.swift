@@ -142,24 +142,8 @@ public final class MIMEMessage {
     }
 
     private func mailboxes(in list: UnsafeMutablePointer<InternetAddressList>) -> [MailAddress] {
-        var result: [MailAddress] = []
-        for index in 0..<internet_address_list_length(list) {
-            guard let address = internet_address_list_get_address(list, index) else { continue }
-            let name = internet_address_get_name(address).map { String(cString: $0) } ?? ""
-            if mailsec_is_address_group(address) != 0 {
-                let group: UnsafeMutablePointer<InternetAddressGroup> = cast(address)
-                if let members = internet_address_group_get_members(group) {
-                    result += mailboxes(in: members)
-                }
-            } else {
-                let mailbox: UnsafeMutablePointer<InternetAddressMailbox> = cast(address)
-                let addr = internet_address_mailbox_get_addr(mailbox).map { String(cString: $0) } ?? ""
-                result.append(MailAddress(name: name, address: addr))
-            }
-        }
-        return result
+        MailAddress.mailboxes(in: list)
     }
-
     // MARK: Writing
 
     /// Serialises the message. Header fields named in `hiding` (for example
@@ -230,5 +214,35 @@ public final class MIMEMessage {
     /// Removes every header field named `name`.
     public func removeHeader(_ name: String) {
         while g_mime_object_remove_header(object, name) != 0 {}
+    }
+}
+
+extension MailAddress {
+    /// The mailboxes of an address list as written in a header field
+    /// (`internet_address_list_parse`), groups flattened, names decoded.
+    public static func parseList(_ text: String) -> [MailAddress] {
+        GMimeLibrary.initialise()
+        guard let list = internet_address_list_parse(nil, text) else { return [] }
+        defer { g_object_unref(list) }
+        return mailboxes(in: list)
+    }
+
+    static func mailboxes(in list: UnsafeMutablePointer<InternetAddressList>) -> [MailAddress] {
+        var result: [MailAddress] = []
+        for index in 0..<internet_address_list_length(list) {
+            guard let address = internet_address_list_get_address(list, index) else { continue }
+            let name = internet_address_get_name(address).map { String(cString: $0) } ?? ""
+            if mailsec_is_address_group(address) != 0 {
+                let group: UnsafeMutablePointer<InternetAddressGroup> = cast(address)
+                if let members = internet_address_group_get_members(group) {
+                    result += mailboxes(in: members)
+                }
+            } else {
+                let mailbox: UnsafeMutablePointer<InternetAddressMailbox> = cast(address)
+                let addr = internet_address_mailbox_get_addr(mailbox).map { String(cString: $0) } ?? ""
+                result.append(MailAddress(name: name, address: addr))
+            }
+        }
+        return result
     }
 }

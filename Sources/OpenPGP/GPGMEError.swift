@@ -104,3 +104,12 @@ func check(_ err: gpgme_error_t, _ operation: GPGMEError.Operation) throws(GPGME
         throw GPGMEError(err, operation)
     }
 }
+
+/// Ciphertext without integrity protection (no MDC, not AEAD): refused, as
+/// its plaintext may have been altered on the way (EFAIL's CFB gadgets).
+public struct IntegrityError: Error, Sendable, Equatable, CustomStringConvertible {
+    public init() {}
+    public var description: String {
+        "the message is not integrity protected (no MDC): refused, because its content may have been altered"
+    }
+}

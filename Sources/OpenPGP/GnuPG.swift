@@ -49,7 +49,9 @@ public struct GnuPG: Sendable {
         let keys = try listKeys(patterns: patterns, secretOnly: false)
         let wanted = Set(fingerprints.map { $0.uppercased() })
         return (unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) },
-                keys.filter { wanted.contains($0.fingerprint) })
+                keys.filter { key in
+                    wanted.contains(key.fingerprint) || key.subkeys.contains { wanted.contains($0.fingerprint) }
+                })
     }
 
     /// True when `address` can be looked up: a plain `local@domain` address.
@@ -102,8 +104,16 @@ public struct GnuPG: Sendable {
     }
 
     /// Imports keys from `data`, armored or binary (`gpgme_op_import`).
-    public func importKeys(_ data: [UInt8]) throws -> ImportSummary {
+    /// With `onlyUserIDsFor`, only user IDs with exactly that address are
+    /// kept (gpg's import filter `keep-uid=mbox = ADDRESS`): a key offered for
+    /// one address (Autocrypt) must not bring names for others. A key with no
+    /// such user ID is not imported at all.
+    public func importKeys(_ data: [UInt8], onlyUserIDsFor address: String? = nil) throws -> ImportSummary {
         let context = try Context(home: home, executable: executable)
+        if let address {
+            try KeyLookup.validate(address)
+            try check(gpgme_set_ctx_flag(context.raw, "import-filter", "keep-uid=mbox = \(address.lowercased())"), .keyImport)
+        }
         try DataBuffer.borrowing(data) { input in
             try check(gpgme_op_import(context.raw, input.raw), .keyImport)
         }
@@ -223,10 +233,29 @@ public struct GnuPG: Sendable {
         try decrypt(DataBuffer.fileDescriptor(input), DataBuffer.fileDescriptor(output))
     }
 
+    /// Decrypts and verifies in one operation. Ciphertext without integrity
+    /// protection (no MDC, not AEAD) is refused with ``IntegrityError``, also
+    /// where gpg would decrypt it: such plaintext may have been altered (EFAIL).
     private func decrypt(_ input: DataBuffer, _ output: DataBuffer) throws -> DecryptionInfo {
         let context = try Context(home: home, executable: executable)
-        try check(gpgme_op_decrypt_verify(context.raw, input.raw, output.raw), .decrypt)
+        let status = gpgme_op_decrypt_verify(context.raw, input.raw, output.raw)
+        if gpgme_op_decrypt_result(context.raw)?.pointee.legacy_cipher_nomdc == 1 { throw IntegrityError() }
+        try check(status, .decrypt)
         return DecryptionInfo(context)
+    }
+
+    /// Verifies an inline (cleartext) signed text, `-----BEGIN PGP SIGNED
+    /// MESSAGE-----` (`gpgme_op_verify` with a plaintext output). Returns the
+    /// signatures and the text the signature covers, dash-escaping undone.
+    public func verifyCleartext(_ signed: [UInt8]) throws -> (signatures: [Signature], text: [UInt8]) {
+        let context = try Context(home: home, executable: executable)
+        let output = try DataBuffer.memory()
+        try DataBuffer.borrowing(signed) { input in
+            try check(gpgme_op_verify(context.raw, input.raw, nil, output.raw), .verify)
+        }
+        let signatures = Signature.list(context)
+        if signatures.isEmpty { throw GPGMEError(code: .noData, .verify) }
+        return (signatures, output.takeBytes())
     }
 
     /// Verifies the detached `signature` over `signedData` (`gpgme_op_verify`).

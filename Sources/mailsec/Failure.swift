@@ -69,6 +69,7 @@ func describe(_ error: any Error) -> String {
     case let error as PublishError: error.description
     case let error as SpanBlobError: error.description
     case let error as StoreError: error.description
+    case let error as IntegrityError: error.description
     default: "unexpected error (\(type(of: error)))"
     }
 }

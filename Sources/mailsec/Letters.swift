@@ -267,32 +267,3 @@ struct Redact: ParsableCommand {
     }
 }
 
-struct Decrypt: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Open a letter: decrypt it and verify the signature inside.",
-        discussion: """
-            Writes the decrypted MIME body to standard output (or --output) and one line per \
-            signature to standard error: 'signature: STATUS FINGERPRINT'.
-            """
-    )
-
-    @OptionGroup var global: GlobalOptions
-
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write the decrypted body here.", valueName: "file"))
-    var output: String?
-
-    @Argument(help: ArgumentHelp("The letter file; - (the default) reads standard input.", valueName: "letter"))
-    var letter = "-"
-
-    func run() throws {
-        let mail = try readMessage(letter)
-        let opened = try Letter.open(mail, using: global.gnupg)
-        for signature in opened.signatures {
-            FileHandle.standardError.write(Data("signature: \(signature.status) \(signature.fingerprint)\n".utf8))
-        }
-        if opened.signatures.isEmpty {
-            FileHandle.standardError.write(Data("signature: none\n".utf8))
-        }
-        try writeOutput(opened.body.serialize(newline: .lf), to: output)
-    }
-}

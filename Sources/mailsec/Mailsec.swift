@@ -18,7 +18,7 @@ struct Mailsec: ParsableCommand {
             75 temporary failure (try again: agent unreachable), 1 any other failure.
             """,
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
-        subcommands: [PlanCommand.self, Encrypt.self, Redact.self, Decrypt.self, Keys.self, FilterCommand.self, Serve.self, Reveal.self]
+        subcommands: [PlanCommand.self, Encrypt.self, Redact.self, Decrypt.self, Keys.self, FilterCommand.self, Serve.self, Reveal.self, Verify.self, AutocryptCommand.self]
     )
 
     /// Runs the command; every failure ends as one line on stderr.

@@ -1,0 +1,172 @@
+import Foundation
+import MIME
+import OpenPGP
+
+/// What a signature says about a mail, and whether that is enough to call
+/// the mail signed by its sender. Only a good signature that covers the
+/// whole message and whose key carries the From address is `verified`.
+public struct VerificationReport: Sendable, Equatable, Codable {
+    /// The signer, from the keyring.
+    public struct Signer: Sendable, Equatable, Codable {
+        public let fingerprint: String
+        /// The user ID that matches From, else the first one; nil when the key is not known.
+        public let userID: String?
+    }
+
+    /// `pgp-mime` or `inline`; nil when the mail has no signature.
+    public let kind: Protection.Kind?
+    /// `whole`, `partial` or `attached`; `none` without a signature.
+    public let coverage: String
+    /// The signed part (`1`, `1.2` …).
+    public let signedPart: String?
+    /// `good`, `bad`, `no public key`, `key expired`, `key revoked`, `signature expired`, or an error.
+    public let status: String?
+    public let signer: Signer?
+    /// The From address checked: the signed (protected) one when the signed part carries a From.
+    public let from: String?
+    /// True when a user ID of the signer's key has exactly the From address.
+    public let fromMatches: Bool
+    /// True only for a good signature, over the whole message, by the From address.
+    public let verified: Bool
+    /// Why it is not verified (nil when it is); never message content.
+    public let reason: String?
+}
+
+/// Checks the From header of a mail against a signer's user IDs.
+struct FromCheck {
+    let address: String?
+    let problem: String?
+
+    /// The one From address to hold a signer to, or the problem that makes any match meaningless.
+    init(from: [MailAddress], sender: [MailAddress]) {
+        guard !from.isEmpty else {
+            address = nil
+            problem = "the mail has no From address"
+            return
+        }
+        guard from.count == 1 else {
+            // RFC 5322 allows several authors; a signature by one of them does not speak for the others.
+            address = nil
+            problem = "the mail has several From addresses"
+            return
+        }
+        let author = from[0]
+        address = author.address.lowercased()
+        // A display name that holds an address shows the reader an address that is not the sender's.
+        if let shown = Self.addressInName(author.name), shown != author.address.lowercased() {
+            problem = "the From display name shows the address \(shown), which is not the sender's address"
+            return
+        }
+        problem = nil
+    }
+
+    /// An address written in a display name (`"bob@example.org" <eve@evil>`).
+    static func addressInName(_ name: String) -> String? {
+        let separators = CharacterSet(charactersIn: " <>\"'()[],;:")
+        for word in name.components(separatedBy: separators) where word.contains("@") {
+            let parts = word.split(separator: "@", omittingEmptySubsequences: false)
+            if parts.count == 2, !parts[0].isEmpty, parts[1].contains(".") { return word.lowercased() }
+        }
+        return nil
+    }
+}
+
+/// Reads signatures of mail: PGP/MIME `multipart/signed` and inline
+/// cleartext signatures, with coverage and the From check.
+public struct MailVerifier: Sendable {
+    public let gnupg: GnuPG
+
+    public init(gnupg: GnuPG) { self.gnupg = gnupg }
+
+    /// Verifies `raw`, the message as received (the signed part's bytes are
+    /// taken from it, not from a re-serialisation).
+    public func verify(_ raw: [UInt8], options: ParseOptions = .standard) throws -> VerificationReport {
+        let message = try MIMEMessage.parse(raw, options: options)
+        let structure = MailStructure(message)
+        // The signature a reader would take as the mail's: the whole one, else the first.
+        guard let protection = structure.signed.first(where: { $0.place == .whole }) ?? structure.signed.first else {
+            let encrypted = !structure.encrypted.isEmpty
+            return VerificationReport(kind: nil, coverage: "none", signedPart: nil, status: nil, signer: nil, from: nil,
+                                      fromMatches: false, verified: false,
+                                      reason: encrypted ? "the mail is encrypted: decrypt it to verify the signature inside"
+                                          : "the mail is not signed")
+        }
+        let signatures: [Signature]
+        var signedHeaders: MIMEEntity?
+        switch protection.kind {
+        case .pgpMIME:
+            let children = protection.entity.children
+            guard children.count == 2, let boundary = protection.entity.contentType.parameters["boundary"],
+                  let signedBytes = RawParts.firstPart(in: raw, boundary: boundary),
+                  let signature = children[1].content else {
+                return report(protection, status: "malformed", signer: nil, from: nil, matches: false,
+                              reason: "the multipart/signed part is malformed")
+            }
+            signatures = try gnupg.verifyDetached(signature: signature, signedData: signedBytes)
+            signedHeaders = children[0]
+        case .inline:
+            guard let text = protection.entity.text else {
+                return report(protection, status: "malformed", signer: nil, from: nil, matches: false, reason: "no text")
+            }
+            signatures = try gnupg.verifyCleartext(Array(text.utf8)).signatures
+        }
+        return try judge(signatures, protection: protection, message: message, signedHeaders: signedHeaders)
+    }
+
+    /// The report for `signatures` over `protection` in `message`.
+    func judge(_ signatures: [Signature], protection: Protection, message: MIMEMessage,
+               signedHeaders: MIMEEntity?) throws -> VerificationReport {
+        // Protected headers (RFC 9788, or the older protected-headers="v1"):
+        // a From inside the signed part is the authenticated one.
+        let outerFrom = message.addresses(.from)
+        let innerFrom = signedHeaders.flatMap { $0.header("From") }.map(MailAddress.parseList)
+        let fromCheck = FromCheck(from: innerFrom ?? outerFrom, sender: message.addresses(.sender))
+        var problems: [String] = []
+        if let innerFrom, innerFrom.map({ $0.address.lowercased() }) != outerFrom.map({ $0.address.lowercased() }) {
+            problems.append("the From outside differs from the signed From")
+        }
+        guard let signature = signatures.first else {
+            return report(protection, status: "none", signer: nil, from: fromCheck.address, matches: false,
+                          reason: "no signature found")
+        }
+        if signatures.count > 1 { problems.append("the part has \(signatures.count) signatures; only the first is judged") }
+        // A bad signature may name only a key ID: then there is no key to show.
+        let key = GnuPG.isFingerprint(signature.fingerprint)
+            ? try gnupg.lookup([], fingerprints: [signature.fingerprint]).keys.first : nil
+        let addresses = key?.userIDs.filter { !$0.isRevoked && !$0.isInvalid }.map { $0.address.lowercased() } ?? []
+        let matches = fromCheck.problem == nil && fromCheck.address.map(addresses.contains) == true
+        let userID = key?.userIDs.first { $0.address.lowercased() == fromCheck.address }?.uid ?? key?.userIDs.first?.uid
+        let signer = VerificationReport.Signer(fingerprint: key?.fingerprint ?? signature.fingerprint, userID: userID)
+        let status = Self.statusName(signature.status)
+        if signature.status != .good { problems.insert("the signature is not good (\(status))", at: 0) }
+        switch protection.place {
+        case .whole: break
+        case .partial: problems.append("the signature covers only part \(protection.partName), not the whole message")
+        case .attached: problems.append("the signature is inside an attached message (part \(protection.partName))")
+        }
+        if let problem = fromCheck.problem { problems.append(problem) }
+        else if !matches { problems.append("the signer's key has no user ID with the From address \(fromCheck.address ?? "")") }
+        return report(protection, status: status, signer: signer, from: fromCheck.address, matches: matches,
+                      reason: problems.isEmpty ? nil : problems.joined(separator: "; "))
+    }
+
+    func report(_ protection: Protection, status: String, signer: VerificationReport.Signer?, from: String?,
+                matches: Bool, reason: String?) -> VerificationReport {
+        VerificationReport(kind: protection.kind, coverage: protection.place.rawValue, signedPart: protection.partName,
+                           status: status, signer: signer, from: from, fromMatches: matches,
+                           verified: reason == nil && status == "good" && protection.place == .whole && matches,
+                           reason: reason)
+    }
+
+    static func statusName(_ status: SignatureStatus) -> String {
+        switch status {
+        case .good: "good"
+        case .bad: "bad"
+        case .noPublicKey: "unknown key"
+        case .expiredKey: "key expired"
+        case .revokedKey: "key revoked"
+        case .expiredSignature: "signature expired"
+        case .error(let code): "error \(code.rawValue)"
+        }
+    }
+}
