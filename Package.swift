@@ -1,4 +1,5 @@
 // swift-tools-version: 6.0
+import Foundation
 import PackageDescription
 
 // Layers, bottom up (see ../shared/STYLE.md): C system libraries, one C shim,
@@ -82,6 +83,9 @@ let package = Package(
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
+        // What the fuzz targets check, as a library the regression tests run too.
+        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Incoming"], path: "Fuzz/Checks"),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["MailsecFuzzChecks", "MIME", "TestSupport"]),
         .testTarget(name: "PartialEncryptionTests", dependencies: [
             "PartialEncryption", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
@@ -91,3 +95,11 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The libFuzzer executables exist only for scripts/fuzz (MAILSEC_FUZZ=1): they
+// have no main of their own and link only with -sanitize=fuzzer.
+if ProcessInfo.processInfo.environment["MAILSEC_FUZZ"] == "1" {
+    for name in ["ParseAndWalk", "Redaction", "Structure"] {
+        package.targets.append(.executableTarget(name: "Fuzz" + name, dependencies: ["MailsecFuzzChecks"], path: "Fuzz/" + name))
+    }
+}

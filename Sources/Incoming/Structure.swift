@@ -47,6 +47,12 @@ public struct MailStructure {
     static let messageBegin = "-----BEGIN PGP MESSAGE-----"
     static let messageEnd = "-----END PGP MESSAGE-----"
 
+    /// The first part of the multipart with `boundary` in the raw message,
+    /// as sent, with CRLF line endings: what a PGP/MIME signature covers.
+    public static func signedContent(in raw: [UInt8], boundary: String) -> [UInt8]? {
+        RawParts.firstPart(in: raw, boundary: boundary)
+    }
+
     /// Classifies every signature and encryption in `message`.
     public init(_ message: MIMEMessage) {
         var signed: [Protection] = []

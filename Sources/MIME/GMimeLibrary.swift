@@ -23,6 +23,8 @@ public struct MIMEError: Error, Sendable, Equatable, CustomStringConvertible {
         case tooManyParts(limit: Int)
         /// A header section has more fields than ``ParseOptions/maxHeaders``.
         case tooManyHeaders(limit: Int)
+        /// A header section holds a NUL byte, which mail may not carry.
+        case nulInHeader
         /// GMime could not make a message or part out of the input.
         case notParsable
         /// Reading or writing failed (the text is GLib's or the system's).
@@ -41,6 +43,7 @@ public struct MIMEError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooDeep(let limit): "MIME parts nest deeper than the limit of \(limit)"
         case .tooManyParts(let limit): "message has more than the limit of \(limit) MIME parts"
         case .tooManyHeaders(let limit): "a header section has more than the limit of \(limit) fields"
+        case .nulInHeader: "a header section contains a NUL byte, which mail may not carry"
         case .notParsable: "input is not a MIME message"
         case .io(let reason): "I/O error: \(reason)"
         case .invalidArgument(let what): "invalid argument: \(what)"

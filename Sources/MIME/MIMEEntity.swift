@@ -190,6 +190,7 @@ public final class MIMEEntity {
     /// decrypted PGP/MIME content.
     public static func parse(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> (entity: MIMEEntity, issues: [ParseIssue]) {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        try HeaderScan.refuseNUL(in: bytes)
         let stream = MemoryStream(copying: bytes)
         let collector = IssueCollector()
         let object = collector.withParserOptions { parserOptions in

@@ -27,6 +27,7 @@ public final class MIMEMessage {
     /// Parses a message from memory.
     public static func parse(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> MIMEMessage {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        try HeaderScan.refuseNUL(in: bytes)
         let stream = MemoryStream(copying: bytes)
         return try withExtendedLifetime(stream) { try parse(stream: stream.raw, options: options) }
     }
@@ -47,6 +48,7 @@ public final class MIMEMessage {
         guard fstat(fd, &info) == 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
         if (info.st_mode & S_IFMT) == S_IFREG {
             guard Int(info.st_size) <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+            try HeaderScan.refuseNUL(inFile: fd, size: Int(info.st_size))
             let own = dup(fd)
             guard own >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
             GMimeLibrary.initialise()
@@ -72,6 +74,7 @@ public final class MIMEMessage {
     /// Splits an mbox file into messages (`GMIME_FORMAT_MBOX`).
     public static func parseMbox(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> [MIMEMessage] {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        try HeaderScan.refuseNUL(in: bytes)
         let stream = MemoryStream(copying: bytes)
         let parser = withExtendedLifetime(stream) { g_mime_parser_new_with_stream(stream.raw) }
         defer { g_object_unref(parser) }
@@ -244,5 +247,50 @@ extension MailAddress {
             }
         }
         return result
+    }
+}
+
+/// NUL bytes in header sections. GMime keeps header values as C strings, so
+/// a NUL cuts a field short and can swallow the line that ends the header
+/// section: what is written out is then a different message (found by
+/// fuzzing). Mail may not carry NUL (RFC 5322 §2.2, §2.3), so such input is
+/// refused. A header section starts the input and follows every line that
+/// begins with `--` (a boundary, as far as can be told before parsing); it
+/// ends at the first empty line.
+enum HeaderScan {
+    /// The same for a regular file, read through a private mapping.
+    static func refuseNUL(inFile fd: Int32, size: Int) throws {
+        guard size > 0 else { return }
+        guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
+            throw MIMEError(.io(String(cString: strerror(errno))))
+        }
+        defer { munmap(map, size) }
+        try refuseNUL(in: UnsafeRawBufferPointer(start: map, count: size))
+    }
+
+    static func refuseNUL(in bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { try refuseNUL(in: $0) }
+    }
+
+    static func refuseNUL(in bytes: UnsafeRawBufferPointer) throws {
+        guard bytes.contains(0) else { return }
+        var inHeader = true
+        var lineStart = 0
+        while lineStart < bytes.count {
+            var lineEnd = lineStart
+            var hasNUL = false
+            while lineEnd < bytes.count && bytes[lineEnd] != 10 {
+                if bytes[lineEnd] == 0 { hasNUL = true }
+                lineEnd += 1
+            }
+            let length = lineEnd - lineStart - (lineEnd > lineStart && bytes[lineEnd - 1] == 13 ? 1 : 0)
+            if inHeader {
+                if hasNUL { throw MIMEError(.nulInHeader) }
+                if length == 0 { inHeader = false }
+            } else if length >= 2 && bytes[lineStart] == 45 && bytes[lineStart + 1] == 45 {
+                inHeader = true
+            }
+            lineStart = lineEnd + 1
+        }
     }
 }

@@ -103,6 +103,12 @@ struct ParsingTests {
             + fields + "Content-Type: text/plain\n\nx\n--b--\n"
         #expect(throws: MIMEError(.tooManyHeaders(limit: 20))) { try MIMEMessage.parse(Array(partFields.utf8), options: options) }
         #expect(MIMEError(.tooManyParts(limit: 50)).description == "message has more than the limit of 50 MIME parts")
+        // Found by fuzzing: a NUL in a header cut the field short and lost the end of the header section.
+        let nul = Array("From: a@example.org\nX-A: b\u{0}c\n\nbody\u{0} may hold it\n".utf8)
+        #expect(throws: MIMEError(.nulInHeader)) { try MIMEMessage.parse(nul) }
+        let partNUL = Array("From: a@example.org\nContent-Type: multipart/mixed; boundary=b\n\n--b\nX-A: \u{0}\n\nx\n--b--\n".utf8)
+        #expect(throws: MIMEError(.nulInHeader)) { try MIMEMessage.parse(partNUL) }
+        #expect(try MIMEMessage.parse(Array("From: a@example.org\n\nbody \u{0} text\n".utf8)).body != nil, "NUL in a body is GMime's to handle")
     }
 
     @Test("broken input is parsed with its problems reported, not crashed on")

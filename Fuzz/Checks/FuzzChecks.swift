@@ -1,0 +1,86 @@
+import Incoming
+import MIME
+import Policy
+
+/// What each fuzz target does with one input, as library functions: the
+/// libFuzzer executables in `Fuzz/` call them, and the regression tests run
+/// them over every input kept in `Fixtures/fuzz/`. A check never throws for
+/// bad input (that is expected); it traps (`precondition`) when an invariant
+/// breaks, which is what the fuzzer reports as a crash.
+public enum FuzzChecks {
+    /// Small limits, so that the fuzzer spends its time on structure, not size.
+    static let options = ParseOptions(maxSize: 1 << 20, maxDepth: 16, maxParts: 500, maxHeaders: 200)
+
+    /// Parse and walk: every part visited, every header read, every leaf
+    /// decoded (content and text), the message written out again and parsed back.
+    public static func parseAndWalk(_ bytes: [UInt8]) {
+        guard let message = try? MIMEMessage.parse(bytes, options: options) else { return }
+        _ = message.headers.map { ($0.name, $0.value, $0.rawValue) }
+        _ = message.subject
+        for field in AddressField.allCases { _ = message.addresses(field) }
+        for (_, part) in message.body?.walk() ?? [] {
+            _ = part.contentType.parameters
+            _ = part.headers.count
+            _ = part.filename
+            _ = part.disposition
+            if part.children.isEmpty {
+                _ = part.content
+                _ = part.text
+            }
+            if let embedded = part.embeddedMessage { _ = embedded.headers.count }
+        }
+        let written = message.serialize()
+        // What we write must parse again (it may hit the same limits, but must not fail otherwise).
+        if written.count <= options.maxSize {
+            do { _ = try MIMEMessage.parse(written, options: options) } catch let error as MIMEError {
+                switch error.code {
+                case .tooDeep, .tooManyParts, .tooManyHeaders, .tooLarge: break
+                default: preconditionFailure("a message we wrote does not parse again: \(error)")
+                }
+            } catch { preconditionFailure("unexpected error \(error)") }
+        }
+    }
+
+    /// Marker parsing and redaction on text and HTML: whatever the input, a
+    /// censored text has no marker left, censoring twice changes nothing, and
+    /// numbering yields one catalog entry per distinct span.
+    public static func redaction(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let redactor = Redactor.standard
+        _ = redactor.hasMarkers(text)
+        if let censored = try? redactor.redact(text, mode: .censor) {
+            precondition(!redactor.hasMarkers(censored), "a censored text still has a marker")
+            precondition((try? redactor.redact(censored, mode: .censor)) == censored, "censoring is not idempotent")
+            let catalog = SpanCatalog()
+            if let numbered = try? redactor.redact(text, mode: .number(catalog)) {
+                precondition(!redactor.hasMarkers(numbered), "a numbered text still has a marker")
+                let segments = try? redactor.segments(text, catalog: catalog)
+                precondition(segments != nil, "segments fail where redaction succeeded")
+            }
+            _ = try? redactor.redact(text, mode: .reveal)
+        }
+        if let html = try? redactor.redactHTML(text, mode: .censor) {
+            precondition(!redactor.hasMarkersHTML(html) || redactor.hasMarkersHTML(text), "HTML censoring made a marker")
+            let catalog = SpanCatalog()
+            _ = try? redactor.redactHTML(text, mode: .number(catalog))
+            _ = try? redactor.segments(html: text, catalog: catalog)
+        }
+    }
+
+    /// Signature and encryption structure: classification of every part and
+    /// the raw extraction of a signed part never trap, and a whole protection
+    /// is always the body itself.
+    public static func structure(_ bytes: [UInt8]) {
+        guard let message = try? MIMEMessage.parse(bytes, options: options) else { return }
+        let structure = MailStructure(message)
+        for protection in structure.signed + structure.encrypted {
+            if protection.place == .whole { precondition(protection.path.isEmpty, "a whole protection below the body") }
+            _ = protection.partName
+        }
+        for protection in structure.signed where protection.kind == .pgpMIME {
+            if let boundary = message.body?.entity(at: protection.path)?.contentType.parameters["boundary"] {
+                _ = MailStructure.signedContent(in: bytes, boundary: boundary)
+            }
+        }
+    }
+}
