@@ -99,7 +99,9 @@ let package = Package(
 // The libFuzzer executables exist only for scripts/fuzz (MAILSEC_FUZZ=1): they
 // have no main of their own and link only with -sanitize=fuzzer.
 if ProcessInfo.processInfo.environment["MAILSEC_FUZZ"] == "1" {
+    package.targets.append(.target(name: "FuzzDriver", path: "Fuzz/Driver"))
     for name in ["ParseAndWalk", "Redaction", "Structure"] {
-        package.targets.append(.executableTarget(name: "Fuzz" + name, dependencies: ["MailsecFuzzChecks"], path: "Fuzz/" + name))
+        package.targets.append(.executableTarget(name: "Fuzz" + name, dependencies: ["FuzzDriver", "MailsecFuzzChecks"],
+                                                 path: "Fuzz/" + name))
     }
 }

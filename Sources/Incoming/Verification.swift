@@ -38,7 +38,7 @@ struct FromCheck {
     let problem: String?
 
     /// The one From address to hold a signer to, or the problem that makes any match meaningless.
-    init(from: [MailAddress], sender: [MailAddress]) {
+    init(from: [MailAddress]) {
         guard !from.isEmpty else {
             address = nil
             problem = "the mail has no From address"
@@ -120,7 +120,7 @@ public struct MailVerifier: Sendable {
         // a From inside the signed part is the authenticated one.
         let outerFrom = message.addresses(.from)
         let innerFrom = signedHeaders.flatMap { $0.header("From") }.map(MailAddress.parseList)
-        let fromCheck = FromCheck(from: innerFrom ?? outerFrom, sender: message.addresses(.sender))
+        let fromCheck = FromCheck(from: innerFrom ?? outerFrom)
         var problems: [String] = []
         if let innerFrom, innerFrom.map({ $0.address.lowercased() }) != outerFrom.map({ $0.address.lowercased() }) {
             problems.append("the From outside differs from the signed From")
@@ -145,7 +145,15 @@ public struct MailVerifier: Sendable {
         case .attached: problems.append("the signature is inside an attached message (part \(protection.partName))")
         }
         if let problem = fromCheck.problem { problems.append(problem) }
-        else if !matches { problems.append("the signer's key has no user ID with the From address \(fromCheck.address ?? "")") }
+        else if !matches {
+            // Sender names who sent the mail for the author; a signature by the Sender does not speak for the From.
+            let sender = message.addresses(.sender).first?.address.lowercased()
+            if let sender, addresses.contains(sender) {
+                problems.append("the signer is the Sender \(sender), not the From address \(fromCheck.address ?? "")")
+            } else {
+                problems.append("the signer's key has no user ID with the From address \(fromCheck.address ?? "")")
+            }
+        }
         return report(protection, status: status, signer: signer, from: fromCheck.address, matches: matches,
                       reason: problems.isEmpty ? nil : problems.joined(separator: "; "))
     }

@@ -88,6 +88,8 @@ struct VerificationTests {
             #expect(spoofed.reason?.contains("display name shows the address alice@example.org") == true)
             let several = try verifier.verify(mail(from: "Bob <bob@example.org>, Alice <alice@example.org>", byBob))
             #expect(!several.verified && several.reason?.contains("several From addresses") == true)
+            let viaSender = try verifier.verify(mail(from: "Alice <alice@example.org>\nSender: Bob <bob@example.org>", byBob))
+            #expect(!viaSender.verified && viaSender.reason?.contains("the signer is the Sender bob@example.org") == true)
             let bob = try verifier.verify(mail(from: "BOB <Bob@Example.org>", byBob))
             #expect(bob.verified, "the address matches whatever its case; \(bob.reason ?? "")")
         }
