@@ -75,6 +75,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // In-process measurements for scripts/bench (parsing, redaction).
+        .executableTarget(name: "mailsec-bench", dependencies: ["MIME", "Policy"], path: "Benchmarks/Harness"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "TestSupport"]),
         .testTarget(name: "MIMETests", dependencies: ["MIME", "TestSupport"]),

@@ -80,6 +80,11 @@ public struct ContentType: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Reads the header list of any GMime object.
+/// How many header fields `object` has, without decoding any.
+func headerCount(of object: UnsafeMutablePointer<GMimeObject>) -> Int {
+    g_mime_object_get_header_list(object).map { Int(g_mime_header_list_get_count($0)) } ?? 0
+}
+
 func headers(of object: UnsafeMutablePointer<GMimeObject>) -> [Header] {
     guard let list = g_mime_object_get_header_list(object) else { return [] }
     return (0..<g_mime_header_list_get_count(list)).compactMap { index in

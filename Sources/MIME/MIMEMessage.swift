@@ -73,27 +73,39 @@ public final class MIMEMessage {
 
     /// Splits an mbox file into messages (`GMIME_FORMAT_MBOX`).
     public static func parseMbox(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> [MIMEMessage] {
+        var messages: [MIMEMessage] = []
+        try forEachInMbox(bytes, options: options) { messages.append($0) }
+        return messages
+    }
+
+    /// Calls `body` with each message of an mbox in turn, so that a large
+    /// mailbox is never held whole as messages: each is released when
+    /// `body` returns (unless it keeps it).
+    public static func forEachInMbox(_ bytes: [UInt8], options: ParseOptions = .standard,
+                                     _ body: (MIMEMessage) throws -> Void) throws {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
         try HeaderScan.refuseNUL(in: bytes)
         let stream = MemoryStream(copying: bytes)
         let parser = withExtendedLifetime(stream) { g_mime_parser_new_with_stream(stream.raw) }
         defer { g_object_unref(parser) }
         g_mime_parser_set_format(parser, GMIME_FORMAT_MBOX)
-        var messages: [MIMEMessage] = []
-        while g_mime_parser_eos(parser) == 0 {
-            let collector = IssueCollector()
-            guard let raw = collector.withParserOptions({ g_mime_parser_construct_message(parser, $0) }) else {
-                // Input is left but no message could be made of it: say so
-                // rather than drop the rest of the mailbox.
-                if g_mime_parser_eos(parser) == 0 && !messages.isEmpty { throw MIMEError(.notParsable) }
-                break
+        var count = 0
+        try withExtendedLifetime(stream) {
+            while g_mime_parser_eos(parser) == 0 {
+                let collector = IssueCollector()
+                guard let raw = collector.withParserOptions({ g_mime_parser_construct_message(parser, $0) }) else {
+                    // Input is left but no message could be made of it: say so
+                    // rather than drop the rest of the mailbox.
+                    if g_mime_parser_eos(parser) == 0 && count > 0 { throw MIMEError(.notParsable) }
+                    break
+                }
+                let message = MIMEMessage(taking: raw)
+                message.parseIssues = collector.issues
+                try message.checkLimits(options)
+                count += 1
+                try body(message)
             }
-            let message = MIMEMessage(taking: raw)
-            message.parseIssues = collector.issues
-            try message.checkLimits(options)
-            messages.append(message)
         }
-        return messages
     }
 
     private static func parse(stream: UnsafeMutablePointer<GMimeStream>, options: ParseOptions) throws -> MIMEMessage {
@@ -114,7 +126,7 @@ public final class MIMEMessage {
     }
 
     private func checkLimits(_ options: ParseOptions) throws {
-        try options.check(headers: headers.count, body: body)
+        try options.check(headers: headerCount(of: object), body: body)
     }
 
     // MARK: Reading
@@ -273,24 +285,37 @@ enum HeaderScan {
     }
 
     static func refuseNUL(in bytes: UnsafeRawBufferPointer) throws {
-        guard bytes.contains(0) else { return }
-        var inHeader = true
-        var lineStart = 0
-        while lineStart < bytes.count {
-            var lineEnd = lineStart
-            var hasNUL = false
-            while lineEnd < bytes.count && bytes[lineEnd] != 10 {
-                if bytes[lineEnd] == 0 { hasNUL = true }
-                lineEnd += 1
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+        let count = bytes.count
+        var from = 0
+        // Only the NULs matter: for each, walk back line by line. An empty
+        // line first means a body; a `--` line or the start of the input
+        // first means a header section.
+        var previousNUL = -1
+        while from < count, let found = memchr(base + from, 0, count - from) {
+            let position = UnsafeRawPointer(found).assumingMemoryBound(to: UInt8.self) - base
+            defer { previousNUL = position }
+            // On the line of the previous NUL (which was in a body): nothing new to learn.
+            if previousNUL >= 0 && memchr(base + previousNUL, 10, position - previousNUL) == nil {
+                from = position + 1
+                continue
             }
-            let length = lineEnd - lineStart - (lineEnd > lineStart && bytes[lineEnd - 1] == 13 ? 1 : 0)
-            if inHeader {
-                if hasNUL { throw MIMEError(.nulInHeader) }
-                if length == 0 { inHeader = false }
-            } else if length >= 2 && bytes[lineStart] == 45 && bytes[lineStart + 1] == 45 {
-                inHeader = true
+            var lineStart = position
+            while lineStart > 0 && base[lineStart - 1] != 10 { lineStart -= 1 }
+            var inHeader = true
+            var previousEnd = lineStart   // the newline ending the line before
+            while previousEnd > 0 {
+                // Back at the line of the previous NUL, which was in a body: so is this one.
+                if previousNUL >= 0 && previousEnd <= previousNUL { inHeader = false; break }
+                var start = previousEnd - 1
+                while start > 0 && base[start - 1] != 10 { start -= 1 }
+                let length = previousEnd - 1 - start - (previousEnd - 1 > start && base[previousEnd - 2] == 13 ? 1 : 0)
+                if length == 0 { inHeader = false; break }
+                if length >= 2 && base[start] == 45 && base[start + 1] == 45 { break }
+                previousEnd = start
             }
-            lineStart = lineEnd + 1
+            if inHeader { throw MIMEError(.nulInHeader) }
+            from = position + 1
         }
     }
 }

@@ -28,8 +28,8 @@ public struct ParseOptions: Sendable, Hashable {
         let parts = body.walk()
         guard parts.count <= maxParts else { throw MIMEError(.tooManyParts(limit: maxParts)) }
         for (_, part) in parts {
-            guard part.headers.count <= maxHeaders,
-                  (part.embeddedMessage?.headers.count ?? 0) <= maxHeaders else {
+            guard headerCount(of: part.raw) <= maxHeaders,
+                  (part.embeddedMessage.map { headerCount(of: $0.object) } ?? 0) <= maxHeaders else {
                 throw MIMEError(.tooManyHeaders(limit: maxHeaders))
             }
         }

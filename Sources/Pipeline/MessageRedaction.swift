@@ -36,6 +36,17 @@ extension Redactor {
     }
 
     private func contentHasMarkers(_ bytes: [UInt8]) -> Bool {
+        // ASCII markers (the usual case): one pass over the bytes per
+        // encoding, letters matched in either case: UTF-8 and Latin-1 spell
+        // ASCII alike, UTF-16 puts a zero byte beside each letter.
+        let markers = [open, close].map { Array($0.lowercased().utf8) }
+        if markers.allSatisfy({ $0.allSatisfy { $0 < 0x80 } }) {
+            return markers.contains { marker in
+                Self.containsFolded(bytes, marker, stride: 1, offset: 0)
+                    || Self.containsFolded(bytes, marker, stride: 2, offset: 0)
+                    || Self.containsFolded(bytes, marker, stride: 2, offset: 1)
+            }
+        }
         if hasMarkers(String(decoding: bytes, as: UTF8.self)) { return true }
         if hasMarkers(String(bytes.map { Character(Unicode.Scalar($0)) })) { return true }
         guard bytes.count >= 2 else { return false }
@@ -47,6 +58,39 @@ extension Redactor {
             if hasMarkers(String(decoding: units, as: UTF16.self)) { return true }
         }
         return false
+    }
+
+    /// True when `needle` (lower-case ASCII) occurs in `bytes` with its
+    /// characters `stride` bytes apart, starting at byte `offset` modulo the
+    /// stride, ASCII letters in either case, and (for UTF-16) zero bytes in
+    /// between.
+    static func containsFolded(_ bytes: [UInt8], _ needle: [UInt8], stride: Int, offset: Int) -> Bool {
+        guard let first = needle.first, bytes.count >= needle.count * stride else { return false }
+        let upperFirst = first >= 0x61 && first <= 0x7A ? first - 32 : first
+        return bytes.withUnsafeBufferPointer { buffer in
+            var index = offset
+            let last = buffer.count - needle.count * stride
+            while index <= last {
+                let byte = buffer[index]
+                if byte == first || byte == upperFirst {
+                    var matched = true
+                    for (k, expected) in needle.enumerated() {
+                        let at = index + k * stride
+                        var actual = buffer[at]
+                        if actual >= 0x41 && actual <= 0x5A { actual += 32 }
+                        if actual != expected { matched = false; break }
+                        if stride == 2 {
+                            // The other byte of the UTF-16 unit must be zero.
+                            let partner = offset == 0 ? at + 1 : at - 1
+                            if partner < 0 || partner >= buffer.count || buffer[partner] != 0 { matched = false; break }
+                        }
+                    }
+                    if matched { return true }
+                }
+                index += stride
+            }
+            return false
+        }
     }
 
     /// True when the message has marked spans anywhere. Throws when markers do

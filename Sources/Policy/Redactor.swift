@@ -131,6 +131,10 @@ public struct Redactor: Sendable, Hashable {
 /// those of the original text.
 func folded(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar] {
     scalars.map { scalar in
+        // ASCII, nearly all of mail, without a look-up of Unicode properties.
+        if scalar.value < 0x80 {
+            return scalar.value >= 0x41 && scalar.value <= 0x5A ? Unicode.Scalar(scalar.value + 32)! : scalar
+        }
         guard scalar.properties.changesWhenLowercased else { return scalar }
         let lower = scalar.properties.lowercaseMapping.unicodeScalars
         return lower.count == 1 ? lower.first! : scalar

@@ -74,8 +74,15 @@ struct MarkerOptions: ParsableArguments {
 extension PostcardExtension: ExpressibleByArgument {}
 
 /// Reads and parses the message argument (`-` or a file).
-func readMessage(_ path: String) throws -> MIMEMessage {
-    try MIMEMessage.parse(readInput(path))
+func readMessage(_ path: String, maxSize: Int? = nil) throws -> MIMEMessage {
+    try MIMEMessage.parse(readInput(path), options: parseOptions(maxSize))
+}
+
+/// The parser's limits, with `--max-size` (MiB) when given.
+func parseOptions(_ maxSize: Int?) -> ParseOptions {
+    var options = ParseOptions.standard
+    if let maxSize { options.maxSize = maxSize << 20 }
+    return options
 }
 
 struct PlanCommand: ParsableCommand {
@@ -170,6 +177,9 @@ struct Encrypt: ParsableCommand {
     @Option(name: .customLong("out"), help: ArgumentHelp("Folder for the copies and manifest.json.", valueName: "dir"))
     var out: String
 
+    @Option(help: ArgumentHelp("The largest message accepted, in MiB (default 64).", valueName: "MiB"))
+    var maxSize: Int?
+
     @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
     var message = "-"
 
@@ -187,7 +197,8 @@ struct Encrypt: ParsableCommand {
     func run() throws {
         let pipeline = try policy.pipeline(global, reading: reading)
         let input = try readInput(message)
-        let prepared = try pipeline.prepare(MIMEMessage.parse(input), original: input, envelopeSender: policy.from)
+        let prepared = try pipeline.prepare(MIMEMessage.parse(input, options: parseOptions(maxSize)), original: input,
+                                            envelopeSender: policy.from)
         let passwordFile = prepared.publishesSpans ? try reading.openPasswordFile() : nil
         let written: WrittenMail
         do { written = try pipeline.write(prepared) } catch {  // all crypto (and publishing) done before any file exists
@@ -258,11 +269,14 @@ struct Redact: ParsableCommand {
 
     @OptionGroup var markers: MarkerOptions
 
+    @Option(help: ArgumentHelp("The largest message accepted, in MiB (default 64).", valueName: "MiB"))
+    var maxSize: Int?
+
     @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
     var message = "-"
 
     func run() throws {
-        let postcard = try Postcard.censored(readMessage(message), redactor: markers.redactor())
+        let postcard = try Postcard.censored(readMessage(message, maxSize: maxSize), redactor: markers.redactor())
         try writeOutput(postcard.serialize(), to: nil)
     }
 }

@@ -158,3 +158,22 @@ struct PartiallyEncryptedTests {
         }
     }
 }
+
+@Suite("Markers found in any encoding")
+struct MarkerScanTests {
+    @Test("a marker in UTF-8, Latin-1, UTF-16LE or UTF-16BE content, in any case, is found; none is not invented")
+    func encodings() throws {
+        func mail(_ content: Data) throws -> MIMEMessage {
+            try MIMEMessage.parse(Array("From: a@example.org\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n".utf8)
+                                  + Array(content.base64EncodedString().utf8) + [10])
+        }
+        let text = "x [[Private]]s[[/PRIVATE]] y"
+        for content in [Data(text.utf8), text.data(using: .isoLatin1)!, text.data(using: .utf16LittleEndian)!,
+                        text.data(using: .utf16BigEndian)!] {
+            #expect(Redactor.standard.remainingMarker(in: try mail(content)) != nil)
+        }
+        // Broken markers, or letters with other bytes than zero between them: nothing found.
+        #expect(Redactor.standard.remainingMarker(in: try mail(Data("[[priv ate]]".utf8))) == nil)
+        #expect(Redactor.standard.remainingMarker(in: try mail(Data([0x5B, 0x01, 0x5B, 0x01]))) == nil)
+    }
+}
