@@ -55,7 +55,7 @@ extension MIMEEntity {
 
     /// An independent copy of this entity (written out and parsed again).
     public func copy() throws -> MIMEEntity {
-        try MIMEEntity.parse(serialize(newline: .lf)).entity
+        try MIMEEntity.parse(serialize(newline: .lf), options: .unlimited).entity
     }
 
     /// Sets the decoded content of a leaf and picks a 7-bit-safe transfer encoding.

@@ -223,7 +223,8 @@ public final class MIMEMessage {
 
     /// An independent copy of this message (written out and parsed again).
     public func copy() throws -> MIMEMessage {
-        try MIMEMessage.parse(serialize(newline: .lf))
+        // The limits were applied when the original was parsed; its copy is not held to them again.
+        try MIMEMessage.parse(serialize(newline: .lf), options: .unlimited)
     }
 
     /// Removes every header field named `name`.
