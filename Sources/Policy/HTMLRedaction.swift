@@ -11,11 +11,11 @@ extension Redactor {
     /// broken up by tags.
     public func hasMarkersHTML(_ html: String) -> Bool {
         if hasMarkers(html) { return true }
-        var stream = String.UnicodeScalarView()
+        var stream: [Unicode.Scalar] = []   // an array: appending to a String view copies it each time
         for token in HTMLToken.split(html) {
             if case .text(_, let decoded) = token { stream.append(contentsOf: decoded) }
         }
-        return hasMarkers(String(stream))
+        return hasMarkers(String(String.UnicodeScalarView(stream)))
     }
 
     /// Applies `mode` to the marked spans of an HTML document. Throws when
@@ -259,10 +259,10 @@ extension Redactor {
         }
         let found = try spans(stream, part: part)
         var out: [TextSegment] = []
-        var literal = String.UnicodeScalarView()
+        var literal: [Unicode.Scalar] = []
         func flush() {
-            if !literal.isEmpty { out.append(.text(String(literal))) }
-            literal = String.UnicodeScalarView()
+            if !literal.isEmpty { out.append(.text(String(String.UnicodeScalarView(literal)))) }
+            literal = []
         }
         var position = 0
         var next = 0

@@ -67,7 +67,10 @@ public struct Redactor: Sendable, Hashable {
         let scalars = Array(text.unicodeScalars)
         let found = try spans(scalars, part: part)
         guard !found.isEmpty else { return text }
-        var out = String.UnicodeScalarView()
+        // An array, not a String.UnicodeScalarView: appending a slice to the
+        // view copies the whole string each time (quadratic; found by scripts/bench).
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(scalars.count)
         var position = 0
         for span in found {
             out.append(contentsOf: scalars[position..<span.openStart])
@@ -76,7 +79,7 @@ public struct Redactor: Sendable, Hashable {
             position = span.closeEnd
         }
         out.append(contentsOf: scalars[position...])
-        return String(out)
+        return String(String.UnicodeScalarView(out))
     }
 
     /// A span in a scalar array: [openStart, openEnd) is the opening marker,
