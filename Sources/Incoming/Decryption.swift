@@ -26,7 +26,12 @@ public struct DecryptionReport: Sendable, Equatable, Codable {
 /// Why a mail is not decrypted.
 public struct DecryptionRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
-    init(_ description: String) { self.description = description }
+    /// True when there is nothing encrypted at all (bad input rather than an unsafe shape).
+    public let notEncrypted: Bool
+    init(_ description: String, notEncrypted: Bool = false) {
+        self.description = description
+        self.notEncrypted = notEncrypted
+    }
 }
 
 /// Decrypts mail, but only where decrypting is safe: the encrypted part must
@@ -62,7 +67,7 @@ public struct MailDecryptor: Sendable {
                                             + "among others: it is not decrypted into them (the EFAIL shape)")
                 }
             }
-            throw DecryptionRefusal("the message is not encrypted")
+            throw DecryptionRefusal("the message is not encrypted", notEncrypted: true)
         }
         switch protection.kind {
         case .pgpMIME:

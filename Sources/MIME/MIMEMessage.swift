@@ -153,12 +153,9 @@ public final class MIMEMessage {
     /// The mailboxes of an address field, groups flattened, names decoded.
     public func addresses(_ field: AddressField) -> [MailAddress] {
         guard let list = g_mime_message_get_addresses(raw, field.raw) else { return [] }
-        return mailboxes(in: list)
+        return MailAddress.mailboxes(in: list)
     }
 
-    private func mailboxes(in list: UnsafeMutablePointer<InternetAddressList>) -> [MailAddress] {
-        MailAddress.mailboxes(in: list)
-    }
     // MARK: Writing
 
     /// Serialises the message. Header fields named in `hiding` (for example

@@ -46,36 +46,21 @@ public struct PublishError: Error, Sendable, Equatable, CustomStringConvertible 
 /// the server's own address (loopback or a private network); the links in the
 /// postcards carry the public (TLS) address the server is configured with.
 public struct HTTPPublisher: SpanPublisher {
-    public let host: String
-    public let port: Int
+    public var host: String { endpoint.host }
+    public var port: Int { endpoint.port }
     /// The path the server is mounted at, without the final slash ("" for the root).
-    public let prefix: String
+    public var prefix: String { endpoint.prefix }
+    /// Where the server listens.
+    public let endpoint: HTTPEndpoint
     private let token: String
     public let timeout: Double
 
     /// `url` is `http://host[:port][/prefix]`.
     public init(url: String, token: String, timeout: Double = 30) throws(PublishError) {
-        guard url.lowercased().hasPrefix("http://") else {
-            throw PublishError("the publish URL must be http://host:port (publish to the server directly; its public https address goes into the links)")
-        }
-        let rest = url.dropFirst(7)
-        let authority = rest.prefix { $0 != "/" }
-        var path = String(rest.dropFirst(authority.count))
-        while path.hasSuffix("/") { path.removeLast() }
-        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
-        guard !authority.isEmpty, parts.count <= 2, !parts[0].isEmpty else { throw PublishError("the publish URL has no host") }
-        let port = parts.count == 2 ? Int(parts[1]) : 80
-        guard let port, (1...65535).contains(port) else { throw PublishError("the publish URL has a bad port") }
+        endpoint = try HTTPEndpoint(url)
         guard !token.isEmpty, token.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
             throw PublishError("the publishing token is empty or has characters a header cannot carry")
         }
-        guard parts[0].unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || ("a"..."z").contains($0)
-            || ("A"..."Z").contains($0) || $0 == "." || $0 == "-" }) else {
-            throw PublishError("the publish URL's host must be a name or an IPv4 address")
-        }
-        self.host = String(parts[0])
-        self.port = port
-        self.prefix = path
         self.token = token
         self.timeout = timeout
     }
@@ -113,6 +98,36 @@ public struct HTTPPublisher: SpanPublisher {
         guard response.status == 204 || response.status == 404 else {
             throw PublishError("the reading server refused the deletion: HTTP \(response.status)", status: response.status)
         }
+    }
+}
+
+/// A reading server's own address, `http://host[:port][/prefix]`. Plain
+/// http only: a host name or IPv4 address, no user, no query.
+public struct HTTPEndpoint: Sendable, Equatable {
+    public let host: String
+    public let port: Int
+    /// The path the server is mounted at, without the final slash ("" for the root).
+    public let prefix: String
+
+    public init(_ url: String) throws(PublishError) {
+        guard url.lowercased().hasPrefix("http://") else {
+            throw PublishError("the publish URL must be http://host:port (publish to the server directly; its public https address goes into the links)")
+        }
+        let rest = url.dropFirst(7)
+        let authority = rest.prefix { $0 != "/" }
+        var path = String(rest.dropFirst(authority.count))
+        while path.hasSuffix("/") { path.removeLast() }
+        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+        guard !authority.isEmpty, parts.count <= 2, !parts[0].isEmpty else { throw PublishError("the publish URL has no host") }
+        let port = parts.count == 2 ? Int(parts[1]) : 80
+        guard let port, (1...65535).contains(port) else { throw PublishError("the publish URL has a bad port") }
+        guard parts[0].unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || ("a"..."z").contains($0)
+            || ("A"..."Z").contains($0) || $0 == "." || $0 == "-" }) else {
+            throw PublishError("the publish URL's host must be a name or an IPv4 address")
+        }
+        host = String(parts[0])
+        self.port = port
+        prefix = path
     }
 }
 

@@ -74,7 +74,7 @@ struct Decrypt: ParsableCommand {
             if json {
                 try writeOutput(encodeJSON(DecryptionReport.refusal(refusal.description)), to: nil)
             }
-            throw CommandFailure(refusal.description, status: refusal.description.hasSuffix("is not encrypted") ? .dataError : .refused)
+            throw CommandFailure(refusal.description, status: refusal.notEncrypted ? .dataError : .refused)
         } catch let error as IntegrityError {
             if json {
                 try writeOutput(encodeJSON(DecryptionReport.refusal(error.description)), to: nil)

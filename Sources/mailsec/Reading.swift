@@ -200,9 +200,9 @@ struct Reveal: ParsableCommand {
         guard let password = SpanPassword(typed: typed.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw CommandFailure("wrong password", status: .refused)
         }
-        let publisher = try HTTPPublisher(url: base, token: "none")
-        let response = try HTTPExchange.send(host: publisher.host, port: publisher.port, timeout: 30, method: "GET",
-                                             path: publisher.prefix + "/api/postcards/" + id, bearer: nil,
+        let server = try HTTPEndpoint(base)
+        let response = try HTTPExchange.send(host: server.host, port: server.port, timeout: 30, method: "GET",
+                                             path: server.prefix + "/api/postcards/" + id, bearer: nil,
                                              contentType: nil, body: [])
         guard response.status == 200 else {
             throw CommandFailure("the reading server answered HTTP \(response.status)", status: response.status == 404 ? .noInput : .temporary)
