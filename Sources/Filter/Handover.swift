@@ -5,18 +5,47 @@ public struct HandoverError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
 
-/// Hands written copies back to the mail system.
-enum Handover {
-    static func send(_ bytes: [UInt8], sender: String, recipients: [String], via method: Reinjection,
-                     timeout: TimeInterval) throws(HandoverError) {
+/// Hands written copies back to the mail system. Over SMTP all copies of a
+/// mail share one connection, one transaction each (the greeting and EHLO
+/// are paid once per mail, not per copy); with sendmail each copy is a run
+/// of its own. Close the handover when the mail is done.
+final class Handover {
+    private let method: Reinjection
+    private let timeout: TimeInterval
+    private var connection: SMTPClient?
+
+    init(via method: Reinjection, timeout: TimeInterval) {
+        self.method = method
+        self.timeout = timeout
+    }
+
+    deinit { close() }
+
+    /// Hands on one copy; when this returns, the mail system has taken it.
+    func send(_ bytes: [UInt8], sender: String, recipients: [String]) throws(HandoverError) {
         switch method {
         case .sendmail(let command):
-            try sendmail(command, bytes, sender: sender, recipients: recipients, timeout: timeout)
+            try Self.sendmail(command, bytes, sender: sender, recipients: recipients, timeout: timeout)
         case .smtp(let host, let port):
-            let client = try SMTPClient(host: host, port: port, timeout: timeout)
-            defer { client.close() }
-            try client.send(bytes, sender: sender, recipients: recipients)
+            let client: SMTPClient
+            if let connection { client = connection } else {
+                client = try SMTPClient(host: host, port: port, timeout: timeout)
+                connection = client
+                try client.greet()
+            }
+            do { try client.send(bytes, sender: sender, recipients: recipients) } catch {
+                // A connection in an unknown state is not used again.
+                client.close()
+                connection = nil
+                throw error
+            }
         }
+    }
+
+    /// Ends the SMTP session, if one is open.
+    func close() {
+        connection?.quit()
+        connection = nil
     }
 
     /// Runs `command -f SENDER -- RCPT…` with the copy on stdin, killing it
@@ -28,7 +57,7 @@ enum Handover {
         let fd = mkstemp(&template)   // 0600
         guard fd >= 0 else { throw HandoverError(description: "cannot make a temporary file") }
         let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        defer { close(fd); unlink(path) }
+        defer { Glibc.close(fd); unlink(path) }
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -59,7 +88,8 @@ enum Handover {
     }
 }
 
-/// A small SMTP client for re-injection on loopback: one connection, one mail.
+/// A small SMTP client for re-injection on loopback: one connection, one
+/// transaction per copy.
 final class SMTPClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
@@ -85,17 +115,32 @@ final class SMTPClient {
         }
     }
 
-    func close() { Glibc.close(fd) }
+    private var isOpen = true
 
-    func send(_ bytes: [UInt8], sender: String, recipients: [String]) throws(HandoverError) {
+    func close() {
+        if isOpen { Glibc.close(fd) }
+        isOpen = false
+    }
+
+    /// The greeting and EHLO, once per connection.
+    func greet() throws(HandoverError) {
         try expect(220, after: nil)
         try expect(250, after: "EHLO localhost")
+    }
+
+    /// One transaction: the copy is taken when the final 250 arrives.
+    func send(_ bytes: [UInt8], sender: String, recipients: [String]) throws(HandoverError) {
         try expect(250, after: "MAIL FROM:<\(sender)>")
         for recipient in recipients { try expect(250, after: "RCPT TO:<\(recipient)>") }
         try expect(354, after: "DATA")
         try write(Self.dotStuffed(bytes))
         try expect(250, after: nil)
-        _ = try? expect(221, after: "QUIT")
+    }
+
+    /// QUIT (its answer is not needed: every copy was taken already) and close.
+    func quit() {
+        if isOpen { _ = try? expect(221, after: "QUIT") }
+        close()
     }
 
     /// CRLF line endings, leading dots doubled, and the final `.` line.

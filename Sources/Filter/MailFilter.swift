@@ -69,8 +69,8 @@ public struct MailFilter: Sendable {
 
             // A copy this filter wrote came back: pass it on as it is.
             if let tag = message.header(Self.tagHeader), tag == Self.tag(secret, message.messageID ?? "", recipients, Self.body(of: bytes)) {
-                try Handover.send(bytes, sender: sender, recipients: recipients, via: config.reinjection,
-                                  timeout: config.reinjectionTimeout)
+                try Handover(via: config.reinjection, timeout: config.reinjectionTimeout)
+                    .send(bytes, sender: sender, recipients: recipients)
                 counts.unchanged = 1
                 return result(0, nil, "sent-loop")
             }
@@ -106,13 +106,14 @@ public struct MailFilter: Sendable {
             }
 
             var handed = 0
+            let handover = Handover(via: config.reinjection, timeout: config.reinjectionTimeout)
+            defer { handover.close() }
             for copy in copies {
                 if copy.kind == .postcard, let pending = notice {
                     let tag = Self.tag(secret, pending.messageID, pending.copy.recipients, Self.body(of: pending.copy.bytes))
                     do {
-                        try Handover.send(Array("\(Self.tagHeader): \(tag)\n".utf8) + pending.copy.bytes, sender: sender,
-                                          recipients: pending.copy.recipients, via: config.reinjection,
-                                          timeout: config.reinjectionTimeout)
+                        try handover.send(Array("\(Self.tagHeader): \(tag)\n".utf8) + pending.copy.bytes, sender: sender,
+                                          recipients: pending.copy.recipients)
                     } catch {
                         pipeline.withdraw(written)
                         return result(Self.deferred, "deferred: \(error.description) (the password notice) after \(handed) of "
@@ -127,8 +128,7 @@ public struct MailFilter: Sendable {
                     out = Array("\(Self.tagHeader): \(tag)\n".utf8) + out
                 }
                 do {
-                    try Handover.send(out, sender: sender, recipients: copy.recipients, via: config.reinjection,
-                                      timeout: config.reinjectionTimeout)
+                    try handover.send(out, sender: sender, recipients: copy.recipients)
                 } catch {
                     // A page no recipient has a link to yet serves nobody: the retry publishes anew.
                     if !copies[..<handed].contains(where: { $0.kind == .postcard }) { pipeline.withdraw(written) }

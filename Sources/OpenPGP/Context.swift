@@ -1,4 +1,5 @@
 internal import CGPGME
+import Foundation
 import Synchronization
 
 /// Which gpg and GnuPG home new contexts get.
@@ -15,10 +16,16 @@ enum EngineSelection {
         let home: String?
     }
 
-    private static let current = Mutex<Choice?>(nil)
+    /// GPGME's own default until engine info is first set: the gpg it
+    /// found, with no home given, so gpg takes `$GNUPGHOME` (or ~/.gnupg).
+    private static let current = Mutex<Choice>(Choice(executable: nil, home: nil))
 
     static func newContext(home: String?, executable: String?) throws(GPGMEError) -> gpgme_ctx_t {
-        let wanted = Choice(executable: executable, home: home)
+        // A home that is `$GNUPGHOME` already needs no engine info, which spares
+        // a `gpg --version` probe: what a per-mail process gains by exporting
+        // its home (see `GnuPG.makingHomeTheDefault`).
+        let environmentHome = getenv("GNUPGHOME").map { String(cString: $0) }
+        let wanted = Choice(executable: executable, home: home == environmentHome ? nil : home)
         let (err, made): (gpgme_error_t, UInt) = current.withLock { choice in
             if choice != wanted {
                 let err = gpgme_set_engine_info(GPGME_PROTOCOL_OpenPGP, executable, home)

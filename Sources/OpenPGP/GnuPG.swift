@@ -18,6 +18,15 @@ public struct GnuPG: Sendable {
         self.executable = executable
     }
 
+    /// For a program that uses one GnuPG home all its life, such as a per-mail
+    /// filter: makes `home` the process's `$GNUPGHOME`, so GPGME is never
+    /// re-configured for it, which spares one `gpg --version` per process.
+    /// Call it first thing, before other threads run (`setenv` is not
+    /// thread-safe). Every child process inherits the variable.
+    public static func makeHomeTheDefault(_ home: String?) {
+        if let home { setenv("GNUPGHOME", home, 1) }
+    }
+
     /// The GPGME library version in use (`gpgme_check_version`).
     public static var libraryVersion: String? { GPGMELibrary.version }
 

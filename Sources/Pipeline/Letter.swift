@@ -58,6 +58,17 @@ public enum Letter {
     static let outerHeaders: Set<String> = ["from", "sender", "to", "cc", "reply-to", "date", "message-id",
                                             "in-reply-to", "references"]
 
+    /// A letter before its encryption: the body to encrypt and the fields
+    /// that will stand outside.
+    public struct Draft {
+        /// The body with every header field of the message inside
+        /// (`hp="cipher"`) and `HP-Outer` fields recording the outside. A copy
+        /// of its own: encrypting it re-encodes it in place.
+        public let inner: MIMEEntity
+        /// The fields shown outside, in order.
+        public let outer: [(name: String, value: String)]
+    }
+
     /// Makes a letter of `message` for `recipients`, signed by `signer`.
     ///
     /// Inside the encryption the body carries all of the message's header
@@ -70,11 +81,20 @@ public enum Letter {
     public static func seal(_ message: MIMEMessage, outside: MIMEMessage? = nil, to recipients: [Key], signer: Key,
                             using gnupg: GnuPG, hideRecipients: Bool = false, autocrypt: String? = nil,
                             outerSubject: String = "...") throws -> MIMEMessage {
-        guard let original = message.body else { throw LetterError(.noBody) }
         guard !recipients.isEmpty else { throw LetterError(.noRecipients) }
+        let draft = try self.draft(message, outside: outside, outerSubject: outerSubject)
+        let ciphertext = try gnupg.encrypt(draft.inner.canonicalBytes(), to: recipients, signer: signer,
+                                           hideRecipients: hideRecipients)
+        return try assemble(draft, ciphertext: ciphertext, autocrypt: autocrypt)
+    }
+
+    /// The first half of ``seal(_:outside:to:signer:using:hideRecipients:autocrypt:outerSubject:)``:
+    /// the body to encrypt and the outside fields. No cryptography.
+    public static func draft(_ message: MIMEMessage, outside: MIMEMessage? = nil, outerSubject: String = "...") throws -> Draft {
+        guard let original = message.body else { throw LetterError(.noBody) }
         let headers = message.headers.filter { !bodyHeaders.contains($0.name.lowercased()) && !$0.value.isEmpty }
 
-        var outer: [(String, String)] = []
+        var outer: [(name: String, value: String)] = []
         for header in (outside ?? message).headers where !header.value.isEmpty {
             let name = header.name.lowercased()
             if name == "subject" {
@@ -86,16 +106,19 @@ public enum Letter {
 
         let inner = try original.copy()
         let protected = headers.filter { !traceHeaders.contains($0.name.lowercased()) }
-        let hpOuter = outer.filter { !traceHeaders.contains($0.0.lowercased()) }.map { ("HP-Outer", "\($0.0): \($0.1)") }
+        let hpOuter = outer.filter { !traceHeaders.contains($0.name.lowercased()) }.map { ("HP-Outer", "\($0.name): \($0.value)") }
         for (name, value) in (protected.map { ($0.name, $0.value) } + hpOuter).reversed() {
             inner.prependHeader(name, value)
         }
         inner.setContentTypeParameter("hp", "cipher")
+        return Draft(inner: inner, outer: outer)
+    }
 
-        let ciphertext = try gnupg.encrypt(inner.canonicalBytes(), to: recipients, signer: signer,
-                                           hideRecipients: hideRecipients)
+    /// The second half: the letter around `ciphertext` (armored), with the
+    /// draft's outside fields and `autocrypt`.
+    public static func assemble(_ draft: Draft, ciphertext: [UInt8], autocrypt: String? = nil) throws -> MIMEMessage {
         let letter = MIMEMessage(body: try PGPMIME.encrypted(armoredCiphertext: ciphertext))
-        for (name, value) in outer { letter.appendHeader(name, value) }
+        for (name, value) in draft.outer { letter.appendHeader(name, value) }
         if let autocrypt { try letter.appendRawHeader("Autocrypt", autocrypt) }
         return letter
     }

@@ -266,16 +266,13 @@ public struct MailPipeline: Sendable {
             throw PipelineError(.signedMailNeedsRedaction)
         }
 
-        let needsKey = kinds.contains(.letter) || (kinds.contains(.postcard) && options.mail.invite)
-        var autocrypt: String?
-        var keydata: [UInt8] = []
-        if needsKey {
+        // The sender's key goes into letters (Autocrypt) and invitations.
+        var exported: Key?
+        if kinds.contains(.letter) || (kinds.contains(.postcard) && options.mail.invite) {
             guard let signer = prepared.signingKey else {
                 throw PipelineError(.noSigningKey(options.signAs ?? prepared.message.addresses(.from).first?.address ?? prepared.envelopeSender))
             }
-            keydata = try gnupg.exportKeys([signer], armored: false, minimal: true)
-            let address = signer.userIDs.first { !$0.address.isEmpty }?.address ?? prepared.envelopeSender
-            autocrypt = Autocrypt.header(address: prepared.message.addresses(.from).first?.address ?? address, keydata: keydata)
+            exported = signer
         }
 
         // Censored once: the letters' outside and the postcard both come from it.
@@ -298,7 +295,7 @@ public struct MailPipeline: Sendable {
             }
         }
         do {
-            let copies = try writeCopies(prepared, reading: reading, autocrypt: autocrypt, keydata: keydata, censored: censored)
+            let copies = try writeCopies(prepared, reading: reading, exporting: exported, censored: censored)
             return WrittenMail(copies: copies, publication: reading?.publication, password: reading?.postcard.password)
         } catch {
             if let reading { try? options.publisher?.withdraw(reading.publication) }
@@ -307,12 +304,56 @@ public struct MailPipeline: Sendable {
     }
 
     private func writeCopies(_ prepared: PreparedMail, reading: (postcard: ReadingPostcard, publication: Publication)?,
-                             autocrypt: String?, keydata: [UInt8], censored: () throws -> MIMEMessage) throws -> [WrittenCopy] {
+                             exporting exported: Key?, censored: () throws -> MIMEMessage) throws -> [WrittenCopy] {
         let plan = prepared.plan
-        var copies: [WrittenCopy] = []
+        // First the letters' drafts, on this thread: GMime objects stay on one thread.
+        var drafts: [Int: (draft: Letter.Draft, plaintext: [UInt8], keys: [Key])] = [:]
         var letterSource: MIMEMessage?
+        for (index, planned) in plan.copies.enumerated() where planned.kind == .letter {
+            guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
+            if letterSource == nil { letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans) }
+            var keys = try planned.fingerprints.map { fingerprint in
+                guard let key = prepared.keys[fingerprint] else { throw PipelineError(.noSigningKey(fingerprint)) }
+                return key
+            }
+            if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
+            let draft = try Letter.draft(letterSource!, outside: plan.hasMarkedSpans ? try censored() : letterSource,
+                                         outerSubject: options.outerSubject)
+            drafts[index] = (draft, draft.inner.canonicalBytes(), keys)
+        }
+
+        // Then the GnuPG work: the key export for Autocrypt runs beside the
+        // letters' sign+encrypt steps, each a gpg process of its own. The letters
+        // go one after another: two gpg processes that encrypt in one home at
+        // once collide on libgcrypt's random_seed lock when they exit, and the
+        // loser sleeps 250 ms (found by scripts/bench).
+        let letterIndices = drafts.keys.sorted()
+        let jobs = letterIndices.map { (plaintext: drafts[$0]!.plaintext, keys: drafts[$0]!.keys) }
+        let signer = prepared.signingKey, sender = prepared.envelopeSender
+        let gnupg = self.gnupg
+        let results = try Concurrently.run(exported == nil ? 1 : 2) { step -> [[UInt8]] in
+            if step == 1, let exported { return [try gnupg.exportKeys([exported], armored: false, minimal: true)] }
+            return try jobs.map { job in
+                do {
+                    return try gnupg.encrypt(job.plaintext, to: job.keys, signer: signer)
+                } catch let error as GPGMEError where error.code == .noSecretKey || error.code == .unusableSecretKey {
+                    // The signer's public key was listed, but GnuPG holds no usable secret part.
+                    throw PipelineError(.noSigningKey(signer?.fingerprint ?? sender))
+                }
+            }
+        }
+        var keydata: [UInt8] = []
+        var autocrypt: String?
+        if let exported {
+            keydata = results[1][0]
+            let address = exported.userIDs.first { !$0.address.isEmpty }?.address ?? prepared.envelopeSender
+            autocrypt = Autocrypt.header(address: prepared.message.addresses(.from).first?.address ?? address, keydata: keydata)
+        }
+        let ciphertexts = Dictionary(uniqueKeysWithValues: zip(letterIndices, results[0]))
+
+        var copies: [WrittenCopy] = []
         var postcard: [UInt8]?
-        for planned in plan.copies {
+        for (index, planned) in plan.copies.enumerated() {
             let addresses = planned.recipients.map(\.address)
             switch planned.kind {
             case .unchanged:
@@ -325,22 +366,8 @@ public struct MailPipeline: Sendable {
                 copies.append(WrittenCopy(kind: .unchanged, recipients: addresses, fingerprints: [],
                                           envelopeSender: prepared.envelopeSender, bytes: bytes))
             case .letter:
-                guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
-                if letterSource == nil { letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans) }
-                var keys = try planned.fingerprints.map { fingerprint in
-                    guard let key = prepared.keys[fingerprint] else { throw PipelineError(.noSigningKey(fingerprint)) }
-                    return key
-                }
-                if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
-                let letter: MIMEMessage
-                do {
-                    letter = try Letter.seal(letterSource!, outside: plan.hasMarkedSpans ? try censored() : letterSource,
-                                             to: keys, signer: signer, using: gnupg,
-                                             autocrypt: autocrypt, outerSubject: options.outerSubject)
-                } catch let error as GPGMEError where error.code == .noSecretKey || error.code == .unusableSecretKey {
-                    // The signer's public key was listed, but GnuPG holds no usable secret part.
-                    throw PipelineError(.noSigningKey(signer.fingerprint))
-                }
+                let (draft, _, keys) = drafts[index]!
+                let letter = try Letter.assemble(draft, ciphertext: ciphertexts[index]!, autocrypt: autocrypt)
                 copies.append(WrittenCopy(kind: .letter, recipients: addresses, fingerprints: keys.map(\.fingerprint),
                                           envelopeSender: prepared.envelopeSender, bytes: letter.serialize()))
             case .postcard:

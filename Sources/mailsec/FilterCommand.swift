@@ -1,6 +1,7 @@
 import ArgumentParser
 import Filter
 import Foundation
+import OpenPGP
 
 struct FilterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -28,12 +29,46 @@ struct FilterCommand: ParsableCommand {
     var recipients: [String] = []
 
     func run() throws {
+        Self.filter(config: config, sender: sender, recipients: recipients)
+    }
+
+    /// The command line as Postfix's pipe(8) gives it, `filter [--config FILE]
+    /// -f SENDER -- RECIPIENT…` (options in either order, `--config=FILE`
+    /// too), read without argument-parser: the filter runs once per mail, and
+    /// building the parser's command tree costs more than a millisecond of
+    /// type look-ups. Anything else, --help or an unknown option say, returns
+    /// nil and goes through argument-parser as before.
+    static func plainInvocation(_ arguments: [String]) -> (config: String?, sender: String, recipients: [String])? {
+        guard arguments.first == "filter", let end = arguments.firstIndex(of: "--") else { return nil }
+        var config: String?, sender: String?
+        var index = 1
+        while index < end {
+            let argument = arguments[index]
+            if argument.hasPrefix("--config="), config == nil {
+                config = String(argument.dropFirst("--config=".count))
+                index += 1
+                continue
+            }
+            guard index + 1 < end, !arguments[index + 1].hasPrefix("-") else { return nil }
+            switch argument {
+            case "--config" where config == nil: config = arguments[index + 1]
+            case "-f" where sender == nil: sender = arguments[index + 1]
+            default: return nil
+            }
+            index += 2
+        }
+        guard let sender else { return nil }
+        return (config, sender, Array(arguments[(end + 1)...]))
+    }
+
+    static func filter(config: String?, sender: String, recipients: [String]) -> Never {
         let settings: FilterConfig
         do {
             settings = try FilterConfig.load(path: config ?? Self.defaultConfig)
         } catch {
             finish(FilterResult.unreadableConfiguration(error), log: .syslog)
         }
+        GnuPG.makeHomeTheDefault(settings.gnupgHome)
         // Every wait has a limit below the MTA's: past it the mail is deferred, not bounced.
         let watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mailsec.watchdog"))
         watchdog.schedule(deadline: .now() + settings.timeout)
@@ -49,7 +84,7 @@ struct FilterCommand: ParsableCommand {
     }
 
     /// Logs the mail's line, prints the error line if any, and exits.
-    func finish(_ result: FilterResult, log: LogDestination) -> Never {
+    static func finish(_ result: FilterResult, log: LogDestination) -> Never {
         switch log {
         case .syslog:
             openlog("mailsec", LOG_PID, LOG_MAIL)

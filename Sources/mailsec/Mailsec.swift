@@ -23,8 +23,12 @@ struct Mailsec: ParsableCommand {
 
     /// Runs the command; every failure ends as one line on stderr.
     static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let filter = FilterCommand.plainInvocation(arguments) {
+            FilterCommand.filter(config: filter.config, sender: filter.sender, recipients: filter.recipients)
+        }
         do {
-            var command = try parseAsRoot(GlobalOptions.movedToLeaf(Array(CommandLine.arguments.dropFirst())))
+            var command = try parseAsRoot(GlobalOptions.movedToLeaf(arguments))
             try command.run()
         } catch {
             if let code = error as? ExitCode { Foundation.exit(code.rawValue) }

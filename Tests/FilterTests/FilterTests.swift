@@ -153,6 +153,39 @@ struct MailFilterTests {
         }
     }
 
+    @Test("every copy of a mail goes over one SMTP connection, a transaction each; a copy refused half way is retried alone")
+    func oneSession() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
+            // To Bob (letter), Cc nobody (postcard), Bcc Carol (a letter of her own): three copies.
+            let bytes = mail("Cc: nobody@example.org\n")
+            let recipients = ["bob@example.org", "nobody@example.org", "carol@example.org"]
+            let peer = try RecordingSMTPServer()
+            let filter = MailFilter(config: config(home) { $0.reinjection = .smtp(host: "127.0.0.1", port: peer.port) })
+            let result = filter.run(bytes, sender: "alice@example.org", recipients: recipients)
+            #expect(result.status == 0, "\(result.errorLine ?? "")")
+            #expect(peer.connections == 1)
+            #expect(peer.transactions.count == 3)
+            #expect(Set(peer.transactions.flatMap(\.recipients)) == Set(recipients.map { "<\($0)>" }))
+            #expect(peer.transactions.allSatisfy { $0.sender == "<alice@example.org>" })
+
+            // The second DATA is refused (451): one copy is out, the mail is deferred,
+            // and the retry sends only the two others, again over one connection.
+            let refusing = try RecordingSMTPServer(failing: [2])
+            let again = MailFilter(config: config(home) { $0.reinjection = .smtp(host: "127.0.0.1", port: refusing.port) })
+            let fresh = mail("Cc: nobody@example.org\n")
+            let deferred = again.run(fresh, sender: "alice@example.org", recipients: recipients)
+            #expect(deferred.status == 75)
+            #expect(deferred.errorLine?.contains("answered 451") == true, "\(deferred.errorLine ?? "")")
+            #expect(deferred.errorLine?.contains("after 1 of 3 copies") == true, "\(deferred.errorLine ?? "")")
+            #expect(refusing.transactions.count == 1)
+            let retried = again.run(fresh, sender: "alice@example.org", recipients: recipients)
+            #expect(retried.status == 0, "\(retried.errorLine ?? "")")
+            #expect(refusing.transactions.count == 3)
+            #expect(Set(refusing.transactions.flatMap(\.recipients)) == Set(recipients.map { "<\($0)>" }))
+            #expect(Set(refusing.transactions.dropFirst().map(\.connection)).count == 1)
+        }
+    }
+
     @Test("a re-injection peer that never answers is cut off: 75")
     func hungReinjection() throws {
         let silent = try SilentServer()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Paths of the repository's own test material, found from this file.
 public enum Paths {
@@ -142,6 +143,8 @@ public final class SilentServer: @unchecked Sendable {
     // @unchecked: both properties are immutable after init.
     public let port: Int
     private let fd: Int32
+    /// The listening socket (nobody accepts on it).
+    public var listeningSocket: Int32 { fd }
 
     public init() throws {
         let sock = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -227,4 +230,90 @@ public final class ReadingServerProcess: @unchecked Sendable {
     }
 
     deinit { remove() }
+}
+
+/// An SMTP peer on 127.0.0.1 for the filter's hand-over: it accepts what a
+/// mail server would, records every connection and transaction, and answers
+/// 451 to the DATA of the transactions numbered in `failing` (from 1, over
+/// the server's life). Real Postfix is exercised by scripts/postfix-e2e; this
+/// peer lets a unit test see the SMTP dialogue itself.
+public final class RecordingSMTPServer: @unchecked Sendable {
+    // @unchecked: `state` is behind a Mutex; the rest is immutable after init.
+    public struct Transaction: Sendable {
+        public let connection: Int
+        public let sender: String
+        public let recipients: [String]
+        public let data: String
+    }
+
+    public let port: Int
+    private let fd: Int32
+    private let failing: Set<Int>
+    private let state = Mutex<(connections: Int, transactions: [Transaction], attempts: Int)>((0, [], 0))
+
+    public var connections: Int { state.withLock { $0.connections } }
+    /// The transactions the server took (answered 250 to their data).
+    public var transactions: [Transaction] { state.withLock { $0.transactions } }
+
+    public init(failing: Set<Int> = []) throws {
+        let server = try SilentServer()
+        self.failing = failing
+        port = server.port
+        fd = dup(server.listeningSocket)
+        let listening = fd
+        // Weakly held while waiting in accept, so that deinit can end the loop.
+        Thread.detachNewThread { [weak self] in
+            while true {
+                let client = accept(listening, nil, nil)
+                guard client >= 0 else { return }
+                guard let self else { close(client); return }
+                let number = self.state.withLock { $0.connections += 1; return $0.connections }
+                Thread.detachNewThread { self.serve(client, connection: number) }
+            }
+        }
+    }
+
+    deinit { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+
+    private func serve(_ client: Int32, connection: Int) {
+        defer { close(client) }
+        var buffer: [UInt8] = []
+        func say(_ line: String) { _ = Array((line + "\r\n").utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, 0) } }
+        func readLine() -> String? {
+            while true {
+                if let newline = buffer.firstIndex(of: 10) {
+                    let line = String(decoding: buffer[..<newline].filter { $0 != 13 }, as: UTF8.self)
+                    buffer.removeSubrange(...newline)
+                    return line
+                }
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { return nil }
+                buffer += chunk[..<count]
+            }
+        }
+        say("220 recorder ESMTP")
+        var sender = "", recipients: [String] = []
+        while let line = readLine() {
+            let verb = line.prefix(4).uppercased()
+            switch verb {
+            case "EHLO", "HELO": say("250 recorder")
+            case "MAIL": sender = String(line.dropFirst(10)); recipients = []; say("250 ok")
+            case "RCPT": recipients.append(String(line.dropFirst(8))); say("250 ok")
+            case "RSET": sender = ""; recipients = []; say("250 ok")
+            case "QUIT": say("221 bye"); return
+            case "DATA":
+                say("354 go on")
+                var lines: [String] = []
+                while let dataLine = readLine(), dataLine != "." { lines.append(dataLine) }
+                let attempt = state.withLock { $0.attempts += 1; return $0.attempts }
+                if failing.contains(attempt) { say("451 not now"); continue }
+                let transaction = Transaction(connection: connection, sender: sender, recipients: recipients,
+                                              data: lines.joined(separator: "\n"))
+                state.withLock { $0.transactions.append(transaction) }
+                say("250 taken")
+            default: say("502 unknown")
+            }
+        }
+    }
 }
