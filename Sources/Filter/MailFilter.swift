@@ -110,9 +110,10 @@ public struct MailFilter: Sendable {
             defer { handover.close() }
             for copy in copies {
                 if copy.kind == .postcard, let pending = notice {
-                    let tag = Self.tag(secret, pending.messageID, pending.copy.recipients, Self.body(of: pending.copy.bytes))
+                    let noticeBytes = try pending.copy.bytes
+                    let tag = Self.tag(secret, pending.messageID, pending.copy.recipients, Self.body(of: noticeBytes))
                     do {
-                        try handover.send(Array("\(Self.tagHeader): \(tag)\n".utf8) + pending.copy.bytes, sender: sender,
+                        try handover.send(Array("\(Self.tagHeader): \(tag)\n".utf8) + noticeBytes, sender: sender,
                                           recipients: pending.copy.recipients)
                     } catch {
                         pipeline.withdraw(written)
@@ -122,7 +123,7 @@ public struct MailFilter: Sendable {
                     notice = nil
                     counts.notices += 1
                 }
-                var out = copy.bytes
+                var out = try copy.bytes
                 if copy.kind != .unchanged {
                     let tag = Self.tag(secret, message.messageID ?? "", copy.recipients, Self.body(of: out))
                     out = Array("\(Self.tagHeader): \(tag)\n".utf8) + out

@@ -167,22 +167,7 @@ public final class MIMEEntity {
     /// (GMime's quoted-printable leaves those, and mail stores turn them into
     /// ">From "). Work on a ``copy()`` to leave the original alone.
     public func canonicalBytes() -> [UInt8] {
-        g_mime_object_encode(raw, GMIME_ENCODING_CONSTRAINT_7BIT)
-        for (_, entity) in walk() where mailsec_gmime_is_part(entity.raw) != 0 {
-            let part: UnsafeMutablePointer<GMimePart> = cast(entity.raw)
-            let encoding = g_mime_part_get_content_encoding(part)
-            guard encoding != GMIME_CONTENT_ENCODING_BASE64, let content = entity.content else { continue }
-            let lines = content.split(separator: 10, omittingEmptySubsequences: false)
-            if lines.contains(where: { $0.starts(with: Array("From ".utf8)) }) {
-                g_mime_part_set_content_encoding(part, GMIME_CONTENT_ENCODING_BASE64)
-            } else if encoding != GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE,
-                      lines.contains(where: { line in
-                          let trimmed = line.last == 13 ? line.dropLast() : line[...]
-                          return trimmed.last == 32 || trimmed.last == 9
-                      }) {
-                g_mime_part_set_content_encoding(part, GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE)
-            }
-        }
+        prepareCanonicalForm()
         return serialize(newline: .crlf)
     }
 

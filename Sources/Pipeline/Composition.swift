@@ -96,7 +96,7 @@ public enum Postcard {
 
     /// The same, when the caller already knows whether the mail has spans.
     static func censored(_ message: MIMEMessage, redactor: Redactor, hasSpans: Bool) throws -> MIMEMessage {
-        let copy = try message.copy()
+        let copy = try message.copySharingContent()
         copy.removeHeader("Bcc")
         copy.removeHeader("Resent-Bcc")
         guard hasSpans else { return copy }

@@ -18,3 +18,27 @@ enum Concurrently {
         return try results.withLock { finished in try (0..<count).map { try finished[$0]!.get() } }
     }
 }
+
+extension Concurrently {
+    /// One step on a thread of its own while the caller goes on; `wait()`
+    /// for its result. Nil work gives nil.
+    final class Background<T: Sendable>: @unchecked Sendable {
+        // @unchecked: `outcome` is written before `done` is signalled and read after.
+        private var outcome: Result<T?, any Error> = .success(nil)
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ work: (@Sendable () throws -> T)?) {
+            guard let work else { done.signal(); return }
+            Thread.detachNewThread { [self] in
+                outcome = Result { try work() }
+                done.signal()
+            }
+        }
+
+        func wait() -> Result<T?, any Error> {
+            done.wait()
+            done.signal()  // later waits return at once
+            return outcome
+        }
+    }
+}

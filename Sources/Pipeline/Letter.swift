@@ -104,7 +104,7 @@ public enum Letter {
             }
         }
 
-        let inner = try original.copy()
+        let inner = try original.copySharingContent()
         let protected = headers.filter { !traceHeaders.contains($0.name.lowercased()) }
         let hpOuter = outer.filter { !traceHeaders.contains($0.name.lowercased()) }.map { ("HP-Outer", "\($0.name): \($0.value)") }
         for (name, value) in (protected.map { ($0.name, $0.value) } + hpOuter).reversed() {
@@ -112,6 +112,51 @@ public enum Letter {
         }
         inner.setContentTypeParameter("hp", "cipher")
         return Draft(inner: inner, outer: outer)
+    }
+
+    /// Signs and encrypts the draft's body in its canonical form, armored,
+    /// into `output` (a file). The body streams: a thread writes it into a
+    /// pipe that gpg reads, so it is never whole in memory. The draft's body
+    /// is re-encoded in place, and is not touched by this thread meanwhile.
+    /// If the body could not be written in full, nothing counts: the
+    /// ciphertext of a cut-off body is thrown away with an error.
+    public static func encrypt(_ draft: Draft, to recipients: [Key], signer: Key, using gnupg: GnuPG,
+                               into output: Int32, hideRecipients: Bool = false) throws {
+        guard !recipients.isEmpty else { throw LetterError(.noRecipients) }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw Spool.Failure(description: "cannot make a pipe") }
+        // Not inherited by gpg: its stdin must see the end of the body when the writer closes.
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let writer = BodyWriter(draft.inner, into: ends[1])
+        let result = Result { try gnupg.encrypt(from: ends[0], to: output, recipients: recipients, signer: signer,
+                                                hideRecipients: hideRecipients) }
+        // A writer still waiting on gpg (which failed) now gets EPIPE and ends.
+        close(ends[0])
+        let written = writer.wait()
+        try result.get()
+        try written.get()
+    }
+
+    /// Writes an entity's canonical form into a pipe on a thread of its own.
+    private final class BodyWriter: @unchecked Sendable {
+        // @unchecked: the entity is used by the writing thread alone until
+        // `wait()` returns; `outcome` is written before `done` is signalled.
+        private let entity: MIMEEntity
+        private var outcome: Result<Void, any Error> = .success(())
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ entity: MIMEEntity, into fd: Int32) {
+            self.entity = entity
+            Thread.detachNewThread { [self] in
+                outcome = Result { try self.entity.writeCanonicalForm(to: fd) }  // closes fd
+                done.signal()
+            }
+        }
+
+        func wait() -> Result<Void, any Error> {
+            done.wait()
+            return outcome
+        }
     }
 
     /// The second half: the letter around `ciphertext` (armored), with the

@@ -70,6 +70,9 @@ public struct PipelineOptions: Sendable {
     public var publisher: (any SpanPublisher)?
     /// How long a published reading page lives, in seconds (nil: the server's default).
     public var readingLifetime: Int?
+    /// Letters larger than this many bytes stay in a private spool file
+    /// instead of memory (see ``WrittenCopy/forEachPiece(_:)``).
+    public var spoolAbove: Int = 8 << 20
 
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
                 requirements: KeyRequirements = .anyValidity, outerSubject: String = "...",
@@ -145,8 +148,57 @@ public struct WrittenCopy: Sendable {
     public let fingerprints: [String]
     /// The envelope sender.
     public let envelopeSender: String
-    /// The message, LF line endings.
-    public let bytes: [UInt8]
+    /// The message, LF line endings: in memory, or for a large letter its
+    /// ciphertext in a spool file between the letter's first and last lines.
+    let content: Content
+
+    enum Content: Sendable {
+        case memory([UInt8])
+        case spooled(head: [UInt8], ciphertext: Spool, tail: [UInt8])
+    }
+
+    init(kind: PlannedCopy.Kind, recipients: [String], fingerprints: [String], envelopeSender: String, bytes: [UInt8]) {
+        self.init(kind: kind, recipients: recipients, fingerprints: fingerprints, envelopeSender: envelopeSender,
+                  content: .memory(bytes))
+    }
+
+    init(kind: PlannedCopy.Kind, recipients: [String], fingerprints: [String], envelopeSender: String, content: Content) {
+        self.kind = kind
+        self.recipients = recipients
+        self.fingerprints = fingerprints
+        self.envelopeSender = envelopeSender
+        self.content = content
+    }
+
+    /// The whole message in memory (a spooled letter is read in).
+    public var bytes: [UInt8] {
+        get throws {
+            switch content {
+            case .memory(let bytes): return bytes
+            case .spooled(let head, let ciphertext, let tail): return try head + ciphertext.bytes() + tail
+            }
+        }
+    }
+
+    /// The message's size in bytes.
+    public var size: Int {
+        switch content {
+        case .memory(let bytes): bytes.count
+        case .spooled(let head, let ciphertext, let tail): head.count + ciphertext.size + tail.count
+        }
+    }
+
+    /// Calls `body` with the message in pieces, in order, never whole: how a
+    /// large letter is written out.
+    public func forEachPiece(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        switch content {
+        case .memory(let bytes): try bytes.withUnsafeBytes(body)
+        case .spooled(let head, let ciphertext, let tail):
+            try head.withUnsafeBytes(body)
+            try ciphertext.forEachPiece(body)
+            try tail.withUnsafeBytes(body)
+        }
+    }
 }
 
 /// From a mail to its copies: recipients, one key look-up, the plan, then
@@ -307,7 +359,7 @@ public struct MailPipeline: Sendable {
                              exporting exported: Key?, censored: () throws -> MIMEMessage) throws -> [WrittenCopy] {
         let plan = prepared.plan
         // First the letters' drafts, on this thread: GMime objects stay on one thread.
-        var drafts: [Int: (draft: Letter.Draft, plaintext: [UInt8], keys: [Key])] = [:]
+        var drafts: [Int: (draft: Letter.Draft, keys: [Key])] = [:]
         var letterSource: MIMEMessage?
         for (index, planned) in plan.copies.enumerated() where planned.kind == .letter {
             guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
@@ -317,39 +369,44 @@ public struct MailPipeline: Sendable {
                 return key
             }
             if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
-            let draft = try Letter.draft(letterSource!, outside: plan.hasMarkedSpans ? try censored() : letterSource,
-                                         outerSubject: options.outerSubject)
-            drafts[index] = (draft, draft.inner.canonicalBytes(), keys)
+            drafts[index] = (try Letter.draft(letterSource!, outside: plan.hasMarkedSpans ? try censored() : letterSource,
+                                              outerSubject: options.outerSubject), keys)
         }
 
         // Then the GnuPG work: the key export for Autocrypt runs beside the
         // letters' sign+encrypt steps, each a gpg process of its own. The letters
         // go one after another: two gpg processes that encrypt in one home at
         // once collide on libgcrypt's random_seed lock when they exit, and the
-        // loser sleeps 250 ms (found by scripts/bench).
-        let letterIndices = drafts.keys.sorted()
-        let jobs = letterIndices.map { (plaintext: drafts[$0]!.plaintext, keys: drafts[$0]!.keys) }
-        let signer = prepared.signingKey, sender = prepared.envelopeSender
+        // loser sleeps 250 ms (found by scripts/bench). Each letter's body
+        // streams into gpg and its ciphertext into a spool file.
         let gnupg = self.gnupg
-        let results = try Concurrently.run(exported == nil ? 1 : 2) { step -> [[UInt8]] in
-            if step == 1, let exported { return [try gnupg.exportKeys([exported], armored: false, minimal: true)] }
-            return try jobs.map { job in
+        var exportWork: (@Sendable () throws -> [UInt8])?
+        if let exported { exportWork = { try gnupg.exportKeys([exported], armored: false, minimal: true) } }
+        let export = Concurrently.Background(exportWork)
+        var ciphertexts: [Int: Spool] = [:]
+        do {
+            for index in drafts.keys.sorted() {
+                let (draft, keys) = drafts[index]!
+                let spool = try Spool()
                 do {
-                    return try gnupg.encrypt(job.plaintext, to: job.keys, signer: signer)
+                    try Letter.encrypt(draft, to: keys, signer: prepared.signingKey!, using: gnupg, into: spool.fd)
                 } catch let error as GPGMEError where error.code == .noSecretKey || error.code == .unusableSecretKey {
                     // The signer's public key was listed, but GnuPG holds no usable secret part.
-                    throw PipelineError(.noSigningKey(signer?.fingerprint ?? sender))
+                    throw PipelineError(.noSigningKey(prepared.signingKey!.fingerprint))
                 }
+                ciphertexts[index] = spool
             }
+        } catch {
+            _ = export.wait()
+            throw error
         }
         var keydata: [UInt8] = []
         var autocrypt: String?
         if let exported {
-            keydata = results[1][0]
+            keydata = try export.wait().get() ?? []
             let address = exported.userIDs.first { !$0.address.isEmpty }?.address ?? prepared.envelopeSender
             autocrypt = Autocrypt.header(address: prepared.message.addresses(.from).first?.address ?? address, keydata: keydata)
         }
-        let ciphertexts = Dictionary(uniqueKeysWithValues: zip(letterIndices, results[0]))
 
         var copies: [WrittenCopy] = []
         var postcard: [UInt8]?
@@ -366,10 +423,10 @@ public struct MailPipeline: Sendable {
                 copies.append(WrittenCopy(kind: .unchanged, recipients: addresses, fingerprints: [],
                                           envelopeSender: prepared.envelopeSender, bytes: bytes))
             case .letter:
-                let (draft, _, keys) = drafts[index]!
-                let letter = try Letter.assemble(draft, ciphertext: ciphertexts[index]!, autocrypt: autocrypt)
+                let (draft, keys) = drafts[index]!
                 copies.append(WrittenCopy(kind: .letter, recipients: addresses, fingerprints: keys.map(\.fingerprint),
-                                          envelopeSender: prepared.envelopeSender, bytes: letter.serialize()))
+                                          envelopeSender: prepared.envelopeSender,
+                                          content: try letterContent(draft, ciphertext: ciphertexts[index]!, autocrypt: autocrypt)))
             case .postcard:
                 if postcard == nil {
                     let base = try reading.map { try $0.postcard.postcard($0.publication) } ?? censored()
@@ -380,6 +437,21 @@ public struct MailPipeline: Sendable {
             }
         }
         return copies
+    }
+
+    /// The letter around its spooled ciphertext: in memory when small, else
+    /// the letter's lines before and after the ciphertext with the spool
+    /// between (the letter is made with a stand-in line, then cut there).
+    func letterContent(_ draft: Letter.Draft, ciphertext: Spool, autocrypt: String?) throws -> WrittenCopy.Content {
+        if ciphertext.size <= options.spoolAbove {
+            return .memory(try Letter.assemble(draft, ciphertext: try ciphertext.bytes(), autocrypt: autocrypt).serialize())
+        }
+        let standIn = Array("-----MAILSEC CIPHERTEXT \(UUID().uuidString)-----\n".utf8)
+        let letter = try Letter.assemble(draft, ciphertext: standIn, autocrypt: autocrypt).serialize()
+        guard let start = letter.firstRange(of: standIn)?.lowerBound else {
+            throw Spool.Failure(description: "the letter could not be assembled around its ciphertext")
+        }
+        return .spooled(head: Array(letter[..<start]), ciphertext: ciphertext, tail: Array(letter[(start + standIn.count)...]))
     }
 
     /// `bytes` with every Bcc and Resent-Bcc header field taken out (and
@@ -422,12 +494,12 @@ public struct MailPipeline: Sendable {
     /// The full text with markers removed; a signed body is unwrapped, since
     /// the letter's own signature takes its place.
     func revealed(_ message: MIMEMessage, spans: Bool) throws -> MIMEMessage {
-        let copy = try message.copy()
+        let copy = try message.copySharingContent()
         copy.removeHeader("Bcc")
         copy.removeHeader("Resent-Bcc")
         guard spans else { return copy }
         if let body = copy.body, body.contentType.is("multipart", "signed"), let content = body.children.first {
-            copy.setBody(try content.copy())
+            copy.setBody(try content.copySharingContent())
         }
         try options.redactor.apply(.reveal, to: copy)
         return copy

@@ -18,6 +18,10 @@ extension Redactor {
     /// epilogues, and the decoded content of every part read as UTF-8,
     /// Latin-1 and UTF-16 (either byte order), and the message as written.
     /// nil when there is none. A censored postcard must give nil.
+    ///
+    /// Content and the written message are read in pieces, so a large
+    /// attachment is never held whole (with markers of plain ASCII, the usual
+    /// case; other markers need each part's text whole).
     public func remainingMarker(in message: MIMEMessage) -> String? {
         func check(_ headers: [Header], _ prefix: String) -> String? {
             headers.first { hasMarkers($0.value) || hasMarkers($0.rawValue) }.map { prefix + $0.name }
@@ -28,48 +32,95 @@ extension Redactor {
             if let place = check(entity.headers, name + " ") { return place }
             if let embedded = entity.embeddedMessage, let place = check(embedded.headers, name + " ") { return place }
             if [entity.prologue, entity.epilogue].contains(where: { $0.map(hasMarkers) ?? false }) { return name }
-            if let content = entity.content, contentHasMarkers(content) { return name + " (\(entity.contentType))" }
+            if contentHasMarkers(entity) { return name + " (\(entity.contentType))" }
         }
-        let written = message.serialize()
-        if hasMarkers(String(decoding: written, as: UTF8.self)) { return "the message" }
+        var search = MarkerSearch(self, encodings: false)
+        try? message.write { search.feed($0) }
+        if search.finish() { return "the message" }
         return nil
     }
 
-    private func contentHasMarkers(_ bytes: [UInt8]) -> Bool {
-        // ASCII markers (the usual case): one pass over the bytes per
-        // encoding, letters matched in either case: UTF-8 and Latin-1 spell
-        // ASCII alike, UTF-16 puts a zero byte beside each letter.
-        let markers = [open, close].map { Array($0.lowercased().utf8) }
-        if markers.allSatisfy({ $0.allSatisfy { $0 < 0x80 } }) {
-            return markers.contains { marker in
-                Self.containsFolded(bytes, marker, stride: 1, offset: 0)
-                    || Self.containsFolded(bytes, marker, stride: 2, offset: 0)
-                    || Self.containsFolded(bytes, marker, stride: 2, offset: 1)
-            }
+    /// Markers in the decoded content of a leaf, read as UTF-8, Latin-1 or
+    /// UTF-16 (either byte order).
+    private func contentHasMarkers(_ entity: MIMEEntity) -> Bool {
+        var search = MarkerSearch(self, encodings: true)
+        guard entity.forEachContentPiece({ search.feed($0) }) else { return false }
+        return search.finish()
+    }
+
+    /// Looks for either marker in bytes that arrive in pieces. Markers of
+    /// plain ASCII (without a `k`, which the Kelvin sign folds to) are looked
+    /// for in the bytes themselves, piece by piece with an overlap, so memory
+    /// stays small; any other marker needs the text whole, as
+    /// ``Redactor/hasMarkers(_:)`` folds it.
+    struct MarkerSearch {
+        private let redactor: Redactor
+        private let encodings: Bool
+        private let needles: [[UInt8]]?
+        private var buffer: [UInt8] = []
+        private var found = false
+        /// Bytes kept from one window to the next: enough for a marker in UTF-16, and even.
+        private let overlap: Int
+        private static let window = 1 << 20
+
+        init(_ redactor: Redactor, encodings: Bool) {
+            self.redactor = redactor
+            self.encodings = encodings
+            let markers = [redactor.open, redactor.close].map { Array($0.lowercased().utf8) }
+            let plain = markers.allSatisfy { $0.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: "k") } }
+            needles = plain ? markers : nil
+            overlap = 2 * (markers.map(\.count).max() ?? 0) + 2
         }
-        if hasMarkers(String(decoding: bytes, as: UTF8.self)) { return true }
-        if hasMarkers(String(bytes.map { Character(Unicode.Scalar($0)) })) { return true }
-        guard bytes.count >= 2 else { return false }
-        for littleEndian in [true, false] {
-            let units = stride(from: 0, to: bytes.count - 1, by: 2).map { index in
-                littleEndian ? UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8
-                    : UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])
-            }
-            if hasMarkers(String(decoding: units, as: UTF16.self)) { return true }
+
+        mutating func feed(_ piece: UnsafeRawBufferPointer) {
+            guard !found else { return }
+            buffer += piece
+            guard needles != nil, buffer.count >= Self.window + overlap else { return }
+            found = scan(buffer)
+            // An even number of bytes goes, so UTF-16 keeps its alignment.
+            buffer.removeFirst((buffer.count - overlap) & ~1)
         }
-        return false
+
+        mutating func finish() -> Bool {
+            if !found { found = scan(buffer) }
+            return found
+        }
+
+        private func scan(_ bytes: [UInt8]) -> Bool {
+            if let needles {
+                return needles.contains { needle in
+                    Redactor.containsFolded(bytes, needle, stride: 1, offset: 0)
+                        || encodings && (Redactor.containsFolded(bytes, needle, stride: 2, offset: 0)
+                                         || Redactor.containsFolded(bytes, needle, stride: 2, offset: 1))
+                }
+            }
+            if redactor.hasMarkers(String(decoding: bytes, as: UTF8.self)) { return true }
+            guard encodings else { return false }
+            if redactor.hasMarkers(String(bytes.map { Character(Unicode.Scalar($0)) })) { return true }
+            guard bytes.count >= 2 else { return false }
+            for littleEndian in [true, false] {
+                let units = stride(from: 0, to: bytes.count - 1, by: 2).map { index in
+                    littleEndian ? UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8
+                        : UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])
+                }
+                if redactor.hasMarkers(String(decoding: units, as: UTF16.self)) { return true }
+            }
+            return false
+        }
     }
 
     /// True when `needle` (lower-case ASCII) occurs in `bytes` with its
     /// characters `stride` bytes apart, starting at byte `offset` modulo the
     /// stride, ASCII letters in either case, and (for UTF-16) zero bytes in
     /// between.
-    static func containsFolded(_ bytes: [UInt8], _ needle: [UInt8], stride: Int, offset: Int) -> Bool {
-        guard let first = needle.first, bytes.count >= needle.count * stride else { return false }
+    fileprivate static func containsFolded(_ bytes: [UInt8], _ needle: [UInt8], stride: Int, offset: Int) -> Bool {
+        guard let first = needle.first, bytes.count >= (needle.count - 1) * stride + 1 else { return false }
         let upperFirst = first >= 0x61 && first <= 0x7A ? first - 32 : first
         return bytes.withUnsafeBufferPointer { buffer in
             var index = offset
-            let last = buffer.count - needle.count * stride
+            // The last place a match can start: the needle's last letter, and for
+            // little-endian UTF-16 the zero byte after it, must fit.
+            let last = buffer.count - (needle.count - 1) * stride - (stride == 2 && offset == 0 ? 2 : 1)
             while index <= last {
                 let byte = buffer[index]
                 if byte == first || byte == upperFirst {

@@ -103,22 +103,34 @@ func readInput(_ path: String) throws -> [UInt8] {
 /// A new file is private (0600) from the moment it exists; it is never
 /// written through a symbolic link.
 func writeOutput(_ bytes: [UInt8], to path: String?) throws {
-    guard let path, path != "-" else {
-        FileHandle.standardOutput.write(Data(bytes))
-        return
+    try writeOutput(to: path) { try bytes.withUnsafeBytes($0) }
+}
+
+/// Output given in pieces: it calls its argument with each piece in turn.
+typealias Pieces = ((UnsafeRawBufferPointer) throws -> Void) throws -> Void
+
+/// Like ``writeOutput(_:to:)`` for output given in pieces, which is never
+/// held whole (a large letter, say).
+func writeOutput(to path: String?, _ pieces: Pieces) throws {
+    let fd: Int32
+    if let path, path != "-" {
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))", status: .failure) }
+        fchmod(fd, 0o600)
+    } else {
+        fd = STDOUT_FILENO
     }
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))", status: .failure) }
-    defer { close(fd) }
-    fchmod(fd, 0o600)
-    var offset = 0
-    while offset < bytes.count {
-        let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if written < 0 {
-            if errno == EINTR { continue }
-            throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))", status: .failure)
+    defer { if fd != STDOUT_FILENO { close(fd) } }
+    try pieces { piece in
+        var offset = 0
+        while offset < piece.count {
+            let written = write(fd, piece.baseAddress! + offset, piece.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw CommandFailure("cannot write \(path ?? "standard output"): \(String(cString: strerror(errno)))", status: .failure)
+            }
+            offset += written
         }
-        offset += written
     }
 }
 
@@ -132,7 +144,7 @@ func encodeJSON<T: Encodable>(_ value: T) throws -> [UInt8] {
 
 /// Writes `files` into the folder `path` all at once: they are written into a
 /// private folder beside it, which then takes its name. A failure leaves nothing.
-func writeFolder(_ path: String, _ files: [(String, [UInt8])]) throws {
+func writeFolder(_ path: String, _ files: [(String, Pieces)]) throws {
     let target = URL(fileURLWithPath: path).standardizedFileURL
     var template = Array((target.deletingLastPathComponent().path + "/.mailsec-partial.XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else {
@@ -140,7 +152,7 @@ func writeFolder(_ path: String, _ files: [(String, [UInt8])]) throws {
     }
     let staging = String(cString: made)
     do {
-        for (name, bytes) in files { try writeOutput(bytes, to: staging + "/" + name) }
+        for (name, pieces) in files { try writeOutput(to: staging + "/" + name, pieces) }
         rmdir(target.path)  // an empty folder given as --out
         guard rename(staging, target.path) == 0 else {
             throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))", status: .cannotCreate)

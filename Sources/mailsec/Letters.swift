@@ -73,9 +73,12 @@ struct MarkerOptions: ParsableArguments {
 
 extension PostcardExtension: ExpressibleByArgument {}
 
-/// Reads and parses the message argument (`-` or a file).
+/// Reads and parses the message argument (`-` or a file). A file is
+/// parsed as it is read, never held whole twice over.
 func readMessage(_ path: String, maxSize: Int? = nil) throws -> MIMEMessage {
-    try MIMEMessage.parse(readInput(path), options: parseOptions(maxSize))
+    if path == "-" { return try MIMEMessage.parse(readInput(path), options: parseOptions(maxSize)) }
+    guard access(path, R_OK) == 0 else { throw CommandFailure("cannot read \(path)", status: .noInput) }
+    return try MIMEMessage.parse(contentsOf: path, options: parseOptions(maxSize))
 }
 
 /// The parser's limits, with `--max-size` (MiB) when given.
@@ -196,25 +199,34 @@ struct Encrypt: ParsableCommand {
 
     func run() throws {
         let pipeline = try policy.pipeline(global, reading: reading)
-        let input = try readInput(message)
-        let prepared = try pipeline.prepare(MIMEMessage.parse(input, options: parseOptions(maxSize)), original: input,
-                                            envelopeSender: policy.from)
+        // The bytes as they came are needed only for a mail that is encrypted
+        // already (it goes out unchanged); a large mail is not held twice.
+        let parsed: MIMEMessage, original: [UInt8]?
+        if message == "-" {
+            let input = try readInput(message)
+            (parsed, original) = (try MIMEMessage.parse(input, options: parseOptions(maxSize)), input)
+        } else {
+            parsed = try readMessage(message, maxSize: maxSize)
+            original = MailPipeline.isEncrypted(parsed) ? try readInput(message) : nil
+        }
+        let prepared = try pipeline.prepare(parsed, original: original, envelopeSender: policy.from)
         let passwordFile = prepared.publishesSpans ? try reading.openPasswordFile() : nil
         let written: WrittenMail
         do { written = try pipeline.write(prepared) } catch {  // all crypto (and publishing) done before any file exists
             reading.discardPasswordFile(passwordFile)
             throw error
         }
-        var files: [(String, [UInt8])] = []
+        var files: [(String, Pieces)] = []
         var manifest = Manifest(envelopeSender: prepared.envelopeSender, copies: [],
                                 readingPage: written.publication.map { .init(url: $0.url, expires: $0.expires) })
         for (index, copy) in written.copies.enumerated() {
             let name = "\(index + 1)-\(copy.kind.rawValue).eml"
-            files.append((name, copy.bytes))
+            files.append((name, copy.forEachPiece))
             manifest.copies.append(.init(file: name, kind: copy.kind.rawValue, recipients: copy.recipients,
                                          fingerprints: copy.fingerprints))
         }
-        files.append(("manifest.json", try encodeJSON(manifest)))
+        let manifestBytes = try encodeJSON(manifest)
+        files.append(("manifest.json", { try manifestBytes.withUnsafeBytes($0) }))
         do { try writeFolder(out, files) } catch {
             pipeline.withdraw(written)
             reading.discardPasswordFile(passwordFile)
@@ -277,7 +289,7 @@ struct Redact: ParsableCommand {
 
     func run() throws {
         let postcard = try Postcard.censored(readMessage(message, maxSize: maxSize), redactor: markers.redactor())
-        try writeOutput(postcard.serialize(), to: nil)
+        try writeOutput(to: nil) { piece in try postcard.write(piece) }
     }
 }
 

@@ -1,5 +1,5 @@
 import Foundation
-import MIME
+@testable import MIME
 import TestSupport
 import Testing
 
@@ -77,5 +77,81 @@ struct CorpusTests {
         #expect(messages > 500, "the corpus shrank: \(messages) messages")
         #expect(failures.isEmpty, "\(failures)")
         #expect(refused.count * 100 <= messages, "more than 1% refused: \(refused)")
+    }
+}
+
+@Suite("Copies that share content, and the canonical form written in pieces")
+struct SharingCopyTests {
+    /// What `writeCanonicalForm(to:)` writes into a pipe, read back.
+    func streamedCanonicalForm(_ entity: MIMEEntity) throws -> [UInt8] {
+        final class Reader: @unchecked Sendable {  // written by the thread, read after `done`
+            var bytes: [UInt8] = []
+            let done = DispatchSemaphore(value: 0)
+        }
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let reader = Reader(), readEnd = ends[0]
+        Thread.detachNewThread {
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+                if count <= 0 { break }
+                reader.bytes += chunk[..<count]
+            }
+            close(readEnd)
+            reader.done.signal()
+        }
+        try entity.writeCanonicalForm(to: ends[1])
+        reader.done.wait()
+        return reader.bytes
+    }
+
+    @Test("over the corpus: a sharing copy writes out as the original, changing it leaves the original alone, the streamed canonical form is the one made in memory",
+          .enabled(if: Paths.publicCorpus != nil,
+                   "../shared/corpora/public is absent (a fresh clone has no ../shared): corpus NOT tested"))
+    func corpus() throws {
+        let root = try #require(Paths.publicCorpus)
+        var checked = 0
+        var failures: [String] = []
+        for url in corpusFiles(root) where !url.lastPathComponent.hasSuffix(".mbox.txt") {
+            let relative = String(url.path.dropFirst(root.path.count + 1))
+            guard let message = try? MIMEMessage.parse(Array(try Data(contentsOf: url))) else { continue }
+            let before = message.serialize()
+            guard let copy = try? message.copySharingContent() else { failures.append("\(relative): no copy"); continue }
+            if copy.serialize() != before {
+                failures.append("\(relative): copy differs"); continue
+            }
+            guard let body = copy.body else { continue }
+            copy.setHeader("Subject", "changed")
+            let inner = try body.copySharingContent()
+            inner.prependHeader("X-Inner", "yes")
+            inner.setContentTypeParameter("hp", "cipher")
+            let inMemory = try inner.copySharingContent().canonicalBytes()
+            if try streamedCanonicalForm(inner) != inMemory { failures.append("\(relative): streamed canonical form differs") }
+            if message.serialize() != before { failures.append("\(relative): the original changed") }
+            checked += 1
+        }
+        print("sharing copies: \(checked) corpus messages checked, \(failures.count) failed")
+        #expect(checked > 400)
+        #expect(failures.isEmpty, "\(failures)")
+    }
+
+    @Test("the line scan finds a From line and white space at a line end across any split into pieces")
+    func lineScanAcrossPieces() throws {
+        let cases: [(String, Bool, Bool)] = [
+            ("a\nFrom here\nb\n", true, false), ("a \nb\n", false, true), ("a\t\r\nb\r\n", false, true),
+            ("From", false, false), ("x\nFrom x", true, false), ("a\nb", false, false), ("end ", false, true),
+            (">From x\n", false, false), ("a\r\nFrom x\r\n", true, false),
+        ]
+        for (text, from, space) in cases {
+            let bytes = Array(text.utf8)
+            for split in 0...bytes.count {
+                var scan = LineScan()
+                Array(bytes[..<split]).withUnsafeBytes { scan.feed($0) }
+                Array(bytes[split...]).withUnsafeBytes { scan.feed($0) }
+                scan.finish()
+                #expect(scan.fromLine == from && scan.trailingSpace == space, "\(text.debugDescription) split at \(split)")
+            }
+        }
     }
 }

@@ -41,7 +41,7 @@ struct MailPipelineTests {
         for (copy, secret) in [(copies[0], "bob.sec.asc"), (copies[1], "carol.sec.asc")] {
             let outer = try MIMEMessage.parse(copy.bytes)
             #expect(outer.subject == "...")
-            #expect(!String(decoding: copy.bytes, as: UTF8.self).contains("Falcon"))
+            #expect(!String(decoding: (try copy.bytes), as: UTF8.self).contains("Falcon"))
             let autocrypt = try #require(outer.header("Autocrypt"))
             try expectAutocryptKey(autocrypt, fingerprint: aliceFingerprint)
             #expect(outer.headers.first { $0.name == "Autocrypt" }?.rawValue.contains("=?") == false, "not RFC 2047-encoded")
@@ -60,7 +60,7 @@ struct MailPipelineTests {
 
         // Bcc: Carol's address and key ids are in no other copy.
         for copy in [copies[0], copies[2]] {
-            let text = String(decoding: copy.bytes, as: UTF8.self)
+            let text = String(decoding: (try copy.bytes), as: UTF8.self)
             #expect(!text.contains("carol@example.org"))
             for keyID in carolKeyIDs { #expect(!text.uppercased().contains(keyID)) }
         }
@@ -102,7 +102,7 @@ struct MailPipelineTests {
             #expect(plan.recipientState == .mixed)
             #expect(copies.map(\.kind) == [.postcard])
             #expect(copies[0].recipients == ["bob@example.org", "nobody@example.org", "carol@example.org"])
-            #expect(!String(decoding: copies[0].bytes, as: UTF8.self).contains("carol@example.org"))
+            #expect(!String(decoding: (try copies[0].bytes), as: UTF8.self).contains("carol@example.org"))
         }
     }
 
@@ -117,7 +117,7 @@ struct MailPipelineTests {
             #expect(plan.decisions.allSatisfy { $0.decision == .unchanged })
             #expect(copies.map(\.kind) == [.unchanged])
             #expect(copies[0].recipients == ["bob@example.org", "nobody@example.org", "carol@example.org"])
-            #expect(copies[0].bytes == letter)
+            #expect((try copies[0].bytes) == letter)
         }
     }
 
@@ -273,7 +273,7 @@ struct ReviewFindingTests {
         let copies = try withGnuPGHome(importing: senderFixtures) { home throws in
             try MailPipeline(gnupg: GnuPG(home: home.path)).process(try parse(text)).copies
         }
-        let outside = String(decoding: copies[0].bytes, as: UTF8.self)
+        let outside = String(decoding: (try copies[0].bytes), as: UTF8.self)
         for secret in ["OUTERSECRET", "Merger", "Codename", "X-Note", "Thread-Topic"] {
             #expect(!outside.contains(secret), "\(secret) is outside the letter")
         }
@@ -350,7 +350,7 @@ struct ReviewFindingTests {
             try MailPipeline(gnupg: GnuPG(home: home.path))
                 .process(try parse("From: Alice <alice@example.org>\nTo: bob@example.org, nobody@example.org\nResent-Bcc: hidden@example.org\nSubject: s\n\nhi\n")).copies
         }
-        for copy in copies { #expect(!String(decoding: copy.bytes, as: UTF8.self).contains("hidden@example.org")) }
+        for copy in copies { #expect(!String(decoding: (try copy.bytes), as: UTF8.self).contains("hidden@example.org")) }
         #expect(String(decoding: MailPipeline.withoutBcc(Array("Bcc : x\nResent-Bcc: y\nTo: z\n\nb\n".utf8)), as: UTF8.self) == "To: z\n\nb\n")
     }
 }
@@ -373,7 +373,7 @@ struct UnchangedCopyTests {
             let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
             let copies = try pipeline.write(try pipeline.prepare(message, original: bytes)).copies
             #expect(copies.map(\.kind) == [.unchanged])
-            #expect(String(decoding: copies[0].bytes, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+            #expect(String(decoding: (try copies[0].bytes), as: UTF8.self) == String(decoding: expected, as: UTF8.self))
         }
     }
 }

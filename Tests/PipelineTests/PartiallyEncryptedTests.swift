@@ -52,7 +52,7 @@ struct PartiallyEncryptedTests {
             // Letters carry the whole mail as always.
             let letter = try #require(copies.first { $0.kind == .letter && $0.recipients == ["bob@example.org"] })
             #expect(try gpgOpen(letter.bytes, as: "bob.sec.asc").output.contains("The launch code is 4711."))
-            for copy in copies { #expect(!String(decoding: copy.bytes, as: UTF8.self).contains(key.grouped)) }
+            for copy in copies { #expect(!String(decoding: (try copy.bytes), as: UTF8.self).contains(key.grouped)) }
         }
     }
 
@@ -91,7 +91,7 @@ struct PartiallyEncryptedTests {
                          "<p>[[private]]TOP<br>SECRET[[/private]]</p><div>after</div>"] {
                 let (_, copies, publication, password) = try pipeline.process(try parse(html(body)))
                 let postcard = try #require(copies.first)
-                #expect(!String(decoding: postcard.bytes, as: UTF8.self).contains("SECRET"), "\(body)")
+                #expect(!String(decoding: (try postcard.bytes), as: UTF8.self).contains("SECRET"), "\(body)")
                 let (document, spans) = try readSpans(server, try #require(publication), try #require(password))
                 #expect(!String(decoding: document.json(), as: UTF8.self).contains("SECRET"), "\(body)")
                 #expect(spans.count == 1 && spans[0].contains("TOP") && spans[0].contains("SECRET"), "\(body): \(spans)")
@@ -100,7 +100,7 @@ struct PartiallyEncryptedTests {
             // Spans only inside attributes: nothing to show, so nothing is published; the postcard is censored.
             let attribute = try pipeline.process(try parse(html("<p title=\"[[private]]ZQATTR[[/private]]\">x</p>")))
             #expect(attribute.publication == nil && attribute.password == nil)
-            #expect(!String(decoding: attribute.copies[0].bytes, as: UTF8.self).contains("ZQATTR"))
+            #expect(!String(decoding: (try attribute.copies[0].bytes), as: UTF8.self).contains("ZQATTR"))
             // A document the server refuses for good (too large) is refused, not retried for ever.
             let big = html("<p>[[private]]s[[/private]]" + String(repeating: "long text ", count: 600) + "</p>")
             #expect(throws: PipelineError.self) { try pipeline.process(try parse(big)) }
@@ -175,5 +175,37 @@ struct MarkerScanTests {
         // Broken markers, or letters with other bytes than zero between them: nothing found.
         #expect(Redactor.standard.remainingMarker(in: try mail(Data("[[priv ate]]".utf8))) == nil)
         #expect(Redactor.standard.remainingMarker(in: try mail(Data([0x5B, 0x01, 0x5B, 0x01]))) == nil)
+    }
+
+    @Test("content is searched in pieces: a marker anywhere in 3 MiB, across any boundary of the 1 MiB windows, in UTF-8 or in UTF-16 of either byte order (also as the last bytes), is found")
+    func acrossWindows() throws {
+        func mail(_ content: [UInt8]) throws -> MIMEMessage {
+            try MIMEMessage.parse(Array("From: a@example.org\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n".utf8)
+                                  + Array(Data(content).base64EncodedString(options: .lineLength76Characters).utf8) + [10])
+        }
+        let filler = [UInt8](repeating: UInt8(ascii: "x"), count: 3 << 20)
+        let markers: [[UInt8]] = [Array("[[private]]".utf8), Array("[[/Private]]".utf8),
+                                  Array("[[private]]".data(using: .utf16LittleEndian)!),
+                                  Array("[[private]]".data(using: .utf16BigEndian)!)]
+        var searched = 0
+        for marker in markers {
+            // Around each window boundary, at odd and even offsets, and at the very end.
+            for boundary in [1 << 20, 2 << 20] {
+                // UTF-16 stands at even offsets from the content's start, as real UTF-16 does.
+                for shift in marker[0] == 0 || marker[1] == 0 ? [-marker.count - 2, -10, -4, 0, 2]
+                    : [-marker.count - 1, -marker.count / 2, -3, 0, 1] {
+                    var content = filler
+                    let at = boundary + shift
+                    content.replaceSubrange(at..<(at + marker.count), with: marker)
+                    #expect(Redactor.standard.remainingMarker(in: try mail(content)) != nil, "at \(at)")
+                    searched += 1
+                }
+            }
+            var content = filler
+            content.replaceSubrange((content.count - marker.count)..., with: marker)
+            #expect(Redactor.standard.remainingMarker(in: try mail(content)) != nil, "at the end")
+        }
+        #expect(searched == 40)
+        #expect(Redactor.standard.remainingMarker(in: try mail(filler)) == nil)
     }
 }

@@ -2,7 +2,9 @@
 #define CMAILSEC_SHIMS_H
 
 /* Real, prefixed functions for the C macros and inline helpers of GPGME and
- * GMime that Swift cannot call directly. Nothing here has logic of its own. */
+ * GMime that Swift cannot call directly, and the one GObject subclass Swift
+ * cannot declare (a write-only stream that hands each write to a callback).
+ * Nothing here has logic of its own. */
 
 #include <gpgme.h>
 #include <gmime/gmime.h>
@@ -22,5 +24,11 @@ int mailsec_gmime_is_text_part(void *object);
 int mailsec_gmime_is_multipart(void *object);
 int mailsec_gmime_is_message_part(void *object);
 int mailsec_is_address_group(void *address);
+
+/* A write-only GMimeStream that passes every write to `write(bytes, length,
+ * context)`: lets GMime write a message, or decode a part's content, in
+ * pieces, without a copy of the whole in memory. Reading is not supported. */
+typedef void (*mailsec_sink_write)(const char *bytes, size_t length, void *context);
+GMimeStream *mailsec_sink_stream_new(mailsec_sink_write write, void *context);
 
 #endif

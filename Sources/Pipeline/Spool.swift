@@ -1,0 +1,57 @@
+import Foundation
+
+/// A private temporary file (0600 in `$TMPDIR`, else /tmp) whose name is
+/// removed as soon as it is made: nothing else can open it, and it is gone
+/// when closed, even if the process dies. Large letters' ciphertext waits here instead of in memory.
+public final class Spool: @unchecked Sendable {
+    // @unchecked: the descriptor is only read with pread, which keeps no position.
+    let fd: Int32
+
+    /// An error making or using the spool file; nothing of the mail in it.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    init() throws(Failure) {
+        let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array((folder + "/mailsec-spool.XXXXXX").utf8CString)
+        let made = mkstemp(&template)  // 0600
+        if made >= 0 {
+            // Unnamed at once: nothing else can open it, and it goes when closed.
+            unlink(String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            _ = fcntl(made, F_SETFD, FD_CLOEXEC)
+        }
+        guard made >= 0 else { throw Failure(description: "cannot make a temporary file in \(folder): \(String(cString: strerror(errno)))") }
+        fd = made
+    }
+
+    deinit { close(fd) }
+
+    /// The number of bytes in the file.
+    var size: Int {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// Calls `body` with the file's bytes in pieces of at most 1 MiB, in order.
+    func forEachPiece(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        var piece = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = 0
+        while true {
+            let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw Failure(description: "cannot read a temporary file: \(String(cString: strerror(errno)))") }
+            if count == 0 { return }
+            try piece.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            offset += count
+        }
+    }
+
+    /// The whole file in memory.
+    func bytes() throws -> [UInt8] {
+        var all: [UInt8] = []
+        all.reserveCapacity(size)
+        try forEachPiece { all += $0 }
+        return all
+    }
+}
