@@ -113,12 +113,9 @@ public final class MIMEEntity {
     /// The decoded content of a leaf (transfer encoding removed); nil for
     /// multiparts and messages.
     public var content: [UInt8]? {
-        guard mailsec_gmime_is_part(raw) != 0 else { return nil }
-        let part: UnsafeMutablePointer<GMimePart> = cast(raw)
-        guard let wrapper = g_mime_part_get_content(part) else { return [] }
-        let stream = MemoryStream()
-        guard g_mime_data_wrapper_write_to_stream(wrapper, stream.raw) >= 0 else { return nil }
-        return stream.bytes
+        // Decoded straight into the array, not into a GMime buffer first.
+        var bytes: [UInt8] = []
+        return forEachContentPiece { bytes += $0 } ? bytes : nil
     }
 
     /// The text before the first part of a multipart (its preamble), if any.

@@ -84,13 +84,46 @@ public final class MIMEMessage {
     public static func forEachInMbox(_ bytes: [UInt8], options: ParseOptions = .standard,
                                      _ body: (MIMEMessage) throws -> Void) throws {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
-        try HeaderScan.refuseNUL(in: bytes)
+        try HeaderScan.refuseNUL(in: bytes, mbox: true)
         let stream = MemoryStream(copying: bytes)
-        let parser = withExtendedLifetime(stream) { g_mime_parser_new_with_stream(stream.raw) }
+        // The parts may keep pointing into the stream, which lives as long as they need.
+        try withExtendedLifetime(stream) { try forEachInMbox(stream: stream.raw, persist: true, options: options, body) }
+    }
+
+    /// The same for the mbox file at `path`, read from disk as it is parsed:
+    /// neither the file nor its messages are ever held whole.
+    public static func forEachInMbox(contentsOf path: String, options: ParseOptions = .standard,
+                                     _ body: (MIMEMessage) throws -> Void) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            close(fd)
+            throw MIMEError(.io(String(cString: strerror(errno))))
+        }
+        guard Int(info.st_size) <= options.maxSize else {
+            close(fd)
+            throw MIMEError(.tooLarge(limit: options.maxSize))
+        }
+        do { try HeaderScan.refuseNUL(inFile: fd, size: Int(info.st_size), mbox: true) } catch {
+            close(fd)
+            throw error
+        }
+        GMimeLibrary.initialise()
+        let stream = g_mime_stream_fs_new(fd)!  // owns fd and closes it
+        defer { g_object_unref(stream) }
+        // Every part read now: a file is not kept open for later.
+        try forEachInMbox(stream: stream, persist: false, options: options, body)
+    }
+
+    private static func forEachInMbox(stream: UnsafeMutablePointer<GMimeStream>, persist: Bool, options: ParseOptions,
+                                      _ body: (MIMEMessage) throws -> Void) throws {
+        let parser = g_mime_parser_new_with_stream(stream)
         defer { g_object_unref(parser) }
+        g_mime_parser_set_persist_stream(parser, persist ? 1 : 0)
         g_mime_parser_set_format(parser, GMIME_FORMAT_MBOX)
         var count = 0
-        try withExtendedLifetime(stream) {
+        do {
             while g_mime_parser_eos(parser) == 0 {
                 let collector = IssueCollector()
                 guard let raw = collector.withParserOptions({ g_mime_parser_construct_message(parser, $0) }) else {
@@ -265,24 +298,36 @@ extension MailAddress {
 /// section: what is written out is then a different message (found by
 /// fuzzing). Mail may not carry NUL (RFC 5322 §2.2, §2.3), so such input is
 /// refused. A header section starts the input and follows every line that
-/// begins with `--` (a boundary, as far as can be told before parsing); it
-/// ends at the first empty line.
+/// begins with `--` (a boundary, as far as can be told before parsing), and
+/// in a mailbox every `From ` line; it ends at the first empty line.
 enum HeaderScan {
     /// The same for a regular file, read through a private mapping.
-    static func refuseNUL(inFile fd: Int32, size: Int) throws {
+    static func refuseNUL(inFile fd: Int32, size: Int, mbox: Bool = false) throws {
         guard size > 0 else { return }
+        // Nearly all mail has no NUL at all: looked for in pieces first, so
+        // that a large file is not mapped (its pages would count as ours).
+        var piece = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = 0, sawNUL = false
+        while offset < size && !sawNUL {
+            let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            sawNUL = piece.withUnsafeBytes { memchr($0.baseAddress!, 0, count) != nil }
+            offset += count
+        }
+        guard sawNUL else { return }
         guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
             throw MIMEError(.io(String(cString: strerror(errno))))
         }
         defer { munmap(map, size) }
-        try refuseNUL(in: UnsafeRawBufferPointer(start: map, count: size))
+        try refuseNUL(in: UnsafeRawBufferPointer(start: map, count: size), mbox: mbox)
     }
 
-    static func refuseNUL(in bytes: [UInt8]) throws {
-        try bytes.withUnsafeBytes { try refuseNUL(in: $0) }
+    static func refuseNUL(in bytes: [UInt8], mbox: Bool = false) throws {
+        try bytes.withUnsafeBytes { try refuseNUL(in: $0, mbox: mbox) }
     }
 
-    static func refuseNUL(in bytes: UnsafeRawBufferPointer) throws {
+    static func refuseNUL(in bytes: UnsafeRawBufferPointer, mbox: Bool = false) throws {
         guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
         let count = bytes.count
         var from = 0
@@ -310,6 +355,8 @@ enum HeaderScan {
                 let length = previousEnd - 1 - start - (previousEnd - 1 > start && base[previousEnd - 2] == 13 ? 1 : 0)
                 if length == 0 { inHeader = false; break }
                 if length >= 2 && base[start] == 45 && base[start + 1] == 45 { break }
+                // In a mailbox a "From " line starts the next message, and so its header section.
+                if mbox && length >= 5 && memcmp(base + start, "From ", 5) == 0 { break }
                 previousEnd = start
             }
             if inHeader { throw MIMEError(.nulInHeader) }

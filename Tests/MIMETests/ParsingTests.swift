@@ -159,3 +159,54 @@ struct ParserLifetimeTests {
         #expect(message.body?.entity(at: [2])?.content == [0x00, 0x01, 0x02, 0xFF])
     }
 }
+
+@Suite("Mailboxes")
+struct MboxTests {
+    let mbox = Array("""
+        From alice@example.org Sat Nov 21 10:00:00 2026
+        From: alice@example.org
+        Subject: one
+
+        body one with a NUL \u{0} in it
+        From bob@example.org Sat Nov 21 10:00:01 2026
+        From: bob@example.org
+        Subject: two
+
+        body two
+        From carol@example.org Sat Nov 21 10:00:02 2026
+        From: carol@example.org
+        Subject: three
+
+        body three
+
+        """.utf8)
+
+    func write(_ bytes: [UInt8]) throws -> String {
+        let folder = try makePrivateDirectory(prefix: "ms-mbox")
+        let path = folder + "/mail.mbox"
+        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        return path
+    }
+
+    @Test("an mbox read from a file as it is parsed gives what the same bytes in memory give; limits and NULs alike")
+    func fromFile() throws {
+        let path = try write(mbox)
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        var fromFile: [String] = [], fromMemory: [String] = []
+        try MIMEMessage.forEachInMbox(contentsOf: path) { fromFile.append($0.subject ?? "") }
+        try MIMEMessage.forEachInMbox(mbox) { fromMemory.append($0.subject ?? "") }
+        #expect(fromFile == ["one", "two", "three"])
+        #expect(fromFile == fromMemory)
+        #expect(throws: MIMEError(.tooLarge(limit: 100))) {
+            try MIMEMessage.forEachInMbox(contentsOf: path, options: ParseOptions(maxSize: 100)) { _ in }
+        }
+        // A NUL in a header section is refused, from a file as from memory.
+        var broken = mbox
+        broken.insert(0, at: broken.firstRange(of: Array("Subject: two".utf8))!.lowerBound + 9)
+        let brokenPath = try write(broken)
+        defer { try? FileManager.default.removeItem(atPath: (brokenPath as NSString).deletingLastPathComponent) }
+        #expect(throws: MIMEError(.nulInHeader)) { try MIMEMessage.forEachInMbox(contentsOf: brokenPath) { _ in } }
+        #expect(throws: MIMEError(.nulInHeader)) { try MIMEMessage.forEachInMbox(broken) { _ in } }
+        #expect(throws: MIMEError.self) { try MIMEMessage.forEachInMbox(contentsOf: "/nonexistent/mbox") { _ in } }
+    }
+}
