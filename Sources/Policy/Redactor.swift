@@ -52,9 +52,9 @@ public struct Redactor: Sendable, Hashable {
 
     /// True when `text` contains a marker (balanced or not).
     public func hasMarkers(_ text: String) -> Bool {
-        let scalars = folded(Array(text.unicodeScalars))
-        return find(folded(Array(open.unicodeScalars)), in: scalars, from: 0) != nil
-            || find(folded(Array(close.unicodeScalars)), in: scalars, from: 0) != nil
+        // Read in place: no copy of the text as scalars, folded or not.
+        contains(folded(Array(open.unicodeScalars)), in: text.unicodeScalars)
+            || contains(folded(Array(close.unicodeScalars)), in: text.unicodeScalars)
     }
 
     /// Checks that the markers in `text` pair up; `part` names the text in errors.
@@ -67,19 +67,25 @@ public struct Redactor: Sendable, Hashable {
         let scalars = Array(text.unicodeScalars)
         let found = try spans(scalars, part: part)
         guard !found.isEmpty else { return text }
-        // An array, not a String.UnicodeScalarView: appending a slice to the
-        // view copies the whole string each time (quadratic; found by scripts/bench).
-        var out: [Unicode.Scalar] = []
-        out.reserveCapacity(scalars.count)
+        // Built as UTF-8 in an array: appending a slice to a
+        // String.UnicodeScalarView copies the whole string each time
+        // (quadratic; found by scripts/bench), and scalars take four bytes each.
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
+        func append(_ slice: ArraySlice<Unicode.Scalar>) {
+            for scalar in slice {
+                if scalar.value < 0x80 { out.append(UInt8(scalar.value)) } else { out.append(contentsOf: UTF8.encode(scalar)!) }
+            }
+        }
         var position = 0
         for span in found {
-            out.append(contentsOf: scalars[position..<span.openStart])
+            append(scalars[position..<span.openStart])
             let content = String(String.UnicodeScalarView(scalars[span.openEnd..<span.closeStart]))
-            out.append(contentsOf: mode.replacement(for: content, placeholder: placeholder).unicodeScalars)
+            out.append(contentsOf: mode.replacement(for: content, placeholder: placeholder).utf8)
             position = span.closeEnd
         }
-        out.append(contentsOf: scalars[position...])
-        return String(String.UnicodeScalarView(out))
+        append(scalars[position...])
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// A span in a scalar array: [openStart, openEnd) is the opening marker,
@@ -90,18 +96,17 @@ public struct Redactor: Sendable, Hashable {
 
     /// Finds the spans in `scalars`, in order, checking that markers pair up.
     func spans(_ scalars: [Unicode.Scalar], part: String) throws(PolicyError) -> [Span] {
-        let lowered = folded(scalars)
         let openScalars = folded(Array(open.unicodeScalars))
         let closeScalars = folded(Array(close.unicodeScalars))
         var result: [Span] = []
         var index = 0
         var pendingOpen: (start: Int, end: Int)?
-        while index < lowered.count {
-            let nextOpen = find(openScalars, in: lowered, from: index)
-            let nextClose = find(closeScalars, in: lowered, from: index)
+        while index < scalars.count {
+            let nextOpen = find(openScalars, in: scalars, from: index)
+            let nextClose = find(closeScalars, in: scalars, from: index)
             switch (nextOpen, nextClose) {
             case (nil, nil):
-                index = lowered.count
+                index = scalars.count
             case let (openAt?, closeAt) where closeAt == nil || openAt < closeAt!:
                 if pendingOpen != nil { throw markerError(part, scalars, openAt, .nested) }
                 pendingOpen = (openAt, openAt + openScalars.count)
@@ -113,7 +118,7 @@ public struct Redactor: Sendable, Hashable {
                 pendingOpen = nil
                 index = closeAt + closeScalars.count
             default:
-                index = lowered.count
+                index = scalars.count
             }
         }
         if let opened = pendingOpen { throw markerError(part, scalars, opened.start, .unclosed) }
@@ -133,25 +138,52 @@ public struct Redactor: Sendable, Hashable {
 /// Each scalar lower-cased where that gives one scalar, so that offsets stay
 /// those of the original text.
 func folded(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar] {
-    scalars.map { scalar in
-        // ASCII, nearly all of mail, without a look-up of Unicode properties.
-        if scalar.value < 0x80 {
-            return scalar.value >= 0x41 && scalar.value <= 0x5A ? Unicode.Scalar(scalar.value + 32)! : scalar
-        }
-        guard scalar.properties.changesWhenLowercased else { return scalar }
-        let lower = scalar.properties.lowercaseMapping.unicodeScalars
-        return lower.count == 1 ? lower.first! : scalar
-    }
+    scalars.map(fold)
 }
 
-/// The first index at which `needle` occurs in `haystack` at or after `from`.
+/// One scalar lower-cased, where that gives one scalar.
+@inline(__always)
+func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
+    // ASCII, nearly all of mail, without a look-up of Unicode properties.
+    if scalar.value < 0x80 {
+        return scalar.value >= 0x41 && scalar.value <= 0x5A ? Unicode.Scalar(scalar.value + 32)! : scalar
+    }
+    guard scalar.properties.changesWhenLowercased else { return scalar }
+    let lower = scalar.properties.lowercaseMapping.unicodeScalars
+    return lower.count == 1 ? lower.first! : scalar
+}
+
+/// The first index at which `needle` (folded) occurs in `haystack`, each of
+/// whose scalars is folded as it is compared, at or after `from`.
 func find(_ needle: [Unicode.Scalar], in haystack: [Unicode.Scalar], from: Int) -> Int? {
     guard let first = needle.first, haystack.count >= needle.count else { return nil }
     var index = from
     let last = haystack.count - needle.count
     while index <= last {
-        if haystack[index] == first && haystack[index..<(index + needle.count)].elementsEqual(needle) { return index }
+        if fold(haystack[index]) == first {
+            var k = 1
+            while k < needle.count && fold(haystack[index + k]) == needle[k] { k += 1 }
+            if k == needle.count { return index }
+        }
         index += 1
     }
     return nil
+}
+
+/// True when `needle` (folded) occurs in `text`, read scalar by scalar in place.
+func contains(_ needle: [Unicode.Scalar], in text: String.UnicodeScalarView) -> Bool {
+    guard let first = needle.first else { return false }
+    var index = text.startIndex
+    while index < text.endIndex {
+        if fold(text[index]) == first {
+            var probe = text.index(after: index), k = 1
+            while k < needle.count, probe < text.endIndex, fold(text[probe]) == needle[k] {
+                probe = text.index(after: probe)
+                k += 1
+            }
+            if k == needle.count { return true }
+        }
+        index = text.index(after: index)
+    }
+    return false
 }
