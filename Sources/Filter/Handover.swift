@@ -30,8 +30,11 @@ final class Handover {
             let client: SMTPClient
             if let connection { client = connection } else {
                 client = try SMTPClient(host: host, port: port, timeout: timeout)
+                do { try client.greet() } catch {
+                    client.close()  // no QUIT on a session that never began
+                    throw error
+                }
                 connection = client
-                try client.greet()
             }
             do { try client.send(bytes, sender: sender, recipients: recipients) } catch {
                 // A connection in an unknown state is not used again.
@@ -137,9 +140,11 @@ final class SMTPClient {
         try expect(250, after: nil)
     }
 
-    /// QUIT (its answer is not needed: every copy was taken already) and close.
+    /// QUIT and close at once. Every copy was taken already (its 250 came),
+    /// so the answer is not awaited: a peer that stalls here must not hold
+    /// the filter past its time limit, which would send everything again.
     func quit() {
-        if isOpen { _ = try? expect(221, after: "QUIT") }
+        if isOpen { try? write(Array("QUIT\r\n".utf8)) }
         close()
     }
 

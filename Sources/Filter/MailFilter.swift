@@ -144,6 +144,7 @@ public struct MailFilter: Sendable {
                 case .unchanged: counts.unchanged += 1
                 }
             }
+            handover.close()
             journal.clear(mail: mailKey, recipients: recipients)
             return result(0, nil, "sent")
         } catch {
@@ -185,6 +186,8 @@ public struct MailFilter: Sendable {
             return (deferred, "deferred: \(error.description)")
         case let error as HandoverError:
             return (deferred, "deferred: \(error.description)")
+        case let error as StreamingError:
+            return (deferred, "deferred: \(error.description); the mail stays queued")
         default:
             return (deferred, "deferred: unexpected error (\(type(of: error))); the mail stays queued")
         }

@@ -108,10 +108,12 @@ extension MIMEEntity {
     /// first. Throws when not everything could be written (the reader went
     /// away): then the reader has seen only part of it.
     public func writeCanonicalForm(to fd: Int32) throws {
-        prepareCanonicalForm()
         GMimeLibrary.initialise()
-        let stream = g_mime_stream_pipe_new(fd)!  // owns fd: closed when released
+        // Owns fd from here on, whatever happens: closed when released, so the
+        // reader always sees the end.
+        let stream = g_mime_stream_pipe_new(fd)!
         defer { g_object_unref(stream) }
+        prepareCanonicalForm()
         let options = g_mime_format_options_new()
         defer { g_mime_format_options_free(options) }
         g_mime_format_options_set_newline_format(options, GMIME_NEWLINE_FORMAT_DOS)
@@ -162,7 +164,8 @@ extension MIMEEntity {
         clone.pointee.ensure_newline = object.pointee.ensure_newline
         if mailsec_gmime_is_part(object) != 0 && mailsec_gmime_is_part(clone) != 0 {
             let part: UnsafeMutablePointer<GMimePart> = cast(object), copy: UnsafeMutablePointer<GMimePart> = cast(clone)
-            g_mime_part_set_content(copy, g_mime_part_get_content(part))
+            // A part may have no content at all; GMime wants none set then.
+            if let content = g_mime_part_get_content(part) { g_mime_part_set_content(copy, content) }
             // Setting the encoding rewrites the field (BASE64 becomes base64): only when it differs.
             if g_mime_part_get_content_encoding(copy) != g_mime_part_get_content_encoding(part) {
                 g_mime_part_set_content_encoding(copy, g_mime_part_get_content_encoding(part))
@@ -236,7 +239,9 @@ extension MIMEMessage {
             let options = g_mime_format_options_new()
             defer { g_mime_format_options_free(options) }
             g_mime_format_options_set_newline_format(options, newline == .crlf ? GMIME_NEWLINE_FORMAT_DOS : GMIME_NEWLINE_FORMAT_UNIX)
-            g_mime_object_write_to_stream(object, options, sink.raw)
+            if g_mime_object_write_to_stream(object, options, sink.raw) < 0 && failure == nil {
+                failure = MIMEError(.io("the message could not be written"))
+            }
         }
         if let failure { throw failure }
     }

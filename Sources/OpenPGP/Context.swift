@@ -23,12 +23,13 @@ enum EngineSelection {
     static func newContext(home: String?, executable: String?) throws(GPGMEError) -> gpgme_ctx_t {
         // A home that is `$GNUPGHOME` already needs no engine info, which spares
         // a `gpg --version` probe: what a per-mail process gains by exporting
-        // its home (see `GnuPG.makingHomeTheDefault`).
+        // its home (see `GnuPG.makeHomeTheDefault`).
         let environmentHome = getenv("GNUPGHOME").map { String(cString: $0) }
         let wanted = Choice(executable: executable, home: home == environmentHome ? nil : home)
         let (err, made): (gpgme_error_t, UInt) = current.withLock { choice in
             if choice != wanted {
-                let err = gpgme_set_engine_info(GPGME_PROTOCOL_OpenPGP, executable, home)
+                // What is recorded is what GPGME gets: nil means $GNUPGHOME as gpg finds it then.
+                let err = gpgme_set_engine_info(GPGME_PROTOCOL_OpenPGP, wanted.executable, wanted.home)
                 if err != 0 { return (err, 0) }
                 choice = wanted
             }

@@ -124,23 +124,31 @@ public enum Letter {
                                into output: Int32, hideRecipients: Bool = false) throws {
         guard !recipients.isEmpty else { throw LetterError(.noRecipients) }
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw Spool.Failure(description: "cannot make a pipe") }
+        guard pipe(&ends) == 0 else { throw StreamingError(description: "cannot make a pipe") }
         // Not inherited by gpg: its stdin must see the end of the body when the writer closes.
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let writer = BodyWriter(draft.inner, into: ends[1])
         let result = Result { try gnupg.encrypt(from: ends[0], to: output, recipients: recipients, signer: signer,
                                                 hideRecipients: hideRecipients) }
-        // A writer still waiting on gpg (which failed) now gets EPIPE and ends.
+        // A writer still waiting on gpg (which failed) now gets EPIPE and ends
+        // (SIGPIPE is ignored: gpgme_check_version sets that up).
         close(ends[0])
         let written = writer.wait()
         try result.get()
-        try written.get()
+        if case .failure = written {
+            // gpg saw the end of a cut-off body: its ciphertext must not be used.
+            throw StreamingError(description: "the letter's body could not be written in full")
+        }
     }
 
     /// Writes an entity's canonical form into a pipe on a thread of its own.
     private final class BodyWriter: @unchecked Sendable {
         // @unchecked: the entity is used by the writing thread alone until
         // `wait()` returns; `outcome` is written before `done` is signalled.
+        // The entity shares content streams with the mail and its other
+        // copies (copySharingContent), so nothing else may touch GMime
+        // objects of this mail meanwhile: letters are encrypted one at a time,
+        // and the thread that waits here does nothing else.
         private let entity: MIMEEntity
         private var outcome: Result<Void, any Error> = .success(())
         private let done = DispatchSemaphore(value: 0)

@@ -442,16 +442,40 @@ public struct MailPipeline: Sendable {
     /// The letter around its spooled ciphertext: in memory when small, else
     /// the letter's lines before and after the ciphertext with the spool
     /// between (the letter is made with a stand-in line, then cut there).
+    /// The stand-in is plain 7-bit text, so the part is written as 7bit: the
+    /// ciphertext must be so too (armor is, unless a gpg.conf comment or
+    /// the like brings in other bytes or long lines); if not, the letter is
+    /// made in memory, where the part's encoding follows its real content.
     func letterContent(_ draft: Letter.Draft, ciphertext: Spool, autocrypt: String?) throws -> WrittenCopy.Content {
-        if ciphertext.size <= options.spoolAbove {
+        if try ciphertext.size <= options.spoolAbove || !Self.isShortLineASCII(ciphertext) {
             return .memory(try Letter.assemble(draft, ciphertext: try ciphertext.bytes(), autocrypt: autocrypt).serialize())
         }
         let standIn = Array("-----MAILSEC CIPHERTEXT \(UUID().uuidString)-----\n".utf8)
         let letter = try Letter.assemble(draft, ciphertext: standIn, autocrypt: autocrypt).serialize()
         guard let start = letter.firstRange(of: standIn)?.lowerBound else {
-            throw Spool.Failure(description: "the letter could not be assembled around its ciphertext")
+            throw StreamingError(description: "the letter could not be assembled around its ciphertext")
         }
         return .spooled(head: Array(letter[..<start]), ciphertext: ciphertext, tail: Array(letter[(start + standIn.count)...]))
+    }
+
+    /// True when every byte is 7-bit, not NUL or a lone CR, and every line is at most 998 bytes long.
+    static func isShortLineASCII(_ spool: Spool) throws -> Bool {
+        var clean = true, lineLength = 0, previous: UInt8 = 0
+        try spool.forEachPiece { piece in
+            guard clean else { return }
+            for byte in piece {
+                if byte == 10 {
+                    lineLength = 0
+                } else {
+                    // A CR must end its line; it does not count towards the length.
+                    if previous == 13 { clean = false; return }
+                    if byte != 13 { lineLength += 1 }
+                    if byte >= 0x80 || byte == 0 || lineLength > 998 { clean = false; return }
+                }
+                previous = byte
+            }
+        }
+        return clean
     }
 
     /// `bytes` with every Bcc and Resent-Bcc header field taken out (and

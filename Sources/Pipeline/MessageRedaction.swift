@@ -35,16 +35,19 @@ extension Redactor {
             if contentHasMarkers(entity) { return name + " (\(entity.contentType))" }
         }
         var search = MarkerSearch(self, encodings: false)
-        try? message.write { search.feed($0) }
+        // What cannot be read cannot be shown to be clean.
+        guard (try? message.write { search.feed($0) }) != nil else { return "the message (not readable)" }
         if search.finish() { return "the message" }
         return nil
     }
 
     /// Markers in the decoded content of a leaf, read as UTF-8, Latin-1 or
-    /// UTF-16 (either byte order).
+    /// UTF-16 (either byte order). Content that cannot be read counts as
+    /// holding one: it cannot be shown to be clean.
     private func contentHasMarkers(_ entity: MIMEEntity) -> Bool {
+        guard entity.kind == .leaf else { return false }
         var search = MarkerSearch(self, encodings: true)
-        guard entity.forEachContentPiece({ search.feed($0) }) else { return false }
+        guard entity.forEachContentPiece({ search.feed($0) }) else { return true }
         return search.finish()
     }
 

@@ -1,5 +1,12 @@
 import Foundation
 
+/// A mail could not be streamed: a pipe or a spool file could not be made
+/// or used, or a letter's body could not be written in full. Temporary (the
+/// system's, not the mail's); the description holds nothing of the mail.
+public struct StreamingError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
 /// A private temporary file (0600 in `$TMPDIR`, else /tmp) whose name is
 /// removed as soon as it is made: nothing else can open it, and it is gone
 /// when closed, even if the process dies. Large letters' ciphertext waits here instead of in memory.
@@ -7,12 +14,7 @@ public final class Spool: @unchecked Sendable {
     // @unchecked: the descriptor is only read with pread, which keeps no position.
     let fd: Int32
 
-    /// An error making or using the spool file; nothing of the mail in it.
-    public struct Failure: Error, Sendable, CustomStringConvertible {
-        public let description: String
-    }
-
-    init() throws(Failure) {
+    init() throws(StreamingError) {
         let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         var template = Array((folder + "/mailsec-spool.XXXXXX").utf8CString)
         let made = mkstemp(&template)  // 0600
@@ -21,7 +23,7 @@ public final class Spool: @unchecked Sendable {
             unlink(String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
             _ = fcntl(made, F_SETFD, FD_CLOEXEC)
         }
-        guard made >= 0 else { throw Failure(description: "cannot make a temporary file in \(folder): \(String(cString: strerror(errno)))") }
+        guard made >= 0 else { throw StreamingError(description: "cannot make a temporary file in \(folder): \(String(cString: strerror(errno)))") }
         fd = made
     }
 
@@ -40,7 +42,7 @@ public final class Spool: @unchecked Sendable {
         while true {
             let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
             if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw Failure(description: "cannot read a temporary file: \(String(cString: strerror(errno)))") }
+            guard count >= 0 else { throw StreamingError(description: "cannot read a temporary file: \(String(cString: strerror(errno)))") }
             if count == 0 { return }
             try piece.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
             offset += count

@@ -36,7 +36,7 @@ enum ExitStatus: Int32 {
             case .noticeNeedsLetter, .publishRefused: self = .refused
             }
         case is MIMEError, is LetterError: self = .dataError
-        case is PublishError: self = .temporary
+        case is PublishError, is StreamingError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
         default: self = .failure
@@ -70,6 +70,7 @@ func describe(_ error: any Error) -> String {
     case let error as SpanBlobError: error.description
     case let error as StoreError: error.description
     case let error as IntegrityError: error.description
+    case let error as StreamingError: error.description
     default: "unexpected error (\(type(of: error)))"
     }
 }
@@ -93,9 +94,13 @@ func fail(_ message: String, status: ExitStatus) -> Never {
 /// Reads a whole input file, or standard input for `-`.
 func readInput(_ path: String) throws -> [UInt8] {
     if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
-    guard let data = FileManager.default.contents(atPath: path) else {
+    // A named pipe or /dev/stdin too, but not a folder.
+    var info = stat()
+    guard stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR, let handle = FileHandle(forReadingAtPath: path),
+          let data = try? handle.readToEnd() else {
         throw CommandFailure("cannot read \(path)", status: .noInput)
     }
+    try? handle.close()
     return Array(data)
 }
 

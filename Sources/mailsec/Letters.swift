@@ -73,12 +73,18 @@ struct MarkerOptions: ParsableArguments {
 
 extension PostcardExtension: ExpressibleByArgument {}
 
-/// Reads and parses the message argument (`-` or a file). A file is
-/// parsed as it is read, never held whole twice over.
+/// Reads and parses the message argument (`-` or a file). A regular file
+/// is parsed as it is read, never held whole twice over; anything else
+/// (standard input, a pipe given by name) is read into memory first.
 func readMessage(_ path: String, maxSize: Int? = nil) throws -> MIMEMessage {
-    if path == "-" { return try MIMEMessage.parse(readInput(path), options: parseOptions(maxSize)) }
-    guard access(path, R_OK) == 0 else { throw CommandFailure("cannot read \(path)", status: .noInput) }
+    guard isRegularFile(path) else { return try MIMEMessage.parse(readInput(path), options: parseOptions(maxSize)) }
     return try MIMEMessage.parse(contentsOf: path, options: parseOptions(maxSize))
+}
+
+/// True for a readable regular file (not `-`, a pipe or a folder).
+func isRegularFile(_ path: String) -> Bool {
+    var info = stat()
+    return path != "-" && stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && access(path, R_OK) == 0
 }
 
 /// The parser's limits, with `--max-size` (MiB) when given.
@@ -201,13 +207,21 @@ struct Encrypt: ParsableCommand {
         let pipeline = try policy.pipeline(global, reading: reading)
         // The bytes as they came are needed only for a mail that is encrypted
         // already (it goes out unchanged); a large mail is not held twice.
-        let parsed: MIMEMessage, original: [UInt8]?
-        if message == "-" {
+        var parsed: MIMEMessage, original: [UInt8]?
+        if isRegularFile(message) {
+            parsed = try readMessage(message, maxSize: maxSize)
+            if MailPipeline.isEncrypted(parsed) {
+                // Read again to go out unchanged, and checked again: the file may
+                // have been replaced meanwhile, and plaintext must not pass as encrypted.
+                let input = try readInput(message)
+                parsed = try MIMEMessage.parse(input, options: parseOptions(maxSize))
+                original = MailPipeline.isEncrypted(parsed) ? input : nil
+            } else {
+                original = nil
+            }
+        } else {
             let input = try readInput(message)
             (parsed, original) = (try MIMEMessage.parse(input, options: parseOptions(maxSize)), input)
-        } else {
-            parsed = try readMessage(message, maxSize: maxSize)
-            original = MailPipeline.isEncrypted(parsed) ? try readInput(message) : nil
         }
         let prepared = try pipeline.prepare(parsed, original: original, envelopeSender: policy.from)
         let passwordFile = prepared.publishesSpans ? try reading.openPasswordFile() : nil

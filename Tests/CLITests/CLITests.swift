@@ -136,6 +136,53 @@ struct CLITests {
         }
     }
 
+    @Test("encrypt reads a file by name, and a pipe by name; an encrypted mail goes out unchanged either way; parts without content warn nothing")
+    func encryptFromFiles() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            // A letter, made first, is the encrypted mail to pass on.
+            let first = try mailsec(["encrypt", "--out", home.path + "/first", "-"], input: demoMail, home: home)
+            #expect(first.status == 0, "\(first.errors)")
+            let letter = Array(try Data(contentsOf: URL(fileURLWithPath: home.path + "/first/1-letter.eml")))
+            let letterFile = home.path + "/letter.eml"
+            FileManager.default.createFile(atPath: letterFile, contents: Data(letter))
+            let fromFile = try mailsec(["encrypt", "--out", home.path + "/again", letterFile], home: home)
+            #expect(fromFile.status == 0, "\(fromFile.errors)")
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: home.path + "/again/1-unchanged.eml"))) == letter)
+            // The same through a named pipe (not a regular file: read once, into memory).
+            let fifo = home.path + "/fifo"
+            #expect(mkfifo(fifo, 0o600) == 0)
+            let feeder = Thread { if let handle = FileHandle(forWritingAtPath: fifo) { handle.write(Data(letter)); try? handle.close() } }
+            feeder.start()
+            let fromPipe = try mailsec(["encrypt", "--out", home.path + "/piped", fifo], home: home)
+            #expect(fromPipe.status == 0, "\(fromPipe.errors)")
+            #expect(Array(try Data(contentsOf: URL(fileURLWithPath: home.path + "/piped/1-unchanged.eml"))) == letter)
+            // Parts without any content (empty between boundaries): a letter, and not a word on stderr.
+            let hollow = Array("""
+                From: alice@example.org
+                To: bob@example.org
+                Subject: hollow
+                Content-Type: multipart/mixed; boundary=":foo"
+
+                --:foo
+                --:foo
+                Content-Type: text/plain
+                --:foo
+                Content-Type: text/html
+                --:foo--
+
+                """.utf8)
+            let hollowFile = home.path + "/hollow.eml"
+            FileManager.default.createFile(atPath: hollowFile, contents: Data(hollow))
+            let sealed = try mailsec(["encrypt", "--out", home.path + "/hollow", hollowFile], home: home)
+            #expect(sealed.status == 0)
+            #expect(sealed.errors.isEmpty, "\(sealed.errors)")
+            // A folder is not a message.
+            let folder = try mailsec(["encrypt", "--out", home.path + "/none", home.path], home: home)
+            #expect(folder.status == 66)
+            expectOneLine(folder)
+        }
+    }
+
     @Test("encrypt --require-letter refuses, naming who has no usable key, and writes nothing")
     func encryptRefuses() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "expired.pub.asc"]) { home throws in

@@ -186,6 +186,22 @@ struct MailFilterTests {
         }
     }
 
+    @Test("a peer that takes every copy but never answers QUIT does not hold the filter: the mail is done (0), nothing sent twice")
+    func quitUnanswered() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let peer = try RecordingSMTPServer(stallOnQuit: true)
+            let filter = MailFilter(config: config(home) {
+                $0.reinjection = .smtp(host: "127.0.0.1", port: peer.port)
+                $0.reinjectionTimeout = 60
+            })
+            let started = Date()
+            let result = filter.run(mail(), sender: "alice@example.org", recipients: ["bob@example.org", "nobody@example.org"])
+            #expect(result.status == 0, "\(result.errorLine ?? "")")
+            #expect(Date().timeIntervalSince(started) < 30, "QUIT's answer is not awaited")
+            #expect(peer.transactions.count == 2)
+        }
+    }
+
     @Test("a re-injection peer that never answers is cut off: 75")
     func hungReinjection() throws {
         let silent = try SilentServer()

@@ -45,6 +45,24 @@ struct LargeLetterTests {
         #expect(inner.header("Subject") == "the data")
     }
 
+    @Test("a spooled ciphertext is written as 7bit only when it is: 7-bit bytes, no lone CR, lines of at most 998 bytes")
+    func sevenBitCheck() throws {
+        func spool(_ bytes: [UInt8]) throws -> Spool {
+            let spool = try Spool()
+            #expect(bytes.withUnsafeBytes { write(spool.fd, $0.baseAddress, $0.count) } == bytes.count)
+            return spool
+        }
+        let armor = Array(("-----BEGIN PGP MESSAGE-----\n\n" + String(repeating: "hQEMA0abc+/=\n", count: 5000)
+                           + "-----END PGP MESSAGE-----\n").utf8)
+        #expect(try MailPipeline.isShortLineASCII(spool(armor)))
+        #expect(try MailPipeline.isShortLineASCII(spool(Array("a\r\nb\r\n".utf8))))
+        #expect(!(try MailPipeline.isShortLineASCII(spool(armor + Array("Comment: Grüße\n".utf8)))))
+        #expect(try MailPipeline.isShortLineASCII(spool(armor + [UInt8](repeating: 65, count: 998) + [13, 10])))
+        #expect(!(try MailPipeline.isShortLineASCII(spool(armor + [UInt8](repeating: 65, count: 999) + [10]))))
+        #expect(!(try MailPipeline.isShortLineASCII(spool(Array("a\rb\n".utf8)))))
+        #expect(!(try MailPipeline.isShortLineASCII(spool([65, 0, 10]))))
+    }
+
     @Test("a small letter stays in memory")
     func small() throws {
         let (message, _) = try mailWithAttachment(10_000)

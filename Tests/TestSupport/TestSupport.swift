@@ -235,7 +235,7 @@ public final class ReadingServerProcess: @unchecked Sendable {
 /// An SMTP peer on 127.0.0.1 for the filter's hand-over: it accepts what a
 /// mail server would, records every connection and transaction, and answers
 /// 451 to the DATA of the transactions numbered in `failing` (from 1, over
-/// the server's life). Real Postfix is exercised by scripts/postfix-e2e; this
+/// the server's life), and with `stallOnQuit` never answers QUIT. Real Postfix is exercised by scripts/postfix-e2e; this
 /// peer lets a unit test see the SMTP dialogue itself.
 public final class RecordingSMTPServer: @unchecked Sendable {
     // @unchecked: `state` is behind a Mutex; the rest is immutable after init.
@@ -249,15 +249,17 @@ public final class RecordingSMTPServer: @unchecked Sendable {
     public let port: Int
     private let fd: Int32
     private let failing: Set<Int>
+    private let stallOnQuit: Bool
     private let state = Mutex<(connections: Int, transactions: [Transaction], attempts: Int)>((0, [], 0))
 
     public var connections: Int { state.withLock { $0.connections } }
     /// The transactions the server took (answered 250 to their data).
     public var transactions: [Transaction] { state.withLock { $0.transactions } }
 
-    public init(failing: Set<Int> = []) throws {
+    public init(failing: Set<Int> = [], stallOnQuit: Bool = false) throws {
         let server = try SilentServer()
         self.failing = failing
+        self.stallOnQuit = stallOnQuit
         port = server.port
         fd = dup(server.listeningSocket)
         let listening = fd
@@ -301,7 +303,9 @@ public final class RecordingSMTPServer: @unchecked Sendable {
             case "MAIL": sender = String(line.dropFirst(10)); recipients = []; say("250 ok")
             case "RCPT": recipients.append(String(line.dropFirst(8))); say("250 ok")
             case "RSET": sender = ""; recipients = []; say("250 ok")
-            case "QUIT": say("221 bye"); return
+            case "QUIT":
+                if stallOnQuit { while readLine() != nil {}; return }  // until the client hangs up
+                say("221 bye"); return
             case "DATA":
                 say("354 go on")
                 var lines: [String] = []
