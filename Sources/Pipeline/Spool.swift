@@ -37,7 +37,8 @@ public final class Spool: @unchecked Sendable {
 
     /// Calls `body` with the file's bytes in pieces of at most 1 MiB, in order.
     func forEachPiece(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        var piece = [UInt8](repeating: 0, count: 1 << 20)
+        // No larger than the file: a small letter's read costs no 1 MiB buffer.
+        var piece = [UInt8](repeating: 0, count: max(1, min(size, 1 << 20)))
         var offset = 0
         while true {
             let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
