@@ -44,31 +44,49 @@ public final class MIMEMessage {
     /// A regular file is streamed from disk; a pipe is read into memory, at
     /// most ``ParseOptions/maxSize`` bytes.
     public static func parse(fileDescriptor fd: Int32, options: ParseOptions = .standard) throws -> MIMEMessage {
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
-        if (info.st_mode & S_IFMT) == S_IFREG {
-            guard Int(info.st_size) <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
-            try HeaderScan.refuseNUL(inFile: fd, size: Int(info.st_size))
-            let own = dup(fd)
-            guard own >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
-            GMimeLibrary.initialise()
-            let stream = g_mime_stream_fs_new(own)!  // owns `own` and closes it
+        switch try Source(fd, options: options, mbox: false) {
+        case .file(let stream):
             defer { g_object_unref(stream) }
             return try parse(stream: stream, options: options)
+        case .bytes(let bytes):
+            return try parse(bytes, options: options)
         }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw MIMEError(.io(String(cString: strerror(errno))))
+    }
+
+    /// Where a message is read from: a regular file as a GMime stream bounded
+    /// to the size that was checked (a file that grows meanwhile is read no
+    /// further), or anything else read into memory, at most `maxSize` bytes.
+    enum Source {
+        case file(UnsafeMutablePointer<GMimeStream>)  // the caller releases it
+        case bytes([UInt8])
+
+        init(_ fd: Int32, options: ParseOptions, mbox: Bool) throws {
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+            if (info.st_mode & S_IFMT) == S_IFREG {
+                let size = Int(info.st_size)
+                guard size <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+                try HeaderScan.refuseNUL(inFile: fd, size: size, mbox: mbox)
+                let own = dup(fd)
+                guard own >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+                GMimeLibrary.initialise()
+                self = .file(g_mime_stream_fs_new_with_bounds(own, 0, gint64(size))!)  // owns `own` and closes it
+                return
             }
-            if count == 0 { break }
-            bytes += chunk[..<count]
-            guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 64 << 10)
+            while true {
+                let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw MIMEError(.io(String(cString: strerror(errno))))
+                }
+                if count == 0 { break }
+                bytes += chunk[..<count]
+                guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+            }
+            self = .bytes(bytes)
         }
-        return try parse(bytes, options: options)
     }
 
     /// Splits an mbox file into messages (`GMIME_FORMAT_MBOX`).
@@ -91,29 +109,21 @@ public final class MIMEMessage {
     }
 
     /// The same for the mbox file at `path`, read from disk as it is parsed:
-    /// neither the file nor its messages are ever held whole.
+    /// neither the file nor its messages are ever held whole (a pipe given
+    /// by name is read into memory, at most `maxSize` bytes).
     public static func forEachInMbox(contentsOf path: String, options: ParseOptions = .standard,
                                      _ body: (MIMEMessage) throws -> Void) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            close(fd)
-            throw MIMEError(.io(String(cString: strerror(errno))))
+        defer { close(fd) }
+        switch try Source(fd, options: options, mbox: true) {
+        case .file(let stream):
+            defer { g_object_unref(stream) }
+            // Every part read now: a file is not kept open for later.
+            try forEachInMbox(stream: stream, persist: false, options: options, body)
+        case .bytes(let bytes):
+            try forEachInMbox(bytes, options: options, body)
         }
-        guard Int(info.st_size) <= options.maxSize else {
-            close(fd)
-            throw MIMEError(.tooLarge(limit: options.maxSize))
-        }
-        do { try HeaderScan.refuseNUL(inFile: fd, size: Int(info.st_size), mbox: true) } catch {
-            close(fd)
-            throw error
-        }
-        GMimeLibrary.initialise()
-        let stream = g_mime_stream_fs_new(fd)!  // owns fd and closes it
-        defer { g_object_unref(stream) }
-        // Every part read now: a file is not kept open for later.
-        try forEachInMbox(stream: stream, persist: false, options: options, body)
     }
 
     private static func forEachInMbox(stream: UnsafeMutablePointer<GMimeStream>, persist: Bool, options: ParseOptions,
@@ -123,21 +133,19 @@ public final class MIMEMessage {
         g_mime_parser_set_persist_stream(parser, persist ? 1 : 0)
         g_mime_parser_set_format(parser, GMIME_FORMAT_MBOX)
         var count = 0
-        do {
-            while g_mime_parser_eos(parser) == 0 {
-                let collector = IssueCollector()
-                guard let raw = collector.withParserOptions({ g_mime_parser_construct_message(parser, $0) }) else {
-                    // Input is left but no message could be made of it: say so
-                    // rather than drop the rest of the mailbox.
-                    if g_mime_parser_eos(parser) == 0 && count > 0 { throw MIMEError(.notParsable) }
-                    break
-                }
-                let message = MIMEMessage(taking: raw)
-                message.parseIssues = collector.issues
-                try message.checkLimits(options)
-                count += 1
-                try body(message)
+        while g_mime_parser_eos(parser) == 0 {
+            let collector = IssueCollector()
+            guard let raw = collector.withParserOptions({ g_mime_parser_construct_message(parser, $0) }) else {
+                // Input is left but no message could be made of it: say so
+                // rather than drop the rest of the mailbox.
+                if g_mime_parser_eos(parser) == 0 && count > 0 { throw MIMEError(.notParsable) }
+                break
             }
+            let message = MIMEMessage(taking: raw)
+            message.parseIssues = collector.issues
+            try message.checkLimits(options)
+            count += 1
+            try body(message)
         }
     }
 
@@ -301,17 +309,21 @@ extension MailAddress {
 /// begins with `--` (a boundary, as far as can be told before parsing), and
 /// in a mailbox every `From ` line; it ends at the first empty line.
 enum HeaderScan {
-    /// The same for a regular file, read through a private mapping.
+    /// Like ``refuseNUL(in:mbox:)`` for the first `size` bytes of a regular file: read in pieces to
+    /// find whether there is a NUL at all, and only then mapped to place it.
     static func refuseNUL(inFile fd: Int32, size: Int, mbox: Bool = false) throws {
         guard size > 0 else { return }
         // Nearly all mail has no NUL at all: looked for in pieces first, so
         // that a large file is not mapped (its pages would count as ours).
-        var piece = [UInt8](repeating: 0, count: 1 << 20)
+        var piece = [UInt8](repeating: 0, count: min(size, 1 << 20))
         var offset = 0, sawNUL = false
         while offset < size && !sawNUL {
             let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw MIMEError(.io(String(cString: strerror(errno))))
+            }
+            if count == 0 { break }
             sawNUL = piece.withUnsafeBytes { memchr($0.baseAddress!, 0, count) != nil }
             offset += count
         }

@@ -70,8 +70,9 @@ public struct PipelineOptions: Sendable {
     public var publisher: (any SpanPublisher)?
     /// How long a published reading page lives, in seconds (nil: the server's default).
     public var readingLifetime: Int?
-    /// Letters larger than this many bytes stay in a private spool file
-    /// instead of memory (see ``WrittenCopy/forEachPiece(_:)``).
+    /// Every letter's ciphertext is written to a private spool file; one of
+    /// more than this many bytes that is 7-bit clean stays there instead of
+    /// being read into memory (see ``WrittenCopy/forEachPiece(_:)``).
     public var spoolAbove: Int = 8 << 20
 
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
@@ -460,22 +461,26 @@ public struct MailPipeline: Sendable {
 
     /// True when every byte is 7-bit, not NUL or a lone CR, and every line is at most 998 bytes long.
     static func isShortLineASCII(_ spool: Spool) throws -> Bool {
+        struct Unclean: Error {}
         var clean = true, lineLength = 0, previous: UInt8 = 0
-        try spool.forEachPiece { piece in
-            guard clean else { return }
-            for byte in piece {
-                if byte == 10 {
-                    lineLength = 0
-                } else {
-                    // A CR must end its line; it does not count towards the length.
-                    if previous == 13 { clean = false; return }
-                    if byte != 13 { lineLength += 1 }
-                    if byte >= 0x80 || byte == 0 || lineLength > 998 { clean = false; return }
+        do {
+            try spool.forEachPiece { piece in
+                for byte in piece {
+                    if byte == 10 {
+                        lineLength = 0
+                    } else {
+                        // A CR must end its line; it does not count towards the length.
+                        if previous == 13 || byte >= 0x80 || byte == 0 { throw Unclean() }
+                        if byte != 13 { lineLength += 1 }
+                        if lineLength > 998 { throw Unclean() }
+                    }
+                    previous = byte
                 }
-                previous = byte
             }
+        } catch is Unclean {
+            clean = false  // read no further
         }
-        return clean
+        return clean && previous != 13
     }
 
     /// `bytes` with every Bcc and Resent-Bcc header field taken out (and

@@ -32,7 +32,7 @@ extension Redactor {
             if let place = check(entity.headers, name + " ") { return place }
             if let embedded = entity.embeddedMessage, let place = check(embedded.headers, name + " ") { return place }
             if [entity.prologue, entity.epilogue].contains(where: { $0.map(hasMarkers) ?? false }) { return name }
-            if contentHasMarkers(entity) { return name + " (\(entity.contentType))" }
+            if let finding = contentFinding(entity) { return name + " (\(entity.contentType)\(finding))" }
         }
         var search = MarkerSearch(self, encodings: false)
         // What cannot be read cannot be shown to be clean.
@@ -41,14 +41,15 @@ extension Redactor {
         return nil
     }
 
-    /// Markers in the decoded content of a leaf, read as UTF-8, Latin-1 or
-    /// UTF-16 (either byte order). Content that cannot be read counts as
-    /// holding one: it cannot be shown to be clean.
-    private func contentHasMarkers(_ entity: MIMEEntity) -> Bool {
-        guard entity.kind == .leaf else { return false }
+    /// Whether the decoded content of a leaf, read as UTF-8, Latin-1 or
+    /// UTF-16 (either byte order), holds a marker: nil when not, "" when it
+    /// does, and ", not readable" for content that cannot be read, which
+    /// cannot be shown to be clean and so counts as holding one.
+    private func contentFinding(_ entity: MIMEEntity) -> String? {
+        guard entity.kind == .leaf else { return nil }
         var search = MarkerSearch(self, encodings: true)
-        guard entity.forEachContentPiece({ search.feed($0) }) else { return true }
-        return search.finish()
+        guard entity.forEachContentPiece({ search.feed($0) }) else { return ", not readable" }
+        return search.finish() ? "" : nil
     }
 
     /// Looks for either marker in bytes that arrive in pieces. Markers of

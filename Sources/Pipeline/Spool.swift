@@ -9,7 +9,8 @@ public struct StreamingError: Error, Sendable, CustomStringConvertible {
 
 /// A private temporary file (0600 in `$TMPDIR`, else /tmp) whose name is
 /// removed as soon as it is made: nothing else can open it, and it is gone
-/// when closed, even if the process dies. Large letters' ciphertext waits here instead of in memory.
+/// when closed, even if the process dies. Letters' ciphertext is written
+/// here; a large one stays here instead of in memory.
 public final class Spool: @unchecked Sendable {
     // @unchecked: the descriptor is only read with pread, which keeps no position.
     let fd: Int32

@@ -153,37 +153,31 @@ func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     return lower.count == 1 ? lower.first! : scalar
 }
 
-/// The first index at which `needle` (folded) occurs in `haystack`, each of
-/// whose scalars is folded as it is compared, at or after `from`.
-func find(_ needle: [Unicode.Scalar], in haystack: [Unicode.Scalar], from: Int) -> Int? {
-    guard let first = needle.first, haystack.count >= needle.count else { return nil }
+/// The first index at or after `from` at which `needle` (folded) occurs in
+/// `haystack`, each of whose scalars is folded as it is compared.
+func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Index) -> C.Index?
+    where C.Element == Unicode.Scalar {
+    guard let first = needle.first else { return nil }
+    // A needle starting with ASCII other than k (the Kelvin sign folds to k)
+    // cannot start at a non-ASCII scalar: no Unicode look-up for those.
+    let asciiFirst = first.value < 0x80 && first != "k"
     var index = from
-    let last = haystack.count - needle.count
-    while index <= last {
-        if fold(haystack[index]) == first {
-            var k = 1
-            while k < needle.count && fold(haystack[index + k]) == needle[k] { k += 1 }
+    while index < haystack.endIndex {
+        let scalar = haystack[index]
+        if !(asciiFirst && scalar.value >= 0x80) && fold(scalar) == first {
+            var probe = haystack.index(after: index), k = 1
+            while k < needle.count, probe < haystack.endIndex, fold(haystack[probe]) == needle[k] {
+                probe = haystack.index(after: probe)
+                k += 1
+            }
             if k == needle.count { return index }
         }
-        index += 1
+        index = haystack.index(after: index)
     }
     return nil
 }
 
 /// True when `needle` (folded) occurs in `text`, read scalar by scalar in place.
 func contains(_ needle: [Unicode.Scalar], in text: String.UnicodeScalarView) -> Bool {
-    guard let first = needle.first else { return false }
-    var index = text.startIndex
-    while index < text.endIndex {
-        if fold(text[index]) == first {
-            var probe = text.index(after: index), k = 1
-            while k < needle.count, probe < text.endIndex, fold(text[probe]) == needle[k] {
-                probe = text.index(after: probe)
-                k += 1
-            }
-            if k == needle.count { return true }
-        }
-        index = text.index(after: index)
-    }
-    return false
+    find(needle, in: text, from: text.startIndex) != nil
 }

@@ -91,17 +91,31 @@ func fail(_ message: String, status: ExitStatus) -> Never {
     exit(status.rawValue)
 }
 
-/// Reads a whole input file, or standard input for `-`.
-func readInput(_ path: String) throws -> [UInt8] {
-    if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
-    // A named pipe or /dev/stdin too, but not a folder.
-    var info = stat()
-    guard stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR, let handle = FileHandle(forReadingAtPath: path),
-          let data = try? handle.readToEnd() else {
-        throw CommandFailure("cannot read \(path)", status: .noInput)
+/// Reads a whole input file, or standard input for `-`. With `limit`, input
+/// longer than that is refused as too large, and not read further.
+func readInput(_ path: String, limit: Int? = nil) throws -> [UInt8] {
+    let handle: FileHandle
+    if path == "-" {
+        handle = .standardInput
+    } else {
+        // A named pipe or /dev/stdin too, but not a folder.
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR, let opened = FileHandle(forReadingAtPath: path) else {
+            throw CommandFailure("cannot read \(path)", status: .noInput)
+        }
+        handle = opened
     }
-    try? handle.close()
-    return Array(data)
+    defer { if path != "-" { try? handle.close() } }
+    var bytes: [UInt8] = []
+    while true {
+        let chunk: Data?
+        do { chunk = try handle.read(upToCount: 1 << 20) } catch {
+            throw CommandFailure("cannot read \(path)", status: .noInput)
+        }
+        guard let chunk, !chunk.isEmpty else { return bytes }  // the end; empty input is no error here
+        bytes += chunk
+        if let limit, bytes.count > limit { throw MIMEError(.tooLarge(limit: limit)) }
+    }
 }
 
 /// Writes `bytes` to the file at `path`, or standard output for nil or `-`.

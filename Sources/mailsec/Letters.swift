@@ -77,8 +77,9 @@ extension PostcardExtension: ExpressibleByArgument {}
 /// is parsed as it is read, never held whole twice over; anything else
 /// (standard input, a pipe given by name) is read into memory first.
 func readMessage(_ path: String, maxSize: Int? = nil) throws -> MIMEMessage {
-    guard isRegularFile(path) else { return try MIMEMessage.parse(readInput(path), options: parseOptions(maxSize)) }
-    return try MIMEMessage.parse(contentsOf: path, options: parseOptions(maxSize))
+    let options = parseOptions(maxSize)
+    guard isRegularFile(path) else { return try MIMEMessage.parse(readInput(path, limit: options.maxSize), options: options) }
+    return try MIMEMessage.parse(contentsOf: path, options: options)
 }
 
 /// True for a readable regular file (not `-`, a pipe or a folder).
@@ -206,22 +207,24 @@ struct Encrypt: ParsableCommand {
     func run() throws {
         let pipeline = try policy.pipeline(global, reading: reading)
         // The bytes as they came are needed only for a mail that is encrypted
-        // already (it goes out unchanged); a large mail is not held twice.
+        // already (it goes out unchanged). A file is then read again and checked
+        // again (it may have been replaced meanwhile: plaintext must not pass as
+        // encrypted); standard input or a pipe, which cannot be read twice, is
+        // read into memory once and parsed from there. A large file is never
+        // held twice.
+        let options = parseOptions(maxSize)
         var parsed: MIMEMessage, original: [UInt8]?
         if isRegularFile(message) {
             parsed = try readMessage(message, maxSize: maxSize)
             if MailPipeline.isEncrypted(parsed) {
-                // Read again to go out unchanged, and checked again: the file may
-                // have been replaced meanwhile, and plaintext must not pass as encrypted.
-                let input = try readInput(message)
-                parsed = try MIMEMessage.parse(input, options: parseOptions(maxSize))
+                let input = try readInput(message, limit: options.maxSize)
+                parsed = try MIMEMessage.parse(input, options: options)
                 original = MailPipeline.isEncrypted(parsed) ? input : nil
-            } else {
-                original = nil
             }
         } else {
-            let input = try readInput(message)
-            (parsed, original) = (try MIMEMessage.parse(input, options: parseOptions(maxSize)), input)
+            let input = try readInput(message, limit: options.maxSize)
+            parsed = try MIMEMessage.parse(input, options: options)
+            original = input
         }
         let prepared = try pipeline.prepare(parsed, original: original, envelopeSender: policy.from)
         let passwordFile = prepared.publishesSpans ? try reading.openPasswordFile() : nil

@@ -136,7 +136,7 @@ struct CLITests {
         }
     }
 
-    @Test("encrypt reads a file by name, and a pipe by name; an encrypted mail goes out unchanged either way; parts without content warn nothing")
+    @Test("encrypt reads a file by name, and a pipe by name; an encrypted mail goes out unchanged either way; parts without content warn nothing; empty and oversized input")
     func encryptFromFiles() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
             // A letter, made first, is the encrypted mail to pass on.
@@ -180,6 +180,16 @@ struct CLITests {
             let folder = try mailsec(["encrypt", "--out", home.path + "/none", home.path], home: home)
             #expect(folder.status == 66)
             expectOneLine(folder)
+            // An empty file can be read: it is just not a message (65, not 66).
+            FileManager.default.createFile(atPath: home.path + "/empty.eml", contents: Data())
+            let empty = try mailsec(["redact", home.path + "/empty.eml"], home: home)
+            #expect(empty.status == 65, "\(empty.errors)")
+            expectOneLine(empty)
+            // Standard input past --max-size is refused without being read whole.
+            let large = Array("From: a@example.org\nTo: b@example.org\n\n".utf8) + [UInt8](repeating: 65, count: 2 << 20)
+            let tooLarge = try mailsec(["redact", "--max-size", "1", "-"], input: large, home: home)
+            #expect(tooLarge.status == 65)
+            #expect(tooLarge.errors.contains("larger than the limit"), "\(tooLarge.errors)")
         }
     }
 

@@ -61,6 +61,7 @@ struct LargeLetterTests {
         #expect(!(try MailPipeline.isShortLineASCII(spool(armor + [UInt8](repeating: 65, count: 999) + [10]))))
         #expect(!(try MailPipeline.isShortLineASCII(spool(Array("a\rb\n".utf8)))))
         #expect(!(try MailPipeline.isShortLineASCII(spool([65, 0, 10]))))
+        #expect(!(try MailPipeline.isShortLineASCII(spool(armor + [13]))), "a CR as the very last byte")
     }
 
     @Test("a small letter stays in memory")
