@@ -83,9 +83,9 @@ public enum Letter {
                             outerSubject: String = "...") throws -> MIMEMessage {
         guard !recipients.isEmpty else { throw LetterError(.noRecipients) }
         let draft = try self.draft(message, outside: outside, outerSubject: outerSubject)
-        let ciphertext = try gnupg.encrypt(draft.inner.canonicalBytes(), to: recipients, signer: signer,
-                                           hideRecipients: hideRecipients)
-        return try assemble(draft, ciphertext: ciphertext, autocrypt: autocrypt)
+        let ciphertext = try Spool()
+        try encrypt(draft, to: recipients, signer: signer, using: gnupg, into: ciphertext.fd, hideRecipients: hideRecipients)
+        return try assemble(draft, ciphertext: try ciphertext.bytes(), autocrypt: autocrypt)
     }
 
     /// The first half of ``seal(_:outside:to:signer:using:hideRecipients:autocrypt:outerSubject:)``:
@@ -127,7 +127,13 @@ public enum Letter {
         guard pipe(&ends) == 0 else { throw StreamingError(description: "cannot make a pipe") }
         // Not inherited by gpg: its stdin must see the end of the body when the writer closes.
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        let writer = BodyWriter(draft.inner, into: ends[1])
+        // The body is used by the writing thread alone until `wait()` returns.
+        // It shares content streams with the mail and its other copies
+        // (copySharingContent), so nothing else may touch GMime objects of this
+        // mail meanwhile: letters are encrypted one at a time, and this thread
+        // only waits for GPGME.
+        let inner = draft.inner, writeEnd = ends[1]
+        let writer = Background { try inner.writeCanonicalForm(to: writeEnd) }  // closes writeEnd
         let result = Result { try gnupg.encrypt(from: ends[0], to: output, recipients: recipients, signer: signer,
                                                 hideRecipients: hideRecipients) }
         // A writer still waiting on gpg (which failed) now gets EPIPE and ends
@@ -138,32 +144,6 @@ public enum Letter {
         if case .failure = written {
             // gpg saw the end of a cut-off body: its ciphertext must not be used.
             throw StreamingError(description: "the letter's body could not be written in full")
-        }
-    }
-
-    /// Writes an entity's canonical form into a pipe on a thread of its own.
-    private final class BodyWriter: @unchecked Sendable {
-        // @unchecked: the entity is used by the writing thread alone until
-        // `wait()` returns; `outcome` is written before `done` is signalled.
-        // The entity shares content streams with the mail and its other
-        // copies (copySharingContent), so nothing else may touch GMime
-        // objects of this mail meanwhile: letters are encrypted one at a time,
-        // and the thread that waits here does nothing else.
-        private let entity: MIMEEntity
-        private var outcome: Result<Void, any Error> = .success(())
-        private let done = DispatchSemaphore(value: 0)
-
-        init(_ entity: MIMEEntity, into fd: Int32) {
-            self.entity = entity
-            Thread.detachNewThread { [self] in
-                outcome = Result { try self.entity.writeCanonicalForm(to: fd) }  // closes fd
-                done.signal()
-            }
-        }
-
-        func wait() -> Result<Void, any Error> {
-            done.wait()
-            return outcome
         }
     }
 

@@ -360,7 +360,7 @@ public struct MailPipeline: Sendable {
                              exporting exported: Key?, censored: () throws -> MIMEMessage) throws -> [WrittenCopy] {
         let plan = prepared.plan
         // First the letters' drafts, on this thread: GMime objects stay on one thread.
-        var drafts: [Int: (draft: Letter.Draft, keys: [Key])] = [:]
+        var drafts: [Int: (draft: Letter.Draft, keys: [Key], signer: Key)] = [:]
         var letterSource: MIMEMessage?
         for (index, planned) in plan.copies.enumerated() where planned.kind == .letter {
             guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
@@ -371,7 +371,7 @@ public struct MailPipeline: Sendable {
             }
             if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
             drafts[index] = (try Letter.draft(letterSource!, outside: plan.hasMarkedSpans ? try censored() : letterSource,
-                                              outerSubject: options.outerSubject), keys)
+                                              outerSubject: options.outerSubject), keys, signer)
         }
 
         // Then the GnuPG work: the key export for Autocrypt runs beside the
@@ -381,19 +381,17 @@ public struct MailPipeline: Sendable {
         // loser sleeps 250 ms (found by scripts/bench). Each letter's body
         // streams into gpg and its ciphertext into a spool file.
         let gnupg = self.gnupg
-        var exportWork: (@Sendable () throws -> [UInt8])?
-        if let exported { exportWork = { try gnupg.exportKeys([exported], armored: false, minimal: true) } }
-        let export = Concurrently.Background(exportWork)
+        let export = Background(exported.map { key in { try gnupg.exportKeys([key], armored: false, minimal: true) } })
         var ciphertexts: [Int: Spool] = [:]
         do {
             for index in drafts.keys.sorted() {
-                let (draft, keys) = drafts[index]!
+                let (draft, keys, signer) = drafts[index]!
                 let spool = try Spool()
                 do {
-                    try Letter.encrypt(draft, to: keys, signer: prepared.signingKey!, using: gnupg, into: spool.fd)
+                    try Letter.encrypt(draft, to: keys, signer: signer, using: gnupg, into: spool.fd)
                 } catch let error as GPGMEError where error.code == .noSecretKey || error.code == .unusableSecretKey {
                     // The signer's public key was listed, but GnuPG holds no usable secret part.
-                    throw PipelineError(.noSigningKey(prepared.signingKey!.fingerprint))
+                    throw PipelineError(.noSigningKey(signer.fingerprint))
                 }
                 ciphertexts[index] = spool
             }
@@ -424,7 +422,7 @@ public struct MailPipeline: Sendable {
                 copies.append(WrittenCopy(kind: .unchanged, recipients: addresses, fingerprints: [],
                                           envelopeSender: prepared.envelopeSender, bytes: bytes))
             case .letter:
-                let (draft, keys) = drafts[index]!
+                let (draft, keys, _) = drafts[index]!
                 copies.append(WrittenCopy(kind: .letter, recipients: addresses, fingerprints: keys.map(\.fingerprint),
                                           envelopeSender: prepared.envelopeSender,
                                           content: try letterContent(draft, ciphertext: ciphertexts[index]!, autocrypt: autocrypt)))
