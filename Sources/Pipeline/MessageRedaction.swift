@@ -13,43 +13,46 @@ extension Redactor {
     /// handled on their own).
     static let partStructuralHeaders: Set<String> = structuralHeaders.union(["content-disposition"])
 
-    /// Where a marker still stands in `message`, looking everywhere a reader
-    /// could look: every header field (raw and decoded), preambles and
-    /// epilogues, and the decoded content of every part read as UTF-8,
-    /// Latin-1 and UTF-16 (either byte order), and the message as written.
-    /// nil when there is none. A censored postcard must give nil.
-    ///
-    /// Content and the written message are read in pieces, so a large
-    /// attachment is never held whole (with markers of plain ASCII, the usual
-    /// case; other markers need each part's text whole).
-    public func remainingMarker(in message: MIMEMessage) -> String? {
-        func check(_ headers: [Header], _ prefix: String) -> String? {
-            headers.first { hasMarkers($0.value) || hasMarkers($0.rawValue) }.map { prefix + $0.name }
-        }
-        if let place = check(message.headers, "") { return place }
-        for (path, entity) in message.body?.walk() ?? [] {
-            let name = "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: "."))
-            if let place = check(entity.headers, name + " ") { return place }
-            if let embedded = entity.embeddedMessage, let place = check(embedded.headers, name + " ") { return place }
-            if [entity.prologue, entity.epilogue].contains(where: { $0.map(hasMarkers) ?? false }) { return name }
-            if let finding = contentFinding(entity) { return name + " (\(entity.contentType)\(finding))" }
-        }
-        var search = MarkerSearch(self, encodings: false)
-        // What cannot be read cannot be shown to be clean.
-        guard (try? message.write { search.feed($0) }) != nil else { return "the message (not readable)" }
-        if search.finish() { return "the message" }
-        return nil
+    /// What reading a message every way found (see ``MessageReadings``).
+    public struct ReadingsFinding: Sendable {
+        /// Where a marker shows in some reading (`part 1.2 (text/html)`,
+        /// `Subject`); nil when in none.
+        public let marker: String?
+        /// Places that cannot be read with certainty; in a mail with marked
+        /// spans each makes the mail refused.
+        public let uncertain: [String]
     }
 
-    /// Whether the decoded content of a leaf, read as UTF-8, Latin-1 or
-    /// UTF-16 (either byte order), holds a marker: nil when not, "" when it
-    /// does, and ", not readable" for content that cannot be read, which
-    /// cannot be shown to be clean and so counts as holding one.
-    private func contentFinding(_ entity: MIMEEntity) -> String? {
-        guard entity.kind == .leaf else { return nil }
-        var search = MarkerSearch(self, encodings: true)
-        guard entity.forEachContentPiece({ search.feed($0) }) else { return ", not readable" }
-        return search.finish() ? "" : nil
+    /// Reads `message` every way a recipient's software may read it (every
+    /// header field and parameter decoded every way, every body in every
+    /// transfer encoding and charset its fields allow, every `message/*`
+    /// part, HTML with its references and escapes decoded, flowed and folded
+    /// lines joined, invisible characters inside markers passed over, and the
+    /// message as written) and says where a marker shows and what cannot be
+    /// read with certainty.
+    public func readings(of message: MIMEMessage) -> ReadingsFinding {
+        var marker: String?
+        let uncertain = MessageReadings.read(message) { place, content in
+            guard marker == nil else { return }
+            switch content {
+            case .text(let text, let media):
+                if hasMarkersInAnyRendering(text, type: media.type, subtype: media.subtype, parameters: media.parameters) {
+                    marker = place
+                }
+            case .pieces(let asText, let feed):
+                var search = MarkerSearch(self, encodings: asText)
+                // What cannot be read cannot be shown to be clean.
+                if !feed({ search.feed($0) }) { marker = place + " (not readable)" } else if search.finish() { marker = place }
+            }
+        }
+        return ReadingsFinding(marker: marker, uncertain: uncertain)
+    }
+
+    /// Where a marker still stands in `message` in any of its readings
+    /// (``readings(of:)``); nil when there is none. A censored postcard must
+    /// give nil.
+    public func remainingMarker(in message: MIMEMessage) -> String? {
+        readings(of: message).marker
     }
 
     /// Looks for either marker in bytes that arrive in pieces. Markers of

@@ -196,35 +196,6 @@ enum HTMLToken {
     }
 }
 
-/// Resolves `&name;`, `&#NN;` and `&#xHH;` references; unknown ones stay.
-func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
-    let named: [String: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": "\u{A0}"]
-    let s = Array(raw.unicodeScalars)
-    var out: [Unicode.Scalar] = []
-    var index = 0
-    while index < s.count {
-        if s[index] == "&", let semicolon = s[index...].prefix(12).firstIndex(of: ";") {
-            let body = String(String.UnicodeScalarView(s[(index + 1)..<semicolon]))
-            var value: Unicode.Scalar?
-            if body.hasPrefix("#x") || body.hasPrefix("#X") {
-                value = UInt32(body.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init)
-            } else if body.hasPrefix("#") {
-                value = UInt32(body.dropFirst(1)).flatMap(Unicode.Scalar.init)
-            } else {
-                value = named[body.lowercased()]
-            }
-            if let value {
-                out.append(value)
-                index = semicolon + 1
-                continue
-            }
-        }
-        out.append(s[index])
-        index += 1
-    }
-    return out
-}
-
 extension Redactor {
     /// The readable text of an HTML document cut at its marked spans, for a
     /// reading page: character data with entities resolved, a line break for

@@ -1,0 +1,222 @@
+internal import CGMime
+internal import CMailsecShims
+import Foundation
+
+/// One reading of a piece of a message.
+package enum ReadingContent {
+    /// A header field's value, a preamble or epilogue, or a body decoded one
+    /// way (transfer encoding and charset), to be rendered as `media`
+    /// (`text/plain` for header fields).
+    case text(String, media: ContentType)
+    /// Content read in pieces, never whole (a large attachment, the message
+    /// as written): the bytes as they are, for a search that reads them in
+    /// several encodings. The closure feeds the pieces and returns false
+    /// when the content cannot be read.
+    /// `asText`: the bytes are content a reader may show as text in any
+    /// encoding (else the message as written, read as it stands).
+    case pieces(asText: Bool, (_ body: (UnsafeRawBufferPointer) -> Void) -> Bool)
+}
+
+/// Every reading a lenient reader may take of a message: every header field
+/// of every part and of every embedded message (raw, RFC 2047 decoded every
+/// way, each RFC 2231 parameter put together), every body in every transfer
+/// encoding and charset that its header fields allow (a duplicate
+/// Content-Type or Content-Transfer-Encoding gives a reading for each),
+/// every `message/*` part and `multipart/digest` child read as a message,
+/// preambles, epilogues, and the message as written.
+///
+/// Places that cannot be read with certainty are collected: a charset iconv
+/// does not know, a transfer encoding no reader can be relied on to decode,
+/// content GMime cannot decode, and fields that readers resolve differently
+/// (two different Content-Type or Content-Transfer-Encoding fields).
+package struct MessageReadings {
+    /// Places (`part 1.2 (text/plain) Content-Type charset`) that cannot be read with certainty.
+    package private(set) var uncertain: [String] = []
+    private let visit: (String, ReadingContent) -> Void
+    private var depth = 0
+    private static let maxDepth = 24
+    /// Text parts up to this size are read whole in every transfer encoding
+    /// and charset; larger ones are searched in pieces as their bytes.
+    package static let wholeTextLimit = 256 << 20
+
+    private init(_ visit: @escaping (String, ReadingContent) -> Void) { self.visit = visit }
+
+    /// Calls `visit` with each reading of `message` and its place; returns the
+    /// places that cannot be read with certainty.
+    @discardableResult
+    package static func read(_ message: MIMEMessage, _ visit: (String, ReadingContent) -> Void) -> [String] {
+        withoutActuallyEscaping(visit) { visit in
+            var walker = MessageReadings(visit)
+            walker.message(message, prefix: "")
+            visit("the message", .pieces(asText: false) { body in (try? message.write { body($0) }) != nil })
+            return walker.uncertain
+        }
+    }
+
+    private static let plain = ContentType(type: "text", subtype: "plain", parameters: [:])
+
+    private mutating func note(_ place: String) {
+        if !uncertain.contains(place) { uncertain.append(place) }
+    }
+
+    private mutating func fields(_ headers: [Header], prefix: String) {
+        for header in headers {
+            let place = prefix + header.name
+            visit(place, .text(header.value, media: Self.plain))
+            let (readings, unsure) = FieldReadings.readings(header.rawValue)
+            for reading in readings { visit(place + reading.suffix, .text(reading.text, media: Self.plain)) }
+            for suffix in unsure { note(place + suffix) }
+        }
+    }
+
+    private mutating func message(_ message: MIMEMessage, prefix: String) {
+        guard depth < Self.maxDepth else { note(prefix + "(nested too deep)"); return }
+        depth += 1
+        defer { depth -= 1 }
+        fields(message.headers, prefix: prefix)
+        if let body = message.body { entity(body, path: [], prefix: prefix, inDigest: false) }
+    }
+
+    private mutating func entity(_ entity: MIMEEntity, path: [Int], prefix: String, inDigest: Bool) {
+        let type = entity.contentType
+        let name = prefix + "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: ".")) + " (\(type))"
+        let headers = entity.headers
+        fields(headers, prefix: name + " ")
+        if ambiguous(entity, headers: headers, name: name, inDigest: inDigest) { return }
+        switch entity.kind {
+        case .multipart:
+            for text in [entity.prologue, entity.epilogue].compactMap({ $0 }) { visit(name + " preamble or epilogue", .text(text, media: Self.plain)) }
+            let digest = type.is("multipart", "digest")
+            for (index, child) in entity.children.enumerated() {
+                self.entity(child, path: path + [index], prefix: prefix, inDigest: digest)
+            }
+        case .message:
+            if let embedded = entity.embeddedMessage { message(embedded, prefix: name + " ") }
+        case .leaf:
+            leaf(entity, type: type, headers: headers, name: name, inDigest: inDigest)
+        }
+    }
+
+    /// Two different Content-Type or Content-Transfer-Encoding fields: readers
+    /// differ in which wins, so the part is read with each (parsed anew with
+    /// only that one), and it counts as not readable with certainty. True
+    /// when so (the part is then read here).
+    private mutating func ambiguous(_ entity: MIMEEntity, headers: [Header], name: String, inDigest: Bool) -> Bool {
+        func values(_ field: String) -> [String] {
+            var seen: [String] = []
+            for header in headers where header.name.lowercased() == field {
+                let value = FieldReadings.unfolded(header.rawValue).trimmingCharacters(in: .whitespaces)
+                if !seen.contains(where: { $0.lowercased() == value.lowercased() }) { seen.append(value) }
+            }
+            return seen
+        }
+        let types = values("content-type"), encodings = values("content-transfer-encoding")
+        guard types.count > 1 || encodings.count > 1 else { return false }
+        note(name + (types.count > 1 ? " (two Content-Type fields)" : " (two Content-Transfer-Encoding fields)"))
+        let written = entity.serialize()
+        guard let blank = Self.bodyStart(written) else { return false }
+        let body = Array(written[blank...])
+        for (typeIndex, contentType) in (types.isEmpty ? [""] : types).prefix(4).enumerated() {
+            for encoding in (encodings.isEmpty ? [""] : encodings).prefix(4) {
+                var head = ""
+                if !contentType.isEmpty { head += "Content-Type: " + contentType + "\n" }
+                if !encoding.isEmpty { head += "Content-Transfer-Encoding: " + encoding + "\n" }
+                guard let (alternative, _) = try? MIMEEntity.parse(Array((head + "\n").utf8) + body) else { continue }
+                self.entity(alternative, path: [], prefix: name + " read as Content-Type #\(typeIndex + 1) ", inDigest: inDigest)
+            }
+        }
+        return false
+    }
+
+    /// Where the body starts in a written entity: after the first empty line.
+    static func bodyStart(_ bytes: [UInt8]) -> Int? {
+        var index = 0
+        var lineStart = true
+        while index < bytes.count {
+            if lineStart && bytes[index] == 10 { return index + 1 }
+            if lineStart && bytes[index] == 13 && index + 1 < bytes.count && bytes[index + 1] == 10 { return index + 2 }
+            lineStart = bytes[index] == 10
+            index += 1
+        }
+        return nil
+    }
+
+    /// True for content a reader shows as text: `text/*`, anything that
+    /// names a charset, markup, JSON, scripts, calendars, and `message/*`.
+    static func isTextLike(_ type: ContentType) -> Bool {
+        type.type == "text" || type.type == "message" || type.parameters["charset"] != nil
+            || ["xml", "html", "json", "javascript", "ecmascript", "ics", "calendar", "csv", "x-sh"].contains { type.subtype.contains($0) }
+    }
+
+    private mutating func leaf(_ entity: MIMEEntity, type: ContentType, headers: [Header], name: String, inDigest: Bool) {
+        // The decoded content, read in pieces in several encodings (also what
+        // a large part is left at).
+        visit(name, .pieces(asText: true) { body in entity.forEachContentPiece(body) })
+        let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
+        let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue) } ?? ""
+        let isMessage = type.type == "message"
+            || (inDigest && !headers.contains { $0.name.lowercased() == "content-type" })
+        guard Self.isTextLike(type) || isMessage else {
+            if TransferDecoding.readings([], encoding: encoding) == nil { note(name + " (transfer encoding \(encoding.prefix(40)))") }
+            return
+        }
+        guard let raw = entity.rawContent(limit: Self.wholeTextLimit) else {
+            if TransferDecoding.readings([], encoding: encoding) == nil { note(name + " (transfer encoding \(encoding.prefix(40)))") }
+            return
+        }
+        var decodings = TransferDecoding.readings(raw, encoding: encoding)
+        if decodings == nil {
+            note(name + " (transfer encoding \(encoding.trimmingCharacters(in: .whitespaces).prefix(40)))")
+            decodings = [raw]
+        }
+        var charsets = ["UTF-8"]
+        if let declared = type.parameters["charset"] {
+            let candidates = Charsets.candidates(declared)
+            if candidates.isEmpty { note(name + " (charset \(declared.prefix(40)))") }
+            charsets = candidates
+            if !candidates.contains(where: { ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) { charsets.append("UTF-8") }
+        }
+        for bytes in decodings! {
+            for charset in charsets {
+                guard let text = Charsets.decode(bytes, charset: charset) else { continue }
+                visit(name, .text(text, media: type))
+            }
+            if isMessage {
+                // message/partial, external-body, x-…, a digest's children: their
+                // content read as a message too.
+                if let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
+                    message(embedded, prefix: name + " ")
+                }
+            }
+        }
+    }
+}
+
+extension ContentType {
+    init(type: String, subtype: String, parameters: [String: String]) {
+        self.type = type
+        self.subtype = subtype
+        self.parameters = parameters
+    }
+}
+
+extension MIMEEntity {
+    /// The content of a leaf as it stands in the message, transfer encoding
+    /// and all; nil for multiparts and messages, content larger than
+    /// `limit`, or content that cannot be read.
+    func rawContent(limit: Int) -> [UInt8]? {
+        guard mailsec_gmime_is_part(raw) != 0 else { return nil }
+        let part: UnsafeMutablePointer<GMimePart> = cast(raw)
+        guard let wrapper = g_mime_part_get_content(part) else { return [] }
+        guard let stream = g_mime_data_wrapper_get_stream(wrapper) else { return [] }
+        var bytes: [UInt8] = []
+        var tooLarge = false
+        let sink = SinkStream { piece in
+            if bytes.count + piece.count > limit { tooLarge = true } else { bytes += piece }
+        }
+        g_mime_stream_reset(stream)
+        let written = g_mime_stream_write_to_stream(stream, sink.raw)
+        g_mime_stream_reset(stream)
+        return written < 0 || tooLarge ? nil : bytes
+    }
+}
