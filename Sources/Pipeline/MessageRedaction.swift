@@ -174,7 +174,8 @@ extension Redactor {
     }
 
     /// Calls `body` with each piece of text that may carry spans; a non-nil
-    /// result replaces the text.
+    /// result replaces the text. Where readers differ, the reading that
+    /// shows a marker is the one given (and, censored, written back).
     /// The walk covers the parts of embedded messages too; only their header
     /// fields need a visit of their own.
     private func visit(_ message: MIMEMessage, prefix: String,
@@ -182,23 +183,21 @@ extension Redactor {
         try visitHeaders(message, prefix: prefix, body)
         guard let root = message.body else { return }
         for (path, entity) in root.walk() {
-            let name = "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: "."))
+            let name = prefix + "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: "."))
                 + " (\(entity.contentType))"
             if let embedded = entity.embeddedMessage {
                 try visitHeaders(embedded, prefix: name + " ", body)
             }
             // The part's own header fields (Content-Description, X- fields …).
             for header in entity.headers where !Self.partStructuralHeaders.contains(header.name.lowercased()) {
-                if let replaced = try body(header.value, name + " " + header.name, false) {
+                if let replaced = try body(markedReading(header), name + " " + header.name, false) {
                     entity.setHeader(header.name, replaced)
                 }
             }
-            if let filename = entity.filename, let replaced = try body(filename, name + " file name", false) {
-                entity.setFilename(replaced)
-            }
-            if let typeName = entity.contentType.parameters["name"],
-               let replaced = try body(typeName, name + " name", false) {
-                entity.setContentTypeParameter("name", replaced)
+            // Every parameter of Content-Type and Content-Disposition: file
+            // names (`filename` and `filename*` each), `name`, any other.
+            try entity.rewriteParameters { parameter, readings in
+                try body(readings.first(where: hasMarkers) ?? readings[0], name + " " + parameter, false)
             }
             if let prologue = entity.prologue, let replaced = try body(prologue, name + " preamble", false) {
                 entity.prologue = replaced
@@ -206,17 +205,65 @@ extension Redactor {
             if let epilogue = entity.epilogue, let replaced = try body(epilogue, name + " epilogue", false) {
                 entity.epilogue = replaced
             }
-            if entity.contentType.type == "text", let text = entity.text,
-               let replaced = try body(text, name, entity.contentType.subtype == "html") {
-                try entity.replaceText(replaced)
+            // A digest's child without Content-Type is a message (RFC 2046 §5.1.5).
+            let inDigest = !path.isEmpty && root.entity(at: Array(path.dropLast()))?.contentType.is("multipart", "digest") == true
+                && !entity.headers.contains { $0.name.lowercased() == "content-type" }
+            try visitContent(entity, name: name, asMessage: inDigest, body)
+        }
+    }
+
+    /// The value of a header field in the reading that shows a marker: as
+    /// GMime decoded it, else the first lenient reading that does.
+    private func markedReading(_ header: Header) -> String {
+        if hasMarkers(header.value) { return header.value }
+        return FieldReadings.readings(header.rawValue).readings.first { hasMarkers($0.text) }?.text ?? header.value
+    }
+
+    /// The content of a leaf that a reader shows as text: `text/*` as GMime
+    /// decodes it, else (or when that shows no marker) in its declared
+    /// charset in each byte order. A `message/*` leaf (partial,
+    /// external-body, unknown kinds) is read as a message and written back
+    /// censored.
+    private func visitContent(_ entity: MIMEEntity, name: String, asMessage: Bool,
+                              _ body: (String, String, Bool) throws -> String?) throws {
+        guard entity.kind == .leaf else { return }
+        let type = entity.contentType
+        if type.type == "message" || asMessage {
+            guard let bytes = entity.content, let embedded = try? MIMEMessage.parse(bytes) else { return }
+            var changed = false
+            try visit(embedded, prefix: name + " ") { text, place, html in
+                let replaced = try body(text, place, html)
+                if replaced != nil { changed = true }
+                return replaced
+            }
+            if changed { try entity.replaceContent(embedded.serialize(), charset: nil) }
+            return
+        }
+        guard MessageReadings.isTextLike(type) else { return }
+        let markup = Self.isMarkup(type: type.type, subtype: type.subtype)
+        func marked(_ text: String) -> Bool { markup ? hasMarkersHTML(text) : hasMarkers(text) }
+        var text = type.type == "text" ? entity.text : nil
+        var rewritten = false
+        if text.map(marked) != true, let bytes = entity.content, bytes.count <= MessageReadings.wholeTextLimit {
+            let declared = type.parameters["charset"].map(Charsets.candidates) ?? []
+            for charset in declared + Charsets.sniffed(bytes) + ["UTF-8"] {
+                guard let decoded = Charsets.decode(bytes, charset: charset) else { continue }
+                if text == nil || marked(decoded) {
+                    text = decoded
+                    rewritten = marked(decoded)
+                    if rewritten { break }
+                }
             }
         }
+        guard let text, let replaced = try body(text, name, markup) else { return }
+        if type.type == "text" && !rewritten, (try? entity.replaceText(replaced)) != nil { return }
+        try entity.replaceContent(Array(replaced.utf8), charset: type.parameters["charset"] != nil || type.type == "text" ? "utf-8" : nil)
     }
 
     private func visitHeaders(_ message: MIMEMessage, prefix: String,
                               _ body: (String, String, Bool) throws -> String?) throws {
         for header in message.headers where !Self.structuralHeaders.contains(header.name.lowercased()) {
-            if let replaced = try body(header.value, prefix + header.name, false) {
+            if let replaced = try body(markedReading(header), prefix + header.name, false) {
                 if header.name.lowercased() == "subject" { message.setSubject(replaced) } else { message.setHeader(header.name, replaced) }
             }
         }

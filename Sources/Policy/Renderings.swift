@@ -18,7 +18,7 @@ extension Redactor {
     }
 
     /// The renderings of `text` (the text itself first).
-    func renderings(_ text: String, type: String, subtype: String, parameters: [String: String]) -> [String] {
+    public func renderings(_ text: String, type: String, subtype: String, parameters: [String: String]) -> [String] {
         var out = [text]
         if parameters["format"]?.lowercased() == "flowed" {
             // Which DelSp a reader honours is not certain: both.

@@ -27,6 +27,14 @@ package enum Charsets {
         }
     }
 
+    /// The charset a byte order mark at the start of `bytes` names, as
+    /// readers sniff it when no charset is declared: none when there is none.
+    package static func sniffed(_ bytes: [UInt8]) -> [String] {
+        if bytes.starts(with: [0xFF, 0xFE, 0, 0]) || bytes.starts(with: [0, 0, 0xFE, 0xFF]) { return ["UTF-32"] }
+        if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) { return ["UTF-16"] }
+        return []
+    }
+
     private static let knownLock = NSLock()
     nonisolated(unsafe) private static var known: [String: Bool] = [:]  // guarded by knownLock
 

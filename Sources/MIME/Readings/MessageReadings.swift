@@ -143,7 +143,7 @@ package struct MessageReadings {
 
     /// True for content a reader shows as text: `text/*`, anything that
     /// names a charset, markup, JSON, scripts, calendars, and `message/*`.
-    static func isTextLike(_ type: ContentType) -> Bool {
+    package static func isTextLike(_ type: ContentType) -> Bool {
         type.type == "text" || type.type == "message" || type.parameters["charset"] != nil
             || ["xml", "html", "json", "javascript", "ecmascript", "ics", "calendar", "csv", "x-sh"].contains { type.subtype.contains($0) }
     }
@@ -177,7 +177,7 @@ package struct MessageReadings {
             if !candidates.contains(where: { ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) { charsets.append("UTF-8") }
         }
         for bytes in decodings! {
-            for charset in charsets {
+            for charset in Charsets.sniffed(bytes) + charsets {
                 guard let text = Charsets.decode(bytes, charset: charset) else { continue }
                 visit(name, .text(text, media: type))
             }
