@@ -329,6 +329,35 @@ struct ReadingsTests {
         }
     }
 
+    @Test("A7: a mail encrypted already leaves with its outside censored and its ciphertext untouched; encrypt and redact agree")
+    func encryptedAlready() throws {
+        let armor = "-----BEGIN PGP MESSAGE-----\n\nhQEMA1234567890abcdef\n=abcd\n-----END PGP MESSAGE-----\n"
+        for seed in UInt64(1)...8 {
+            var generator = HostileGenerator(seed: seed)
+            let span = generator.span()
+            let subject = generator.pick([span, "=?utf-8?q?\(HostileGenerator.qEncoded(span))?=", "=?utf-8?b?\(Data(span.utf8).base64EncodedString())?="])
+            let field = generator.pick(["Subject", "Comments", "X-Topic"])
+            let text = "From: alice@example.org\nTo: bob@example.org\n\(field): \(subject)\nMIME-Version: 1.0\n"
+                + "Content-Type: multipart/encrypted; protocol=\"application/pgp-encrypted\"; boundary=b\n\n"
+                + "--b\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n--b\nContent-Type: application/octet-stream\n\n"
+                + armor + "--b--\n"
+            let bytes = Array(text.utf8)
+            let redacted = try Postcard.censored(try MIMEMessage.parse(bytes)).serialize()
+            try withGnuPGHome(importing: senderFixtures) { home throws in
+                let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
+                let copies = try pipeline.write(try pipeline.prepare(try MIMEMessage.parse(bytes), original: bytes)).copies
+                #expect(copies.map(\.kind) == [.unchanged])
+                let sent = try copies[0].bytes
+                #expect(String(decoding: sent, as: UTF8.self) == String(decoding: redacted, as: UTF8.self), "encrypt and redact differ")
+                for reading in try everyReading(sent) {
+                    for secret in generator.secrets { #expect(!reading.contains(secret), "seed \(seed): \(secret) in \(field)") }
+                }
+                // Only the ciphertext passes, as it was.
+                #expect(String(decoding: sent, as: UTF8.self).contains(armor))
+            }
+        }
+    }
+
     @Test("a mail with spans and a place that cannot be read is refused before anything is written; without spans it passes")
     func refusal() throws {
         let unknown = "Content-Type: text/plain; charset=x-no-such-charset\n\nplain words\n"
