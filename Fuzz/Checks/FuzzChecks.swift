@@ -86,7 +86,7 @@ public enum FuzzChecks {
         var spans: Set<String> = []
         var outside: [String] = []
         func texts(_ message: MIMEMessage, _ body: (String) -> Void) {
-            MessageReadings.read(message) { _, content in
+            MessageReadings.readAll(message) { _, content in
                 if case .text(let text, let media) = content {
                     for rendering in redactor.renderings(text, type: media.type, subtype: media.subtype, parameters: media.parameters) {
                         body(rendering)

@@ -32,8 +32,7 @@ extension Redactor {
     /// read with certainty.
     public func readings(of message: MIMEMessage) -> ReadingsFinding {
         var marker: String?
-        let uncertain = MessageReadings.read(message) { place, content in
-            guard marker == nil else { return }
+        let uncertain = MessageReadings.read(message) { place, content -> Bool in
             switch content {
             case .text(let text, let media):
                 if hasMarkersInAnyRendering(text, type: media.type, subtype: media.subtype, parameters: media.parameters) {
@@ -44,6 +43,7 @@ extension Redactor {
                 // What cannot be read cannot be shown to be clean.
                 if !feed({ search.feed($0) }) { marker = place + " (not readable)" } else if search.finish() { marker = place }
             }
+            return marker == nil   // one marker is enough
         }
         return ReadingsFinding(marker: marker, uncertain: uncertain)
     }

@@ -25,8 +25,7 @@ extension Redactor {
             out.append(Self.joinedFlowed(text, deleteSpace: true))
             out.append(Self.joinedFlowed(text, deleteSpace: false))
         }
-        if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype)
-            || text.contains("BEGIN:V") {
+        if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
             out.append(Self.unfolded(text))
         }
         if subtype == "enriched" || subtype == "richtext" {
@@ -42,8 +41,6 @@ extension Redactor {
                 let inner = String(String.UnicodeScalarView(decodeEntities(payload)))
                 out += [inner, Self.cssUnescaped(inner), Self.percentDecoded(inner)]
             }
-        } else if text.contains("data:") {
-            out += Self.dataURLPayloads(text)
         }
         return out
     }

@@ -13,7 +13,7 @@ import Testing
 func everyReading(_ bytes: [UInt8]) throws -> [String] {
     var seen = try everythingVisible(bytes)
     let message = try MIMEMessage.parse(bytes)
-    MessageReadings.read(message) { _, content in
+    MessageReadings.readAll(message) { _, content in
         switch content {
         case .text(let text, let media):
             seen += Redactor.standard.renderings(text, type: media.type, subtype: media.subtype, parameters: media.parameters)

@@ -32,25 +32,42 @@ package enum ReadingContent {
 package struct MessageReadings {
     /// Places (`part 1.2 (text/plain) Content-Type charset`) that cannot be read with certainty.
     package private(set) var uncertain: [String] = []
-    private let visit: (String, ReadingContent) -> Void
+    private let visit: (String, ReadingContent) -> Bool
+    /// False once the visitor has seen enough: then only what decides
+    /// certainty is still read (fields, structure, nested messages).
+    private var reading = true
     private var depth = 0
     private static let maxDepth = 24
     /// Text parts up to this size are read whole in every transfer encoding
     /// and charset; larger ones are searched in pieces as their bytes.
     package static let wholeTextLimit = 256 << 20
 
-    private init(_ visit: @escaping (String, ReadingContent) -> Void) { self.visit = visit }
+    private init(_ visit: @escaping (String, ReadingContent) -> Bool) { self.visit = visit }
 
-    /// Calls `visit` with each reading of `message` and its place; returns the
-    /// places that cannot be read with certainty.
+    /// Calls `visit` with each reading of `message` and its place, until it
+    /// returns false (it has seen enough); returns the places that cannot be
+    /// read with certainty, all of them whatever `visit` returned.
     @discardableResult
-    package static func read(_ message: MIMEMessage, _ visit: (String, ReadingContent) -> Void) -> [String] {
+    package static func read(_ message: MIMEMessage, _ visit: (String, ReadingContent) -> Bool) -> [String] {
         withoutActuallyEscaping(visit) { visit in
             var walker = MessageReadings(visit)
             walker.message(message, prefix: "")
-            visit("the message", .pieces(asText: false) { body in (try? message.write { body($0) }) != nil })
+            walker.emit("the message", .pieces(asText: false) { body in (try? message.write { body($0) }) != nil })
             return walker.uncertain
         }
+    }
+
+    /// Every reading of `message`, for callers that want them all.
+    @discardableResult
+    package static func readAll(_ message: MIMEMessage, _ visit: (String, ReadingContent) -> Void) -> [String] {
+        read(message) { place, content -> Bool in
+            visit(place, content)
+            return true
+        }
+    }
+
+    private mutating func emit(_ place: String, _ content: ReadingContent) {
+        if reading { reading = visit(place, content) }
     }
 
     private static let plain = ContentType(type: "text", subtype: "plain", parameters: [:])
@@ -62,9 +79,9 @@ package struct MessageReadings {
     private mutating func fields(_ headers: [Header], prefix: String) {
         for header in headers {
             let place = prefix + header.name
-            visit(place, .text(header.value, media: Self.plain))
+            emit(place, .text(header.value, media: Self.plain))
             let (readings, unsure) = FieldReadings.readings(header.rawValue)
-            for reading in readings { visit(place + reading.suffix, .text(reading.text, media: Self.plain)) }
+            for each in readings { emit(place + each.suffix, .text(each.text, media: Self.plain)) }
             for suffix in unsure { note(place + suffix) }
         }
     }
@@ -85,7 +102,7 @@ package struct MessageReadings {
         if ambiguous(entity, headers: headers, name: name, inDigest: inDigest) { return }
         switch entity.kind {
         case .multipart:
-            for text in [entity.prologue, entity.epilogue].compactMap({ $0 }) { visit(name + " preamble or epilogue", .text(text, media: Self.plain)) }
+            for text in [entity.prologue, entity.epilogue].compactMap({ $0 }) { emit(name + " preamble or epilogue", .text(text, media: Self.plain)) }
             let digest = type.is("multipart", "digest")
             for (index, child) in entity.children.enumerated() {
                 self.entity(child, path: path + [index], prefix: prefix, inDigest: digest)
@@ -151,42 +168,34 @@ package struct MessageReadings {
     private mutating func leaf(_ entity: MIMEEntity, type: ContentType, headers: [Header], name: String, inDigest: Bool) {
         // The decoded content, read in pieces in several encodings (also what
         // a large part is left at).
-        visit(name, .pieces(asText: true) { body in entity.forEachContentPiece(body) })
+        emit(name, .pieces(asText: true) { body in entity.forEachContentPiece(body) })
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
-        let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue) } ?? ""
+        let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
         let isMessage = type.type == "message"
             || (inDigest && !headers.contains { $0.name.lowercased() == "content-type" })
-        guard Self.isTextLike(type) || isMessage else {
-            if TransferDecoding.readings([], encoding: encoding) == nil { note(name + " (transfer encoding \(encoding.prefix(40)))") }
-            return
-        }
-        guard let raw = entity.rawContent(limit: Self.wholeTextLimit) else {
-            if TransferDecoding.readings([], encoding: encoding) == nil { note(name + " (transfer encoding \(encoding.prefix(40)))") }
-            return
-        }
-        var decodings = TransferDecoding.readings(raw, encoding: encoding)
-        if decodings == nil {
-            note(name + " (transfer encoding \(encoding.trimmingCharacters(in: .whitespaces).prefix(40)))")
-            decodings = [raw]
-        }
+        let textLike = Self.isTextLike(type) || isMessage
+        // What decides certainty comes from the fields alone.
+        let known = TransferDecoding.readings([], encoding: encoding) != nil
+        if !known { note(name + " (transfer encoding \(encoding.prefix(40)))") }
         var charsets = ["UTF-8"]
         if let declared = type.parameters["charset"] {
             let candidates = Charsets.candidates(declared)
-            if candidates.isEmpty { note(name + " (charset \(declared.prefix(40)))") }
+            if candidates.isEmpty && textLike { note(name + " (charset \(declared.prefix(40)))") }
             charsets = candidates
             if !candidates.contains(where: { ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) { charsets.append("UTF-8") }
         }
-        for bytes in decodings! {
-            for charset in Charsets.sniffed(bytes) + charsets {
+        // A nested message is read even when the visitor has seen enough: it
+        // may hold places that cannot be read with certainty.
+        guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
+        for bytes in TransferDecoding.readings(raw, encoding: encoding) ?? [raw] {
+            for charset in Charsets.sniffed(bytes) + charsets where reading {
                 guard let text = Charsets.decode(bytes, charset: charset) else { continue }
-                visit(name, .text(text, media: type))
+                emit(name, .text(text, media: type))
             }
-            if isMessage {
+            if isMessage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
                 // message/partial, external-body, x-…, a digest's children: their
                 // content read as a message too.
-                if let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
-                    message(embedded, prefix: name + " ")
-                }
+                message(embedded, prefix: name + " ")
             }
         }
     }
