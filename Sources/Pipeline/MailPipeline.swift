@@ -269,7 +269,14 @@ public struct MailPipeline: Sendable {
         guard let sender = envelopeSender ?? from else { throw PipelineError(.noSender) }
         let alreadyEncrypted = Self.isEncrypted(message)
         // A mail has marked spans when any reading of it shows a marker.
-        let readings = options.redactor.readings(of: message)
+        var readings = options.redactor.readings(of: message)
+        // Encrypted mail goes out as its bytes came: what GMime's reading
+        // dropped (a malformed header line) is searched in them too.
+        if alreadyEncrypted, readings.marker == nil, let original {
+            var search = Redactor.MarkerSearch(options.redactor, encodings: false)
+            original.withUnsafeBytes { search.feed($0) }
+            if search.finish() { readings = Redactor.ReadingsFinding(marker: "the mail as it came", uncertain: readings.uncertain) }
+        }
         let hasSpans = alreadyEncrypted ? false : try options.redactor.hasMarkedSpans(message) || readings.marker != nil
 
         let signer = options.signAs ?? from ?? sender

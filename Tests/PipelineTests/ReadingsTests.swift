@@ -271,6 +271,15 @@ struct ReadingsTests {
                     + "begin 644 a.txt\n" + uuencode(Array(span.utf8)) + "`\nend\n", nil),
                 ("Content-Type: text/plain\nContent-Description: =?utf-8?\(generator.pick(["x", "", "bq"]))?\(encoded)?=\n\nhi", nil),
                 ("Content-Type: text/plain\nContent-Description: =??q?\(HostileGenerator.qEncoded(span))?=\n\nhi", nil),
+                ("Content-Type: text/plain; charset=utf-8; charset=utf-16le\nContent-Transfer-Encoding: base64\n\n"
+                    + Data(span.data(using: .utf16LittleEndian)!).base64EncodedString(), .refused),
+                ("Content-Type: multipart/mixed; boundary=x; boundary=y\n\n--y\nContent-Type: text/plain\nContent-Transfer-Encoding: base64\n\n"
+                    + encoded + "\n--y--\n--x\nContent-Type: text/plain\n\nhi\n--x--\n", .refused),
+                ("Content-Type: multipart/mixed; boundary=z\nContent-Transfer-Encoding: base64\n\n"
+                    + Data("--z\nContent-Type: text/plain\n\n\(span)\n--z--\n".utf8).base64EncodedString(), .refused),
+                ("Content-Type: text/plain\n\nan attachment follows\nbegin 644 note.txt\n" + uuencode(Array(span.utf8)) + "`\nend\n", nil),
+                ("Content-Type: text/plain; name=\"page.html\"\nContent-Disposition: attachment; filename=page.html\n\n<p>"
+                    + span.replacingOccurrences(of: "[", with: "&lsqb;") + "</p>", nil),
             ]
             for (part, expected) in cases {
                 let mail = HostileGenerator.mixed(part)

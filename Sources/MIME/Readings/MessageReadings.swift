@@ -83,6 +83,16 @@ package struct MessageReadings {
             let (readings, unsure) = FieldReadings.readings(header.rawValue)
             for each in readings { emit(place + each.suffix, .text(each.text, media: Self.plain)) }
             for suffix in unsure { note(place + suffix) }
+            // A parameter given twice with different values (two boundaries,
+            // two charsets): readers differ in which one wins.
+            if ["content-type", "content-disposition"].contains(header.name.lowercased()) {
+                var values: [String: String] = [:]
+                for (name, value) in FieldReadings.rawParameters(FieldReadings.unfolded(header.rawValue)) {
+                    let key = name.lowercased()
+                    if let earlier = values[key], earlier.lowercased() != value.lowercased() { note(place + " " + key + " (given twice)") }
+                    values[key] = value
+                }
+            }
         }
     }
 
@@ -100,9 +110,27 @@ package struct MessageReadings {
         let headers = entity.headers
         fields(headers, prefix: name + " ")
         if ambiguous(entity, headers: headers, name: name, inDigest: inDigest) { return }
+        if entity.kind != .leaf, let encoding = headers.last(where: { $0.name.lowercased() == "content-transfer-encoding" }),
+           !["", "7bit", "8bit", "binary"].contains(FieldReadings.unfolded(encoding.rawValue).trimmingCharacters(in: .whitespaces).lowercased()) {
+            // Encoded multiparts and messages are not allowed (RFC 2045 §6.4); some readers decode them anyway.
+            note(name + " (transfer encoding on a \(entity.kind == .multipart ? "multipart" : "message"))")
+            let written = entity.serialize()
+            let typeField = headers.last { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) } ?? ""
+            if let start = Self.bodyStart(written), depth < Self.maxDepth {
+                for decoded in TransferDecoding.readings(Array(written[start...]), encoding: FieldReadings.unfolded(encoding.rawValue)) ?? [] {
+                    guard let (alternative, _) = try? MIMEEntity.parse(Array("Content-Type: \(typeField)\n\n".utf8) + decoded) else { continue }
+                    depth += 1
+                    self.entity(alternative, path: [], prefix: name + " decoded ", inDigest: inDigest)
+                    depth -= 1
+                }
+            }
+        }
         switch entity.kind {
         case .multipart:
-            for text in [entity.prologue, entity.epilogue].compactMap({ $0 }) { emit(name + " preamble or epilogue", .text(text, media: Self.plain)) }
+            for text in [entity.prologue, entity.epilogue].compactMap({ $0 }) {
+                emit(name + " preamble or epilogue", .text(text, media: Self.plain))
+                hiddenParts(text, name: name, inDigest: inDigest)
+            }
             let digest = type.is("multipart", "digest")
             for (index, child) in entity.children.enumerated() {
                 self.entity(child, path: path + [index], prefix: prefix, inDigest: digest)
@@ -145,6 +173,23 @@ package struct MessageReadings {
         return false
     }
 
+    /// A preamble or epilogue with a line like a boundary (`--x`): a reader
+    /// that took another boundary (the field gave two, say) sees parts there.
+    /// They are read as such, and the place counts as not readable with certainty.
+    private mutating func hiddenParts(_ text: String, name: String, inDigest: Bool) {
+        guard depth < Self.maxDepth,
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("--") && $0.count > 2 }) else { return }
+        var boundary = line.dropFirst(2).trimmingCharacters(in: .whitespacesAndNewlines)
+        if boundary.hasSuffix("--") { boundary.removeLast(2) }
+        guard !boundary.isEmpty, !boundary.contains("\"") else { return }
+        note(name + " (parts in a preamble or epilogue)")
+        let bytes = Array("Content-Type: multipart/mixed; boundary=\"\(boundary)\"\n\n\(text)".utf8)
+        guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { return }
+        depth += 1
+        entity(alternative, path: [], prefix: name + " preamble or epilogue read as parts ", inDigest: inDigest)
+        depth -= 1
+    }
+
     /// Where the body starts in a written entity: after the first empty line.
     static func bodyStart(_ bytes: [UInt8]) -> Int? {
         var index = 0
@@ -184,13 +229,21 @@ package struct MessageReadings {
             charsets = candidates
             if !candidates.contains(where: { ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) { charsets.append("UTF-8") }
         }
+        // A file named as markup is rendered as markup when opened.
+        let filename = (entity.filename ?? "").lowercased()
+        let media = [".htm", ".html", ".xhtml", ".svg", ".xml"].contains(where: filename.hasSuffix)
+            && !ContentType.isMarkupName(type.subtype) ? ContentType(type: "text", subtype: "html", parameters: type.parameters) : type
         // A nested message is read even when the visitor has seen enough: it
         // may hold places that cannot be read with certainty.
         guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
         for bytes in TransferDecoding.readings(raw, encoding: encoding) ?? [raw] {
             for charset in Charsets.sniffed(bytes) + charsets where reading {
                 guard let text = Charsets.decode(bytes, charset: charset) else { continue }
-                emit(name, .text(text, media: type))
+                emit(name, .text(text, media: media))
+            }
+            // A uuencoded block inside a text, which some readers show as an attachment.
+            if reading, type.type == "text", Self.hasUUBegin(bytes) {
+                emit(name + " (uuencoded block)", .text(String(decoding: TransferDecoding.uudecode(bytes), as: UTF8.self), media: media))
             }
             if isMessage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
                 // message/partial, external-body, x-…, a digest's children: their
@@ -201,7 +254,29 @@ package struct MessageReadings {
     }
 }
 
+extension MessageReadings {
+    /// True when a line of `bytes` starts `begin ` and three octal digits (a uuencoded block).
+    static func hasUUBegin(_ bytes: [UInt8]) -> Bool {
+        let begin = Array("begin ".utf8)
+        return bytes.withUnsafeBufferPointer { buffer in
+            var start = 0
+            while start + begin.count + 3 <= buffer.count {
+                if buffer[start] == begin[0] && (0..<begin.count).allSatisfy({ buffer[start + $0] == begin[$0] })
+                    && (0..<3).allSatisfy({ buffer[start + begin.count + $0] >= 0x30 && buffer[start + begin.count + $0] <= 0x37 }) {
+                    return true
+                }
+                // On to the next line.
+                guard let newline = memchr(buffer.baseAddress! + start, 10, buffer.count - start) else { return false }
+                start = UnsafeRawPointer(newline).assumingMemoryBound(to: UInt8.self) - buffer.baseAddress! + 1
+            }
+            return false
+        }
+    }
+}
+
 extension ContentType {
+    static func isMarkupName(_ subtype: String) -> Bool { subtype.contains("html") || subtype.contains("xml") }
+
     init(type: String, subtype: String, parameters: [String: String]) {
         self.type = type
         self.subtype = subtype
