@@ -242,22 +242,50 @@ extension Redactor {
         guard MessageReadings.isTextLike(type) else { return }
         let markup = Self.isMarkup(type: type.type, subtype: type.subtype)
         func marked(_ text: String) -> Bool { markup ? hasMarkersHTML(text) : hasMarkers(text) }
+        /// Markers that pair up: a reading that can be censored.
+        func censorable(_ text: String) -> Bool {
+            marked(text) && (markup ? (try? redactHTML(text, mode: .censor)) != nil : (try? validate(text, part: "")) != nil)
+        }
         var text = type.type == "text" ? entity.text : nil
         var rewritten = false
-        if text.map(marked) != true, let bytes = entity.content, bytes.count <= MessageReadings.wholeTextLimit {
-            let declared = type.parameters["charset"].map(Charsets.candidates) ?? []
-            for charset in declared + Charsets.sniffed(bytes) + ["UTF-8"] {
-                guard let decoded = Charsets.decode(bytes, charset: charset) else { continue }
-                if text == nil || marked(decoded) {
-                    text = decoded
-                    rewritten = marked(decoded)
-                    if rewritten { break }
+        if text.map(censorable) != true {
+            // Other readings, in order: the declared charset (each byte order),
+            // a sniffed one, UTF-8; the transfer encoding read leniently each
+            // way; flowed lines joined and folded lines unfolded. The first
+            // whose markers pair up is censored; if none, GMime's text is
+            // given, and its unbalanced markers are the error.
+            for candidate in otherReadings(entity, type: type, markup: markup) {
+                if text == nil { text = candidate }
+                if censorable(candidate) {
+                    text = candidate
+                    rewritten = true
+                    break
                 }
             }
         }
         guard let text, let replaced = try body(text, name, markup) else { return }
         if type.type == "text" && !rewritten, (try? entity.replaceText(replaced)) != nil { return }
         try entity.replaceContent(Array(replaced.utf8), charset: type.parameters["charset"] != nil || type.type == "text" ? "utf-8" : nil)
+    }
+
+    /// The readings of a leaf other than GMime's text, computed as they are
+    /// asked for (most parts need none).
+    private func otherReadings(_ entity: MIMEEntity, type: ContentType, markup: Bool) -> AnySequence<String> {
+        let declared = type.parameters["charset"].map(Charsets.candidates) ?? []
+        func decodings(_ bytes: [UInt8]) -> [String] {
+            (declared + Charsets.sniffed(bytes) + ["UTF-8"]).lazy.compactMap { Charsets.decode(bytes, charset: $0) }.map { $0 }
+        }
+        let limit = MessageReadings.wholeTextLimit
+        let encoding = entity.headers.last { $0.name.lowercased() == "content-transfer-encoding" }?.rawValue ?? ""
+        let stages: [() -> [String]] = [
+            { entity.content.map { $0.count <= limit ? decodings($0) : [] } ?? [] },
+            { entity.rawContent(limit: limit).flatMap { TransferDecoding.readings($0, encoding: encoding) }?.flatMap(decodings) ?? [] },
+            {
+                guard !markup, let text = entity.text ?? entity.content.map({ String(decoding: $0, as: UTF8.self) }) else { return [] }
+                return [Self.joinedFlowed(text, deleteSpace: true), Self.joinedFlowed(text, deleteSpace: false), Self.unfolded(text)]
+            },
+        ]
+        return AnySequence(stages.lazy.flatMap { $0() })
     }
 
     private func visitHeaders(_ message: MIMEMessage, prefix: String,

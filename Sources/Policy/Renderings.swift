@@ -47,7 +47,7 @@ extension Redactor {
 
     /// Flowed lines (RFC 3676) joined: a line ending in a space continues on
     /// the next; with DelSp=yes that space goes.
-    static func joinedFlowed(_ text: String, deleteSpace: Bool) -> String {
+    public static func joinedFlowed(_ text: String, deleteSpace: Bool) -> String {
         var out: [Unicode.Scalar] = []
         let scalars = Array(text.unicodeScalars)
         var index = 0
@@ -72,7 +72,7 @@ extension Redactor {
 
     /// Folded lines (iCalendar, vCard, RFC 5322) unfolded: a line break
     /// followed by a space or tab is taken out with that one character.
-    static func unfolded(_ text: String) -> String {
+    public static func unfolded(_ text: String) -> String {
         var out: [Unicode.Scalar] = []
         let scalars = Array(text.unicodeScalars)
         var index = 0

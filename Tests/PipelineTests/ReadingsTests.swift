@@ -209,7 +209,7 @@ struct HostileGenerator {
 
     /// A6: what a reader renders: invisible characters inside a marker, flowed
     /// soft breaks, folded iCalendar lines, text/enriched.
-    mutating func rendered() -> (mail: String, invisible: Bool) {
+    mutating func rendered() -> (mail: String, censored: Bool) {
         let words = secret() + " " + secret()
         switch Int.random(in: 0..<4, using: &random) {
         case 0:
@@ -218,11 +218,11 @@ struct HostileGenerator {
             return (Self.mail("Content-Type: text/\(pick(["plain", "html"])); charset=utf-8\nContent-Transfer-Encoding: 8bit\n",
                               body: "\n<p>\(open)\(words)\(close)</p>\n"), true)
         case 1:
-            return (Self.mail("Content-Type: text/plain; charset=utf-8; format=flowed; delsp=\(pick(["yes", "no"]))\n",
-                              body: "\nA line [[pri \nvate]]\(words) \n[[/private]] end\n"), false)
+            return (Self.mail("Content-Type: text/plain; charset=utf-8; format=flowed; delsp=yes\n",
+                              body: "\nA line [[pri \nvate]]\(words) \n[[/private]] end\n"), true)
         case 2:
             return (Self.mail("Content-Type: text/calendar; charset=utf-8\n",
-                              body: "\nBEGIN:VCALENDAR\nBEGIN:VEVENT\nSUMMARY:[[pri\n vate]]\(words)[[/pri\n vate]]\nEND:VEVENT\nEND:VCALENDAR\n"), false)
+                              body: "\nBEGIN:VCALENDAR\nBEGIN:VEVENT\nSUMMARY:[[pri\n vate]]\(words)[[/pri\n vate]]\nEND:VEVENT\nEND:VCALENDAR\n"), true)
         default:
             return (Self.mail("Content-Type: text/enriched\n", body: "\n[[pri<bold>vate]]\(words)[[/pri</bold>vate]]\n"), false)
         }
@@ -253,7 +253,7 @@ struct ReadingsTests {
         }
     }
 
-    @Test("A2: duplicate Content-Type or Content-Transfer-Encoding and unknown encodings are refused; broken encodings leak nothing")
+    @Test("A2: duplicate fields or parameters and unknown encodings are refused; broken base64 and quoted-printable are censored")
     func ambiguity() throws {
         for seed in Self.seeds {
             var generator = HostileGenerator(seed: seed)
@@ -264,9 +264,10 @@ struct ReadingsTests {
                 ("Content-Type: text/plain\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n\(encoded)", .refused),
                 ("Content-Type: text/plain\nContent-Transfer-Encoding: 7bit\nContent-Transfer-Encoding: base64\n\n\(encoded)", .refused),
                 ("Content-Type: text/plain\nContent-Transfer-Encoding: x-gzip\n\n\(span)", .refused),
-                ("Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\n\(encoded[..<cut])=\(encoded[cut...])", nil),
-                ("Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\n\(encoded[..<cut])!!\(encoded[cut...])", nil),
-                ("Content-Type: text/plain\nContent-Transfer-Encoding: quoted-printable\n\n\(span.replacingOccurrences(of: "pri", with: "pri=  \n"))", nil),
+                // Broken encodings: the reading that shows the markers is censored.
+                ("Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\n\(encoded[..<cut])=\(encoded[cut...])", .censored),
+                ("Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\n\(encoded[..<cut])!!\(encoded[cut...])", .censored),
+                ("Content-Type: text/plain\nContent-Transfer-Encoding: quoted-printable\n\n\(span.replacingOccurrences(of: "pri", with: "pri=  \n"))", .censored),
                 ("Content-Type: text/plain\nContent-Transfer-Encoding: \(generator.pick(["x-uue", "x-uuencode", "uuencode"]))\n\n"
                     + "begin 644 a.txt\n" + uuencode(Array(span.utf8)) + "`\nend\n", nil),
                 ("Content-Type: text/plain\nContent-Description: =?utf-8?\(generator.pick(["x", "", "bq"]))?\(encoded)?=\n\nhi", nil),
@@ -327,13 +328,13 @@ struct ReadingsTests {
         }
     }
 
-    @Test("A6: invisible characters inside markers are censored; flowed, folded and enriched markers never pass")
+    @Test("A6: invisible characters inside markers, flowed soft breaks and folded iCalendar lines are censored; enriched markers never pass")
     func rendered() throws {
         for seed in Self.seeds {
             var generator = HostileGenerator(seed: seed)
-            let (mail, invisible) = generator.rendered()
+            let (mail, censorable) = generator.rendered()
             let outcome = try censorOrRefuse(mail, secrets: generator.secrets)
-            if invisible { #expect(outcome == .censored, "seed \(seed):\n\(mail)") }
+            if censorable { #expect(outcome == .censored, "seed \(seed):\n\(mail)") }
             #expect(Redactor.standard.readings(of: try MIMEMessage.parse(Array(mail.utf8))).marker != nil, "seed \(seed):\n\(mail)")
         }
     }

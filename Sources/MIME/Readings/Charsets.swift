@@ -18,14 +18,26 @@ package enum Charsets {
         let trimmed = name.trimmingCharacters(in: CharacterSet(charactersIn: " \t\"'")).lowercased()
         // RFC 2231 allows a language after `*` in an encoded-word's charset.
         let bare = String(trimmed.split(separator: "*", omittingEmptySubsequences: false).first ?? "")
-        let name = aliases[bare] ?? bare
-        guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), isKnown(name) else { return [] }
+        var name = aliases[bare] ?? bare
+        guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return [] }
+        if !isKnown(name) {
+            // Spellings other libraries accept: utf_32_be, utf-32-be, utf32.
+            var other = name.uppercased().replacingOccurrences(of: "_", with: "-")
+            for order in ["BE", "LE"] where other.hasSuffix("-" + order) { other = String(other.dropLast(3)) + order }
+            if other.hasPrefix("UTF") && !other.hasPrefix("UTF-") { other = "UTF-" + other.dropFirst(3) }
+            guard isKnown(other) else { return [] }
+            name = other
+        }
         switch name.uppercased().replacingOccurrences(of: "_", with: "-") {
         case "UTF-16", "UTF16", "UCS-2", "UCS2", "UNICODE", "ISO-10646-UCS-2", "CSUNICODE": return ["UTF-16LE", "UTF-16BE"]
         case "UTF-32", "UTF32", "UCS-4", "UCS4", "ISO-10646-UCS-4", "CSUCS4": return ["UTF-32LE", "UTF-32BE"]
         default: return [name]
         }
     }
+
+    /// What text in a charset no one can decode is read as, to find markers
+    /// in it all the same (the place is not readable with certainty anyway).
+    package static let fallbacks = ["UTF-8", "ISO-8859-1", "UTF-16LE", "UTF-16BE", "UTF-32LE", "UTF-32BE", "UTF-7"]
 
     /// The charset a byte order mark at the start of `bytes` names, as
     /// readers sniff it when no charset is declared: none when there is none.

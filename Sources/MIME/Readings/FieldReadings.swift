@@ -76,43 +76,45 @@ package enum FieldReadings {
     }
 
     /// Readings with every encoded-word decoded: each a different choice
-    /// where readers differ (B or Q for an unknown letter; UTF-8 or Latin-1
-    /// for an empty charset; both byte orders of UTF-16/32). White space
-    /// between adjacent encoded-words goes, as RFC 2047 says. Also the name
-    /// of a charset iconv does not know, if any.
+    /// where readers differ: the encoding as declared, or every word as Q, or
+    /// as B (a malformed word is read both ways); a charset's candidates
+    /// (both byte orders of UTF-16/32; for an empty charset UTF-8 and Latin-1;
+    /// for one iconv does not know, every Unicode encoding). White space
+    /// between adjacent encoded-words goes, as RFC 2047 says. Also the name of
+    /// a charset iconv does not know, if any.
     static func encodedWordReadings(_ value: String) -> (readings: [String], unknownCharset: String?) {
         let scalars = Array(value.unicodeScalars)
         let words = encodedWords(scalars)
         guard !words.isEmpty else { return ([], nil) }
         var unknown: String?
+        let charsets: [[String]] = words.map { word in
+            if word.charset.isEmpty { return ["UTF-8", "ISO-8859-1"] }
+            let candidates = Charsets.candidates(word.charset)
+            if candidates.isEmpty { unknown = unknown ?? String(word.charset.prefix(40)) }
+            return candidates.isEmpty ? Charsets.fallbacks : candidates
+        }
+        let widest = charsets.map(\.count).max() ?? 1
         var readings: [String] = []
-        for choice in 0..<2 {
-            var out: [Unicode.Scalar] = []
-            var position = 0
-            for (number, word) in words.enumerated() {
-                let between = scalars[position..<word.range.lowerBound]
-                let adjacent = number > 0 && between.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
-                if !adjacent { out += between }
-                let letter = word.encoding.uppercased()
-                let bytes: [UInt8]
-                switch letter {
-                case "B": bytes = TransferDecoding.base64(word.text)[0]
-                case "Q": bytes = qDecoded(word.text)
-                default: bytes = choice == 0 ? TransferDecoding.base64(word.text)[0] : qDecoded(word.text)
+        for letterChoice in ["", "Q", "B"] {
+            for charsetChoice in 0..<widest {
+                var out: [Unicode.Scalar] = []
+                var position = 0
+                for (number, word) in words.enumerated() {
+                    let between = scalars[position..<word.range.lowerBound]
+                    let adjacent = number > 0 && between.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+                    if !adjacent { out += between }
+                    let declared = word.encoding.uppercased()
+                    let letter = letterChoice.isEmpty ? (declared == "Q" ? "Q" : "B") : letterChoice
+                    let bytes = letter == "B" ? TransferDecoding.base64(word.text)[0] : qDecoded(word.text)
+                    let candidates = charsets[number]
+                    let charset = candidates[min(charsetChoice, candidates.count - 1)]
+                    out += (Charsets.decode(bytes, charset: charset) ?? String(decoding: bytes, as: UTF8.self)).unicodeScalars
+                    position = word.range.upperBound
                 }
-                var charsets = Charsets.candidates(word.charset)
-                if word.charset.isEmpty { charsets = ["UTF-8", "ISO-8859-1"] }
-                if charsets.isEmpty {
-                    unknown = unknown ?? String(word.charset.prefix(40))
-                    charsets = ["UTF-8", "ISO-8859-1"]
-                }
-                let charset = charsets[min(choice, charsets.count - 1)]
-                out += (Charsets.decode(bytes, charset: charset) ?? String(decoding: bytes, as: UTF8.self)).unicodeScalars
-                position = word.range.upperBound
+                out += scalars[position...]
+                let reading = String(String.UnicodeScalarView(out))
+                if !readings.contains(reading) { readings.append(reading) }
             }
-            out += scalars[position...]
-            let reading = String(String.UnicodeScalarView(out))
-            if !readings.contains(reading) { readings.append(reading) }
         }
         return (readings, unknown)
     }
@@ -170,7 +172,7 @@ package enum FieldReadings {
             if let charset, !charset.isEmpty {
                 let candidates = Charsets.candidates(charset)
                 if candidates.isEmpty { unknown = String(charset.prefix(40)) }
-                texts += candidates.compactMap { Charsets.decode(bytes, charset: $0) }
+                texts += (candidates.isEmpty ? Charsets.fallbacks : candidates).compactMap { Charsets.decode(bytes, charset: $0) }
             }
             texts.append(String(decoding: bytes, as: UTF8.self))
             texts.append(String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) })))

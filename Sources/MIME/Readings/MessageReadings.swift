@@ -226,7 +226,7 @@ package struct MessageReadings {
         if let declared = type.parameters["charset"] {
             let candidates = Charsets.candidates(declared)
             if candidates.isEmpty && textLike { note(name + " (charset \(declared.prefix(40)))") }
-            charsets = candidates
+            charsets = candidates.isEmpty ? Charsets.fallbacks : candidates
             if !candidates.contains(where: { ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) { charsets.append("UTF-8") }
         }
         // A file named as markup is rendered as markup when opened.
@@ -288,7 +288,7 @@ extension MIMEEntity {
     /// The content of a leaf as it stands in the message, transfer encoding
     /// and all; nil for multiparts and messages, content larger than
     /// `limit`, or content that cannot be read.
-    func rawContent(limit: Int) -> [UInt8]? {
+    package func rawContent(limit: Int) -> [UInt8]? {
         guard mailsec_gmime_is_part(raw) != 0 else { return nil }
         let part: UnsafeMutablePointer<GMimePart> = cast(raw)
         guard let wrapper = g_mime_part_get_content(part) else { return [] }
