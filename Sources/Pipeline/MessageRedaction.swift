@@ -246,43 +246,75 @@ extension Redactor {
         func censorable(_ text: String) -> Bool {
             marked(text) && (markup ? (try? redactHTML(text, mode: .censor)) != nil : (try? validate(text, part: "")) != nil)
         }
-        var text = type.type == "text" ? entity.text : nil
-        var rewritten = false
-        if text.map(censorable) != true {
-            // Other readings, in order: the declared charset (each byte order),
-            // a sniffed one, UTF-8; the transfer encoding read leniently each
-            // way; flowed lines joined and folded lines unfolded. The first
-            // whose markers pair up is censored; if none, GMime's text is
-            // given, and its unbalanced markers are the error.
-            for candidate in otherReadings(entity, type: type, markup: markup) {
-                if text == nil { text = candidate }
-                if censorable(candidate) {
-                    text = candidate
-                    rewritten = true
-                    break
-                }
-            }
+        func write(_ replaced: String?, rewritten: Bool) throws {
+            guard let replaced else { return }
+            if type.type == "text" && !rewritten, (try? entity.replaceText(replaced)) != nil { return }
+            try entity.replaceContent(Array(replaced.utf8), charset: type.parameters["charset"] != nil || type.type == "text" ? "utf-8" : nil)
         }
-        guard let text, let replaced = try body(text, name, markup) else { return }
-        if type.type == "text" && !rewritten, (try? entity.replaceText(replaced)) != nil { return }
-        try entity.replaceContent(Array(replaced.utf8), charset: type.parameters["charset"] != nil || type.type == "text" ? "utf-8" : nil)
+        let others = Array(otherReadings(entity, type: type, markup: markup))
+        let text = type.type == "text" ? entity.text : nil
+        if let text, others.isEmpty {
+            // Nearly every part: GMime's text is the only reading.
+            try write(try body(text, name, markup), rewritten: false)
+            return
+        }
+        if let text, marked(text) {
+            // The usual case: GMime's text shows the markers. Only when they
+            // do not pair up there is another reading (the declared charset,
+            // the transfer encoding read leniently, flowed lines joined …)
+            // whose markers do looked for; without one, the error stands.
+            do { try write(try body(text, name, markup), rewritten: false) } catch let error as PolicyError {
+                guard let other = others.first(where: censorable) else { throw error }
+                try write(try body(other, name, markup), rewritten: true)
+            }
+            return
+        }
+        // One pass over the other readings: the first that can be censored, else the first with a marker.
+        var firstMarked: String?
+        var chosen: String?
+        for other in others where marked(other) {
+            if censorable(other) { chosen = other; break }
+            if firstMarked == nil { firstMarked = other }
+        }
+        if let other = chosen ?? firstMarked {
+            try write(try body(other, name, markup), rewritten: true)
+        } else if let text {
+            try write(try body(text, name, markup), rewritten: false)
+        }
     }
 
     /// The readings of a leaf other than GMime's text, computed as they are
-    /// asked for (most parts need none).
+    /// asked for, and only those that can differ from it: another charset
+    /// (a part that is not `text/*`, a byte order not stated, a byte order
+    /// mark), the transfer encoding where lenient readers differ, flowed
+    /// lines joined (format=flowed), folded lines unfolded (calendars).
     private func otherReadings(_ entity: MIMEEntity, type: ContentType, markup: Bool) -> AnySequence<String> {
         let declared = type.parameters["charset"].map(Charsets.candidates) ?? []
         func decodings(_ bytes: [UInt8]) -> [String] {
-            (declared + Charsets.sniffed(bytes) + ["UTF-8"]).lazy.compactMap { Charsets.decode(bytes, charset: $0) }.map { $0 }
+            (declared + Charsets.sniffed(bytes) + ["UTF-8"]).compactMap { Charsets.decode(bytes, charset: $0) }
         }
         let limit = MessageReadings.wholeTextLimit
+        let isText = type.type == "text"
         let encoding = entity.headers.last { $0.name.lowercased() == "content-transfer-encoding" }?.rawValue ?? ""
         let stages: [() -> [String]] = [
-            { entity.content.map { $0.count <= limit ? decodings($0) : [] } ?? [] },
-            { entity.rawContent(limit: limit).flatMap { TransferDecoding.readings($0, encoding: encoding) }?.flatMap(decodings) ?? [] },
             {
-                guard !markup, let text = entity.text ?? entity.content.map({ String(decoding: $0, as: UTF8.self) }) else { return [] }
-                return [Self.joinedFlowed(text, deleteSpace: true), Self.joinedFlowed(text, deleteSpace: false), Self.unfolded(text)]
+                guard !isText || declared.count > 1 || !Charsets.sniffed(entity.contentPrefix(4)).isEmpty,
+                      let bytes = entity.content, bytes.count <= limit else { return [] }
+                return decodings(bytes)
+            },
+            {
+                guard let raw = entity.rawContent(limit: limit), let readings = TransferDecoding.readings(raw, encoding: encoding),
+                      readings.count > 1 || raw != readings[0] && !["base64", "quoted-printable"].contains(
+                        encoding.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()) else { return [] }
+                return readings.flatMap(decodings)
+            },
+            {
+                let flowed = type.parameters["format"]?.lowercased() == "flowed"
+                let calendar = ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(type.subtype)
+                guard !markup, flowed || calendar,
+                      let text = entity.text ?? entity.content.map({ String(decoding: $0, as: UTF8.self) }) else { return [] }
+                return flowed ? [Self.joinedFlowed(text, deleteSpace: true), Self.joinedFlowed(text, deleteSpace: false)]
+                    : [Self.unfolded(text)]
             },
         ]
         return AnySequence(stages.lazy.flatMap { $0() })

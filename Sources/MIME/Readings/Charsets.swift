@@ -35,6 +35,14 @@ package enum Charsets {
         }
     }
 
+    /// True for charsets in which ASCII bytes are ASCII text (UTF-8, ISO 8859,
+    /// Windows code pages); not UTF-7, UTF-16/32, EBCDIC or ISO 2022.
+    package static func isASCIICompatible(_ name: String) -> Bool {
+        let upper = name.uppercased()
+        return ["UTF-8", "UTF8", "ASCII", "US-ASCII"].contains(upper) || upper.hasPrefix("ISO-8859") || upper.hasPrefix("ISO8859")
+            || upper.hasPrefix("WINDOWS-125") || upper.hasPrefix("CP125") || upper.hasPrefix("LATIN")
+    }
+
     /// What text in a charset no one can decode is read as, to find markers
     /// in it all the same (the place is not readable with certainty anyway).
     package static let fallbacks = ["UTF-8", "ISO-8859-1", "UTF-16LE", "UTF-16BE", "UTF-32LE", "UTF-32BE", "UTF-7"]

@@ -237,9 +237,18 @@ package struct MessageReadings {
         // may hold places that cannot be read with certainty.
         guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
         for bytes in TransferDecoding.readings(raw, encoding: encoding) ?? [raw] {
-            for charset in Charsets.sniffed(bytes) + charsets where reading {
-                guard let text = Charsets.decode(bytes, charset: charset) else { continue }
-                emit(name, .text(text, media: media))
+            if reading && Self.rendersAsIs(media) && Charsets.sniffed(bytes).isEmpty
+                && (charsets.allSatisfy(Charsets.isASCIICompatible) && Self.isASCII(bytes)
+                    || charsets.allSatisfy({ ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) && !Self.mayHoldInvisibles(bytes)) {
+                // Text shown as it is, in ASCII (every such charset reads it the
+                // same) or in UTF-8 without a character that could hide inside a
+                // marker: a search of its bytes is all there is to do.
+                emit(name, .pieces(asText: false) { body in bytes.withUnsafeBytes(body); return true })
+            } else {
+                for charset in Charsets.sniffed(bytes) + charsets where reading {
+                    guard let text = Charsets.decode(bytes, charset: charset) else { continue }
+                    emit(name, .text(text, media: media))
+                }
             }
             // A uuencoded block inside a text, which some readers show as an attachment.
             if reading, type.type == "text", Self.hasUUBegin(bytes) {
@@ -255,6 +264,47 @@ package struct MessageReadings {
 }
 
 extension MessageReadings {
+    /// True for media types a reader shows as their text, nothing joined,
+    /// unfolded or decoded further.
+    static func rendersAsIs(_ type: ContentType) -> Bool {
+        !ContentType.isMarkupName(type.subtype) && type.parameters["format"]?.lowercased() != "flowed"
+            && !["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics", "enriched", "richtext"].contains(type.subtype)
+    }
+
+    /// False when UTF-8 `bytes` surely hold no default-ignorable character
+    /// (soft hyphen, zero-width and bidirectional marks, variation selectors,
+    /// tags …) and nothing that folds to ASCII (the Kelvin sign): checked by
+    /// the lead bytes of their encodings, generously.
+    static func mayHoldInvisibles(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            let count = buffer.count
+            var index = 0
+            while index < count {
+                let byte = buffer[index]
+                if byte >= 0x80 {
+                    let next: UInt8 = index + 1 < count ? buffer[index + 1] : 0
+                    switch byte {
+                    case 0xC2: if next == 0xAD { return true }
+                    case 0xCD, 0xD8, 0xE1, 0xE3, 0xF0, 0xF3: return true
+                    case 0xE2: if next == 0x80 || next == 0x81 || next == 0x84 { return true }
+                    case 0xEF: if next == 0xB8 || next == 0xBB || next == 0xBE { return true }
+                    default: break
+                    }
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    static func isASCII(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            var high: UInt8 = 0
+            for byte in buffer { high |= byte }
+            return high < 0x80
+        }
+    }
+
     /// True when a line of `bytes` starts `begin ` and three octal digits (a uuencoded block).
     static func hasUUBegin(_ bytes: [UInt8]) -> Bool {
         let begin = Array("begin ".utf8)
@@ -288,6 +338,14 @@ extension MIMEEntity {
     /// The content of a leaf as it stands in the message, transfer encoding
     /// and all; nil for multiparts and messages, content larger than
     /// `limit`, or content that cannot be read.
+    /// The first `count` bytes of the decoded content of a leaf (empty for
+    /// others): enough to see a byte order mark.
+    package func contentPrefix(_ count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        forEachContentPiece { piece in if bytes.count < count { bytes += piece.prefix(count - bytes.count) } }
+        return bytes
+    }
+
     package func rawContent(limit: Int) -> [UInt8]? {
         guard mailsec_gmime_is_part(raw) != 0 else { return nil }
         let part: UnsafeMutablePointer<GMimePart> = cast(raw)

@@ -78,9 +78,11 @@ package enum TransferDecoding {
     /// or it is not (only `=` right before the line end is). `=` not followed
     /// by two hex digits stays as it is, as lenient decoders keep it.
     static func quotedPrintable(_ bytes: [UInt8]) -> [[UInt8]] {
-        let lenient = qp(bytes, spaceBeforeBreak: true)
-        let strict = qp(bytes, spaceBeforeBreak: false)
-        return lenient == strict ? [lenient] : [lenient, strict]
+        var spaced = false
+        let lenient = qp(bytes, spaceBeforeBreak: true, spaced: &spaced)
+        guard spaced else { return [lenient] }   // no `=` with white space before a line end: one reading
+        var ignored = false
+        return [lenient, qp(bytes, spaceBeforeBreak: false, spaced: &ignored)]
     }
 
     private static func hex(_ byte: UInt8) -> UInt8? {
@@ -92,7 +94,7 @@ package enum TransferDecoding {
         }
     }
 
-    private static func qp(_ bytes: [UInt8], spaceBeforeBreak: Bool) -> [UInt8] {
+    private static func qp(_ bytes: [UInt8], spaceBeforeBreak: Bool, spaced: inout Bool) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = 0
@@ -100,7 +102,7 @@ package enum TransferDecoding {
             let byte = bytes[index]
             guard byte == UInt8(ascii: "=") else { out.append(byte); index += 1; continue }
             var probe = index + 1
-            if spaceBeforeBreak { while probe < bytes.count && (bytes[probe] == 32 || bytes[probe] == 9) { probe += 1 } }
+            if spaceBeforeBreak { while probe < bytes.count && (bytes[probe] == 32 || bytes[probe] == 9) { probe += 1; spaced = true } }
             if probe < bytes.count && bytes[probe] == 13 { probe += 1 }
             if probe < bytes.count && bytes[probe] == 10 { index = probe + 1; continue }   // soft line break
             if probe == bytes.count { index = probe; continue }                            // `=` at the very end
