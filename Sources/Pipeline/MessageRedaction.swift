@@ -228,7 +228,7 @@ extension Redactor {
                               _ body: (String, String, Bool) throws -> String?) throws {
         guard entity.kind == .leaf else { return }
         let type = entity.contentType
-        if type.type == "message" || asMessage {
+        if type.type == "message" || type.is("text", "rfc822-headers") || asMessage {
             guard let bytes = entity.content, let embedded = try? MIMEMessage.parse(bytes) else { return }
             var changed = false
             try visit(embedded, prefix: name + " ") { text, place, html in

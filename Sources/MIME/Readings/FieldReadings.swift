@@ -148,6 +148,8 @@ package enum FieldReadings {
                 number = parsed
                 base = String(base[..<star])
             }
+            // `filename` and `filename*…` are two parameters, each read on its own.
+            if name.contains("*") { base += "*" }
             if sections[base] == nil { order.append(base) }
             sections[base, default: []].append((number, extended, text))
         }
@@ -181,7 +183,7 @@ package enum FieldReadings {
                 texts += decoded
                 unknown = unknown ?? wordCharset
             }
-            return Parameter(name: parts.contains { $0.1 } ? name + "*" : name, texts: texts, unknownCharset: unknown)
+            return Parameter(name: name, texts: texts, unknownCharset: unknown)
         }
     }
 

@@ -216,7 +216,7 @@ package struct MessageReadings {
         emit(name, .pieces(asText: true) { body in entity.forEachContentPiece(body) })
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
         let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
-        let isMessage = type.type == "message"
+        let isMessage = type.type == "message" || type.is("text", "rfc822-headers")
             || (inDigest && !headers.contains { $0.name.lowercased() == "content-type" })
         let textLike = Self.isTextLike(type) || isMessage
         // What decides certainty comes from the fields alone.
