@@ -111,6 +111,27 @@ struct IncomingCLITests {
         }
     }
 
+    @Test("autocrypt import: Bob imports Carol's key from the gossip inside mailsec's letter to both, nothing else")
+    func gossipRoundTrip() throws {
+        let mail = Array(("From: Alice <alice@example.org>\nTo: bob@example.org\nCc: carol@example.org\nSubject: s\n"
+            + "Message-ID: <gossip.cli@example.org>\nMIME-Version: 1.0\nContent-Type: text/plain\n\nHi both.\n").utf8)
+        let letter = try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { sender throws -> [UInt8] in
+            let written = try mailsec(["encrypt", "--out", sender.path + "/out", "-"], input: mail, home: sender)
+            try #require(written.status == 0, "\(written.errors)")
+            return Array(try Data(contentsOf: URL(fileURLWithPath: sender.path + "/out/1-letter.eml")))
+        }
+        try withGnuPGHome(importing: ["bob.sec.asc"]) { bob throws in
+            let imported = try mailsec(["autocrypt", "import", "--json", "-"], input: letter, home: bob)
+            #expect(imported.status == 0, "\(imported.errors)")
+            let results = try JSONSerialization.jsonObject(with: Data(imported.stdout)) as? [[String: Any]] ?? []
+            let byAddress = Dictionary(results.compactMap { result in (result["addr"] as? String).map { ($0, result) } }) { first, _ in first }
+            #expect(byAddress["alice@example.org"]?["imported"] is String, "the Autocrypt header")
+            #expect(byAddress["carol@example.org"]?["imported"] is String, "Carol's gossip: \(imported.output)")
+            let listed = try bob.gpg(["--with-colons", "--list-keys"]).output
+            #expect(listed.contains("carol@example.org") && listed.contains("alice@example.org"))
+        }
+    }
+
     @Test("autocrypt import: the From address's key is imported, exit 0; nothing imported, exit 1")
     func autocrypt() throws {
         let keydata = try String(contentsOf: Paths.key("alice.pub.asc"), encoding: .utf8)
