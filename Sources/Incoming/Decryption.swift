@@ -16,10 +16,18 @@ public struct DecryptionReport: Sendable, Equatable, Codable {
     public let signature: VerificationReport?
     /// Why nothing was decrypted; never message content.
     public let refused: String?
+    /// The names of the outer header fields left out because the protected
+    /// part lacks them (a `Reply-To` added on the way, say), in order; empty
+    /// when nothing was left out or the part carries no protected fields.
+    public let droppedOuterFields: [String]
+    /// `exchange` when the mail was PGP/MIME mangled by Microsoft Exchange
+    /// and read as the `multipart/encrypted` it was; nil otherwise.
+    public let repaired: String?
 
     /// The report for a mail that was not decrypted.
     public static func refusal(_ reason: String) -> DecryptionReport {
-        DecryptionReport(decrypted: false, kind: nil, protectedHeaders: false, signature: nil, refused: reason)
+        DecryptionReport(decrypted: false, kind: nil, protectedHeaders: false, signature: nil, refused: reason,
+                         droppedOuterFields: [], repaired: nil)
     }
 }
 
@@ -28,9 +36,12 @@ public struct DecryptionRefusal: Error, Sendable, Equatable, CustomStringConvert
     public let description: String
     /// True when there is nothing encrypted at all (bad input rather than an unsafe shape).
     public let notEncrypted: Bool
-    init(_ description: String, notEncrypted: Bool = false) {
+    /// True for what mailsec does not read (S/MIME).
+    public let unsupported: Bool
+    init(_ description: String, notEncrypted: Bool = false, unsupported: Bool = false) {
         self.description = description
         self.notEncrypted = notEncrypted
+        self.unsupported = unsupported
     }
 }
 
@@ -67,30 +78,36 @@ public struct MailDecryptor: Sendable {
                                             + "among others: it is not decrypted into them (the EFAIL shape)")
                 }
             }
+            if structure.smime { throw DecryptionRefusal("S/MIME is not supported", unsupported: true) }
             throw DecryptionRefusal("the message is not encrypted", notEncrypted: true)
         }
+        let repaired = protection.mangledByExchange ? "exchange" : nil
         switch protection.kind {
         case .pgpMIME:
-            guard let ciphertext = PGPMIME.ciphertext(of: protection.entity) else {
+            guard let ciphertext = protection.ciphertext else {
                 throw DecryptionRefusal("the multipart/encrypted part is malformed")
             }
             let decrypted = try gnupg.decrypt(ciphertext)
             let (entity, _) = try MIMEEntity.parse(decrypted.plaintext, options: options)
             return try finish(message, entity: entity, kind: .pgpMIME, signatures: decrypted.info.signatures,
-                              plaintext: decrypted.plaintext)
+                              plaintext: decrypted.plaintext, repaired: repaired)
         case .inline:
             guard let text = protection.entity.text else { throw DecryptionRefusal("the text part cannot be read") }
             let decrypted = try gnupg.decrypt(Array(text.utf8))
             let entity = MIMEEntity.text(String(decoding: decrypted.plaintext, as: UTF8.self))
             return try finish(message, entity: entity, kind: .inline, signatures: decrypted.info.signatures,
-                              plaintext: nil)
+                              plaintext: nil, repaired: nil)
         }
     }
 
-    /// The decrypted message: the outer header fields, those protected inside
-    /// taking their place, and the decrypted body; with the signature judged.
+    /// The decrypted message, with the signature judged. Its header section:
+    /// when the decrypted part is marked as carrying protected header fields
+    /// (`hp="cipher"` or `hp="clear"`, RFC 9788; `protected-headers="v1"`, the
+    /// older draft), those fields and no others, outer fields it lacks left
+    /// out and named in the report; otherwise the outer fields, any fields of
+    /// the decrypted part taking their place.
     func finish(_ outer: MIMEMessage, entity: MIMEEntity, kind: Protection.Kind, signatures: [Signature],
-                plaintext: [UInt8]?) throws -> (message: MIMEMessage, report: DecryptionReport) {
+                plaintext: [UInt8]?, repaired: String?) throws -> (message: MIMEMessage, report: DecryptionReport) {
         var body = entity
         var signatureReport: VerificationReport?
         // Signed, then encrypted: a multipart/signed inside.
@@ -112,22 +129,32 @@ public struct MailDecryptor: Sendable {
 
         // Protected header fields: every field of the decrypted part that does
         // not describe the body (RFC 9788 §4.10; protected-headers="v1").
+        func describesBody(_ name: String) -> Bool { name.hasPrefix("content-") || name == "mime-version" }
         let protectedFields = body.headers.filter { header in
             let name = header.name.lowercased()
-            return !name.hasPrefix("content-") && name != "mime-version" && name != "hp-outer"
+            return !describesBody(name) && name != "hp-outer"
         }
+        let parameters = body.contentType.parameters
+        let marked = ["cipher", "clear"].contains(parameters["hp"]?.lowercased() ?? "")
+            || parameters["protected-headers"]?.lowercased() == "v1"
         let decrypted = try body.copy()
         for field in Set(protectedFields.map { $0.name.lowercased() }) { decrypted.removeHeader(field) }
-        for field in decrypted.headers where field.name.lowercased() == "hp-outer" { decrypted.removeHeader(field.name) }
+        decrypted.removeHeader("HP-Outer")
         let result = MIMEMessage(body: decrypted)
         let replaced = Set(protectedFields.map { $0.name.lowercased() })
+        var dropped: [String] = []
         for header in outer.headers {
             let name = header.name.lowercased()
-            if name.hasPrefix("content-") || name == "mime-version" || replaced.contains(name) { continue }
-            result.appendHeader(header.name, header.value)
+            if describesBody(name) || replaced.contains(name) { continue }
+            if marked {
+                if !dropped.contains(where: { $0.lowercased() == name }) { dropped.append(header.name) }
+            } else {
+                result.appendHeader(header.name, header.value)
+            }
         }
         for header in protectedFields { result.appendHeader(header.name, header.value) }
         return (result, DecryptionReport(decrypted: true, kind: kind, protectedHeaders: !protectedFields.isEmpty,
-                                         signature: signatureReport, refused: nil))
+                                         signature: signatureReport, refused: nil, droppedOuterFields: dropped,
+                                         repaired: repaired))
     }
 }

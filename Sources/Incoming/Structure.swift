@@ -1,3 +1,4 @@
+import Foundation
 import MIME
 
 /// Where an OpenPGP signature or encryption stands in a mail, decided from
@@ -32,6 +33,15 @@ public struct Protection {
     public let path: [Int]
     /// The part itself.
     let entity: MIMEEntity
+    /// True for PGP/MIME that Microsoft Exchange rewrote into `multipart/mixed`
+    /// (an empty text part, the `application/pgp-encrypted` part, `encrypted.asc`):
+    /// read as the `multipart/encrypted` it was.
+    public internal(set) var mangledByExchange = false
+
+    /// The armored ciphertext of a PGP/MIME encryption, also of the Exchange shape.
+    var ciphertext: [UInt8]? {
+        mangledByExchange ? entity.children[2].content : PGPMIME.ciphertext(of: entity)
+    }
 
     /// `1`, `1.2` …
     public var partName: String { path.isEmpty ? "1" : "1." + path.map { String($0 + 1) }.joined(separator: ".") }
@@ -41,6 +51,9 @@ public struct Protection {
 public struct MailStructure {
     public let signed: [Protection]
     public let encrypted: [Protection]
+    /// True when the mail holds S/MIME (`application/pkcs7-mime`, or
+    /// `multipart/signed` with an S/MIME protocol), which mailsec does not read.
+    public let smime: Bool
 
     static let signedBegin = "-----BEGIN PGP SIGNED MESSAGE-----"
     static let signatureEnd = "-----END PGP SIGNATURE-----"
@@ -60,8 +73,10 @@ public struct MailStructure {
         guard let body = message.body else {
             self.signed = []
             self.encrypted = []
+            self.smime = false
             return
         }
+        var smime = false
         // Parts inside an embedded message: their paths start below a message/rfc822 part.
         var embeddedRoots: [[Int]] = []
         let parts = body.walk()
@@ -70,9 +85,17 @@ public struct MailStructure {
             if embeddedRoots.contains(where: { path.count > $0.count && Array(path.prefix($0.count)) == $0 }) { return .attached }
             return whole ? .whole : .partial
         }
+        if Self.isMangledByExchange(body) {
+            var protection = Protection(kind: .pgpMIME, place: .whole, path: [], entity: body)
+            protection.mangledByExchange = true
+            encrypted.append(protection)
+        }
         for (path, entity) in parts {
             let type = entity.contentType
-            if type.is("multipart", "signed") {
+            if type.is("application", "pkcs7-mime") || type.is("application", "x-pkcs7-mime")
+                || type.is("multipart", "signed") && Self.smimeProtocols.contains(type.parameters["protocol"]?.lowercased() ?? "") {
+                smime = true
+            } else if type.is("multipart", "signed") {
                 signed.append(Protection(kind: .pgpMIME, place: place(path, whole: path.isEmpty), path: path, entity: entity))
             } else if type.is("multipart", "encrypted") {
                 encrypted.append(Protection(kind: .pgpMIME, place: place(path, whole: path.isEmpty), path: path, entity: entity))
@@ -93,6 +116,28 @@ public struct MailStructure {
         }
         self.signed = signed
         self.encrypted = encrypted
+        self.smime = smime
+    }
+
+    static let smimeProtocols: Set<String> = ["application/pkcs7-signature", "application/x-pkcs7-signature"]
+
+    /// Exactly the shape Microsoft Exchange makes of PGP/MIME (as Enigmail and
+    /// Thunderbird recognise it): the body is `multipart/mixed` with three
+    /// parts, an empty `text/plain`, `application/pgp-encrypted` saying
+    /// `Version: 1`, and `application/octet-stream` named `encrypted.asc`.
+    /// Anything more or different is not repaired: other text beside the
+    /// ciphertext is the EFAIL shape.
+    static func isMangledByExchange(_ body: MIMEEntity) -> Bool {
+        let children = body.children
+        guard body.contentType.is("multipart", "mixed"), children.count == 3,
+              children[0].contentType.is("text", "plain"),
+              children[0].text?.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty == true,
+              children[1].contentType.is("application", "pgp-encrypted"),
+              children[1].content.map({ String(decoding: $0, as: UTF8.self) })?
+                .trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("Version: 1") == true,
+              children[2].contentType.is("application", "octet-stream"),
+              children[2].filename == "encrypted.asc" else { return false }
+        return true
     }
 }
 

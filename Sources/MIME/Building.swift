@@ -48,6 +48,13 @@ extension MIMEEntity {
         while g_mime_object_remove_header(raw, name) != 0 {}
     }
 
+    /// Appends a header field written exactly as given, as
+    /// ``MIMEMessage/appendRawHeader(_:_:)`` does for a message (an
+    /// Autocrypt-Gossip key, say). `value` must be 7-bit, folded by the caller.
+    public func appendRawHeader(_ name: String, _ value: String) throws {
+        try MIME.appendRawHeader(to: raw, name, value)
+    }
+
     /// Prepends a header field; the value is encoded as needed.
     public func prependHeader(_ name: String, _ value: String) {
         g_mime_object_prepend_header(raw, name, value, "utf-8")

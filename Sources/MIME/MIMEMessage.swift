@@ -249,14 +249,7 @@ public final class MIMEMessage {
     /// not be encoded (an Autocrypt key, say). `value` must be 7-bit; lines
     /// after the first are joined with `\n ` (folded) by the caller.
     public func appendRawHeader(_ name: String, _ value: String) throws {
-        guard value.utf8.allSatisfy({ $0 < 0x80 && $0 != 13 }) else {
-            throw MIMEError(.invalidArgument("raw header value must be 7-bit"))
-        }
-        g_mime_object_append_header(object, name, "", nil)
-        guard let list = g_mime_object_get_header_list(object),
-              let header = g_mime_header_list_get_header_at(list, g_mime_header_list_get_count(list) - 1)
-        else { throw MIMEError(.invalidArgument("header list")) }
-        g_mime_header_set_raw_value(header, " " + value + "\n")
+        try MIME.appendRawHeader(to: object, name, value)
     }
 
     /// An independent copy of this message (written out and parsed again).
@@ -268,6 +261,27 @@ public final class MIMEMessage {
     /// Removes every header field named `name`.
     public func removeHeader(_ name: String) {
         while g_mime_object_remove_header(object, name) != 0 {}
+    }
+
+    /// Rewrites, in place and in order, every header field whose raw value
+    /// holds 8-bit bytes (raw UTF-8 in a Subject or display name, say) from
+    /// its decoded value, encoded as RFC 2047 encoded-words where needed;
+    /// address fields stay addresses (`g_mime_header_set_value`, which
+    /// formats by the field's kind). Returns the names of the fields rewritten.
+    @discardableResult
+    public func encodeEightBitHeaders() -> [String] {
+        guard let list = g_mime_object_get_header_list(object) else { return [] }
+        var rewritten: [String] = []
+        for index in 0..<g_mime_header_list_get_count(list) {
+            guard let header = g_mime_header_list_get_header_at(list, index),
+                  let raw = g_mime_header_get_raw_value(header),
+                  strlen(raw) > 0, UnsafeBufferPointer(start: raw, count: strlen(raw)).contains(where: { UInt8(bitPattern: $0) >= 0x80 }),
+                  let value = g_mime_header_get_value(header) else { continue }
+            let decoded = String(cString: value)
+            g_mime_header_set_value(header, nil, decoded, "utf-8")
+            if let name = g_mime_header_get_name(header) { rewritten.append(String(cString: name)) }
+        }
+        return rewritten
     }
 }
 

@@ -105,11 +105,36 @@ func check(_ err: gpgme_error_t, _ operation: GPGMEError.Operation) throws(GPGME
     }
 }
 
-/// Ciphertext without integrity protection (no MDC, not AEAD): refused, as
+/// Ciphertext whose integrity mailsec could not confirm: refused, whatever
+/// the GnuPG home's configuration (`ignore-mdc-error`) lets gpg do, because
 /// its plaintext may have been altered on the way (EFAIL's CFB gadgets).
-public struct IntegrityError: Error, Sendable, Equatable, CustomStringConvertible {
-    public init() {}
+public struct IntegrityError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Why the integrity is not confirmed. A struct, so that reasons can be added.
+    public struct Reason: RawRepresentable, Sendable, Hashable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// No MDC and no AEAD: symmetrically encrypted data (tag 9), or CFB without MDC.
+        public static let noProtection = Reason(rawValue: "no integrity protection")
+        /// The MDC did not match, or was never confirmed by gpg (`GOODMDC` missing).
+        public static let checkFailed = Reason(rawValue: "integrity check failed")
+        /// An AEAD authentication tag did not match.
+        public static let aeadTagFailed = Reason(rawValue: "AEAD tag failed")
+    }
+
+    public let reason: Reason
+
+    public init(_ reason: Reason = .noProtection) { self.reason = reason }
+
     public var description: String {
-        "the message is not integrity protected (no MDC): refused, because its content may have been altered"
+        switch reason {
+        case .noProtection:
+            "no integrity protection: the ciphertext has no MDC, so its content may have been altered; refused"
+        case .aeadTagFailed:
+            "AEAD tag failed: the ciphertext was altered or damaged; refused, nothing of it is shown"
+        case .checkFailed:
+            "integrity check failed: the ciphertext's MDC does not verify, so it was altered or damaged; refused, nothing of it is shown"
+        default: "\(reason.rawValue): refused"
+        }
     }
 }

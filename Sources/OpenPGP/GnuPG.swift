@@ -228,8 +228,11 @@ public struct GnuPG: Sendable {
     }
 
     /// Decrypts `ciphertext` and verifies any signature inside it in the same
-    /// pass (`gpgme_op_decrypt_verify`).
+    /// pass (`gpgme_op_decrypt_verify`), into memory: the plaintext is
+    /// returned only once gpg has confirmed its integrity (see ``IntegrityError``).
+    /// Ciphertext without integrity protection is refused before it is decrypted.
     public func decrypt(_ ciphertext: [UInt8]) throws -> Decrypted {
+        if Packets.encryptedDataKind(ciphertext) == .unprotected { throw IntegrityError(.noProtection) }
         let output = try DataBuffer.memory()
         let info = try DataBuffer.borrowing(ciphertext) { input in
             try decrypt(input, output)
@@ -237,18 +240,54 @@ public struct GnuPG: Sendable {
         return Decrypted(plaintext: output.takeBytes(), info: info)
     }
 
-    /// Like ``decrypt(_:)``, streaming between open file descriptors.
+    /// Like ``decrypt(_:)``, between open file descriptors. The plaintext is
+    /// decrypted into an unlinked private file first and copied to `output`
+    /// only when its integrity is confirmed, so `output` never receives
+    /// plaintext of refused ciphertext.
     public func decrypt(from input: Int32, to output: Int32) throws -> DecryptionInfo {
-        try decrypt(DataBuffer.fileDescriptor(input), DataBuffer.fileDescriptor(output))
+        var template = Array(((ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/mailsec-plain.XXXXXX").utf8CString)
+        let held = mkstemp(&template)
+        guard held >= 0 else { throw GPGMEError(code: .general, .decrypt) }
+        unlink(String(cString: template))
+        defer { close(held) }
+        let info = try decrypt(DataBuffer.fileDescriptor(input), DataBuffer.fileDescriptor(held))
+        guard lseek(held, 0, SEEK_SET) == 0 else { throw GPGMEError(code: .general, .decrypt) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        defer { explicit_bzero(&buffer, buffer.count) }
+        while true {
+            let count = read(held, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw GPGMEError(code: .general, .decrypt) }
+            if count == 0 { return info }
+            var offset = 0
+            while offset < count {
+                let written = buffer[offset..<count].withUnsafeBytes { write(output, $0.baseAddress, $0.count) }
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { throw GPGMEError(code: .general, .decrypt) }
+                offset += written
+            }
+        }
     }
 
-    /// Decrypts and verifies in one operation. Ciphertext without integrity
-    /// protection (no MDC, not AEAD) is refused with ``IntegrityError``, also
-    /// where gpg would decrypt it: such plaintext may have been altered (EFAIL).
+    /// Decrypts and verifies in one operation, watching gpg's status lines
+    /// (`gpgme_set_status_cb` with the context flag `full-status`): the
+    /// plaintext counts only when gpg reported `DECRYPTION_OKAY` and `GOODMDC`
+    /// (gpg sends `GOODMDC` for AEAD too), and never when the data had no
+    /// MDC or the MDC or AEAD tag failed. So an `ignore-mdc-error` in the
+    /// home's gpg.conf, which makes gpg succeed on such data, changes nothing.
     private func decrypt(_ input: DataBuffer, _ output: DataBuffer) throws -> DecryptionInfo {
         let context = try Context(home: home, executable: executable)
-        let status = gpgme_op_decrypt_verify(context.raw, input.raw, output.raw)
-        if gpgme_op_decrypt_result(context.raw)?.pointee.legacy_cipher_nomdc == 1 { throw IntegrityError() }
+        let log = DecryptionStatus()
+        try check(gpgme_set_ctx_flag(context.raw, "full-status", "1"), .decrypt)
+        gpgme_set_status_cb(context.raw, { opaque, keyword, arguments in
+            guard let opaque, let keyword else { return 0 }
+            Unmanaged<DecryptionStatus>.fromOpaque(opaque).takeUnretainedValue()
+                .record(String(cString: keyword), arguments.map { String(cString: $0) } ?? "")
+            return 0
+        }, Unmanaged.passUnretained(log).toOpaque())
+        let status = withExtendedLifetime(log) { gpgme_op_decrypt_verify(context.raw, input.raw, output.raw) }
+        if gpgme_op_decrypt_result(context.raw)?.pointee.legacy_cipher_nomdc == 1 { throw IntegrityError(.noProtection) }
+        if let refusal = log.refusal(failed: mailsec_gpgme_err_code(status) != GPG_ERR_NO_ERROR.rawValue) { throw refusal }
         try check(status, .decrypt)
         return DecryptionInfo(context)
     }

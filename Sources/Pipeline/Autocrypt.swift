@@ -7,6 +7,18 @@ public enum Autocrypt {
     /// white space inside keydata). Set it as a raw header field so that it is
     /// not encoded again (``MIME/MIMEMessage/appendRawHeader(_:_:)``).
     public static func header(address: String, keydata: [UInt8]) -> String {
+        "addr=\(address); prefer-encrypt=mutual; keydata=\n " + folded(keydata)
+    }
+
+    /// `addr=ADDR; keydata=BASE64`, folded as ``header(address:keydata:)``:
+    /// the value of an `Autocrypt-Gossip` header (Level 1 §2.7, key gossip),
+    /// which goes inside the encryption, in the header of the encrypted part.
+    public static func gossipHeader(address: String, keydata: [UInt8]) -> String {
+        "addr=\(address); keydata=\n " + folded(keydata)
+    }
+
+    /// The base64 of `keydata` on lines of 72 characters, joined by `\n `.
+    static func folded(_ keydata: [UInt8]) -> String {
         let base64 = Data(keydata).base64EncodedString()
         var chunks: [Substring] = []
         var index = base64.startIndex
@@ -15,6 +27,6 @@ public enum Autocrypt {
             chunks.append(base64[index..<end])
             index = end
         }
-        return "addr=\(address); prefer-encrypt=mutual; keydata=\n " + chunks.joined(separator: "\n ")
+        return chunks.joined(separator: "\n ")
     }
 }

@@ -103,6 +103,8 @@ public enum Postcard {
         let copy = try message.copySharingContent()
         copy.removeHeader("Bcc")
         copy.removeHeader("Resent-Bcc")
+        // A postcard's header fields are 7-bit, as a letter's are (RFC 2047).
+        copy.encodeEightBitHeaders()
         guard hasSpans else { return copy }
         if copy.body?.walk().contains(where: { $0.entity.contentType.is("multipart", "signed") }) == true {
             throw PipelineError(.signedMailNeedsRedaction)

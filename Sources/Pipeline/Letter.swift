@@ -72,7 +72,7 @@ public enum Letter {
     /// Makes a letter of `message` for `recipients`, signed by `signer`.
     ///
     /// Inside the encryption the body carries all of the message's header
-    /// fields (`hp="cipher"`) and `HP-Outer` fields that record what the
+    /// fields (`hp="cipher"`, and `protected-headers="v1"` for older readers) and `HP-Outer` fields that record what the
     /// outside shows. Outside stand only the fields in ``outerHeaders`` and
     /// trace fields, with their values from `outside` (the censored copy when
     /// the mail has marked spans), the Subject `outerSubject`, and `autocrypt`
@@ -110,7 +110,10 @@ public enum Letter {
         for (name, value) in (protected.map { ($0.name, $0.value) } + hpOuter).reversed() {
             inner.prependHeader(name, value)
         }
+        // Both markers: RFC 9788's, and the older draft's that readers such as
+        // notmuch 0.37 and Thunderbird before 128 know (else they show "...").
         inner.setContentTypeParameter("hp", "cipher")
+        inner.setContentTypeParameter("protected-headers", "v1")
         return Draft(inner: inner, outer: outer)
     }
 

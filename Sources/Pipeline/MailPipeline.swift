@@ -400,16 +400,48 @@ public struct MailPipeline: Sendable {
                                               outerSubject: options.outerSubject), keys, signer)
         }
 
-        // Then the GnuPG work: the key export for Autocrypt runs beside the
-        // letters' sign+encrypt steps, each a gpg process of its own. The letters
+        // Autocrypt key data, all from one export: the sender's for the
+        // Autocrypt header, and for a letter to several recipients each
+        // recipient's for the Autocrypt-Gossip headers inside it. A Bcc letter
+        // carries no gossip (it has one recipient, and must not tell a Bcc
+        // recipient's key to anyone); the To/Cc letter never names a Bcc recipient.
+        let fromAddress = prepared.message.addresses(.from).first?.address
+            ?? exported?.userIDs.first { !$0.address.isEmpty }?.address ?? prepared.envelopeSender
+        var wanted: [(key: Key, address: String)] = exported.map { [($0, fromAddress)] } ?? []
+        var gossip: [Int: [Int]] = [:]  // letter index: indices into `wanted`
+        for (index, planned) in plan.copies.enumerated() where planned.kind == .letter && drafts[index] != nil {
+            guard planned.recipients.count > 1, !planned.recipients.contains(where: { $0.role == .bcc }) else { continue }
+            gossip[index] = zip(planned.recipients, planned.fingerprints).compactMap { recipient, fingerprint in
+                guard let key = prepared.keys[fingerprint] else { return nil }
+                if let known = wanted.firstIndex(where: { $0.key == key && $0.address.lowercased() == recipient.address.lowercased() }) {
+                    return known
+                }
+                wanted.append((key, recipient.address))
+                return wanted.count - 1
+            }
+        }
+
+        // Then the GnuPG work: the key export runs beside the letters'
+        // sign+encrypt steps, each a gpg process of its own (unless gossip,
+        // which goes inside the letters, needs it first). The letters
         // go one after another: two gpg processes that encrypt in one home at
         // once collide on libgcrypt's random_seed lock when they exit, and the
         // loser sleeps 250 ms (found by scripts/bench). Each letter's body
         // streams into gpg and its ciphertext into a spool file.
         let gnupg = self.gnupg
-        let export = Background(exported.map { key in { try gnupg.exportKeys([key], armored: false, minimal: true) } })
+        let exportWanted = wanted
+        let export = Background(wanted.isEmpty ? nil : { try gnupg.autocryptKeydata(exportWanted) })
         var ciphertexts: [Int: Spool] = [:]
         do {
+            if !gossip.isEmpty {
+                let keydata = try export.wait().get() ?? []
+                for (index, entries) in gossip {
+                    for entry in entries {
+                        try drafts[index]!.draft.inner.appendRawHeader(
+                            "Autocrypt-Gossip", Autocrypt.gossipHeader(address: wanted[entry].address, keydata: keydata[entry]))
+                    }
+                }
+            }
             for index in drafts.keys.sorted() {
                 let (draft, keys, signer) = drafts[index]!
                 let spool = try Spool()
@@ -427,10 +459,9 @@ public struct MailPipeline: Sendable {
         }
         var keydata: [UInt8] = []
         var autocrypt: String?
-        if let exported {
-            keydata = try export.wait().get() ?? []
-            let address = exported.userIDs.first { !$0.address.isEmpty }?.address ?? prepared.envelopeSender
-            autocrypt = Autocrypt.header(address: prepared.message.addresses(.from).first?.address ?? address, keydata: keydata)
+        if exported != nil {
+            keydata = try export.wait().get()?.first ?? []
+            autocrypt = Autocrypt.header(address: fromAddress, keydata: keydata)
         }
 
         var copies: [WrittenCopy] = []
@@ -587,6 +618,8 @@ public struct MailPipeline: Sendable {
     /// The postcard written from the censored copy, with the invitation when
     /// asked for (on a copy of its own, so the letters' outside stays as it is).
     func postcardBytes(_ censored: MIMEMessage, invite: (autocrypt: String?, keydata: [UInt8])?) throws -> [UInt8] {
+        // Every postcard's header fields are 7-bit (a partially encrypted one is no censored copy).
+        censored.encodeEightBitHeaders()
         guard let invite else { return censored.serialize() }
         let copy = try censored.copy()
         if let body = copy.body {

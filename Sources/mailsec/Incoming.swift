@@ -11,8 +11,11 @@ struct Verify: ParsableCommand {
             Reads PGP/MIME (multipart/signed) and inline (cleartext) signatures. The mail counts \
             as verified only when the signature is good, covers the whole message (not one part \
             beside unsigned content, not an attached mail) and the signer's key has a user ID \
-            with exactly the From address (a single From; a display name that shows another \
-            address fails). Exit status 0 when verified; 1 with the reason otherwise. \
+            with exactly the From address (a single From; a display name that shows an address, \
+            also in look-alike characters, fails). A From display name that is not a name on \
+            the signer's key, and a Sender beside the From, are warnings ('warning: …' on \
+            standard error); --strict makes any warning exit 1. S/MIME is not read ('S/MIME \
+            is not supported'). Exit status 0 when verified; 1 with the reason otherwise. \
             --json prints the report (README, "mailsec verify --json").
             """
     )
@@ -21,6 +24,9 @@ struct Verify: ParsableCommand {
 
     @Flag(help: "Print the report as JSON on standard output.")
     var json = false
+
+    @Flag(help: "Exit 1 on any warning too (a display name not on the signer's key, a Sender beside the From).")
+    var strict = false
 
     @Argument(help: ArgumentHelp("The mail; - (the default) reads standard input.", valueName: "message"))
     var message = "-"
@@ -34,10 +40,24 @@ struct Verify: ParsableCommand {
             print("signature: \(report.status ?? "none") \(who)")
             print("coverage: \(report.coverage)" + (report.signedPart.map { " (part \($0))" } ?? ""))
             print("from: \(report.from ?? "-") " + (report.fromMatches ? "(matches the signer)" : "(does not match the signer)"))
+            if let sender = report.sender { print("sender: \(sender)") }
         }
+        // Not verified, the one reason line says it all; verified, the warnings qualify it.
+        if report.verified { warn(report.warnings) }
         if !report.verified {
             throw CommandFailure("not verified: \(report.reason ?? "the signature is not acceptable")", status: .failure)
         }
+        if strict && !report.warnings.isEmpty {
+            throw CommandFailure("not verified (--strict): \(report.warnings.joined(separator: "; "))", status: .failure)
+        }
+    }
+}
+
+/// Prints each warning as one line on standard error.
+func warn(_ warnings: [String]) {
+    for warning in warnings {
+        let line = "warning: " + warning.map { $0 == "\n" || $0 == "\r" ? " " : String($0) }.joined() + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
     }
 }
 
@@ -46,13 +66,19 @@ struct Decrypt: ParsableCommand {
         abstract: "Open an encrypted mail safely: decrypt, verify, restore protected headers.",
         discussion: """
             Decrypts PGP/MIME and inline PGP, verifying any signature in the same step, and \
-            writes the decrypted message (header fields protected inside restored, RFC 9788) \
-            to standard output or --output. It refuses, with exit status 69, ciphertext without \
-            integrity protection (no MDC) and an encrypted part that is not the whole message: \
+            writes the decrypted message to standard output or --output. When the decrypted \
+            part carries protected header fields (RFC 9788 hp="cipher", or protected-headers="v1"), \
+            the message's header section is those fields alone: outer fields they lack are left \
+            out and named ('warning: left out unprotected outer fields: …'). It refuses, with \
+            exit status 69 and nothing written, ciphertext whose integrity is not confirmed \
+            ('no integrity protection', 'integrity check failed', 'AEAD tag failed'; whatever \
+            the GnuPG home's gpg.conf says) and an encrypted part that is not the whole message: \
             one part among others, inside an attached mail, or ciphertext with other text \
-            around it (the EFAIL shapes). One line on standard error tells the signature: \
-            'signature: STATUS FINGERPRINT'. --json prints the report on standard output \
-            (the message then goes to --output only).
+            around it (the EFAIL shapes); S/MIME too ('S/MIME is not supported'). PGP/MIME that \
+            Microsoft Exchange turned into multipart/mixed is read as what it was. One line on \
+            standard error tells the signature: 'signature: STATUS FINGERPRINT'; --strict \
+            refuses (exit 1, nothing written) a mail with any warning. --json prints the report \
+            on standard output (the message then goes to --output only).
             """
     )
 
@@ -63,6 +89,9 @@ struct Decrypt: ParsableCommand {
 
     @Flag(help: "Print the report as JSON on standard output.")
     var json = false
+
+    @Flag(help: "Exit 1, writing nothing, on any warning (signature warnings, unprotected outer fields left out).")
+    var strict = false
 
     @Argument(help: ArgumentHelp("The mail; - (the default) reads standard input.", valueName: "message"))
     var letter = "-"
@@ -87,6 +116,15 @@ struct Decrypt: ParsableCommand {
                 + (report.verified ? "" : "; not verified: \(report.reason ?? "")")
         } ?? "signature: none"
         FileHandle.standardError.write(Data((line + "\n").utf8))
+        var warnings = signature?.warnings ?? []
+        if !result.report.droppedOuterFields.isEmpty {
+            warnings.append("left out unprotected outer fields: " + result.report.droppedOuterFields.joined(separator: ", "))
+        }
+        warn(warnings)
+        if strict && !warnings.isEmpty {
+            if json { try writeOutput(encodeJSON(result.report), to: nil) }
+            throw CommandFailure("not written (--strict): the mail has warnings", status: .failure)
+        }
         if json {
             try writeOutput(encodeJSON(result.report), to: nil)
             if let output { try writeOutput(result.message.serialize(), to: output) }

@@ -1,0 +1,34 @@
+/// The status lines of one decryption that tell about integrity, and what
+/// they mean. Filled by GPGME's status callback on the thread that runs the
+/// operation; read after it returns.
+final class DecryptionStatus {
+    /// `DECRYPTION_INFO <mdc_method> <sym_algo> [<aead_algo>]`: the session key worked.
+    private(set) var info: (mdc: Int, aead: Int)?
+    private(set) var goodMDC = false
+    private(set) var badMDC = false
+    private(set) var okay = false
+
+    func record(_ keyword: String, _ arguments: String) {
+        switch keyword {
+        case "DECRYPTION_INFO":
+            let fields = arguments.split(separator: " ").map { Int($0) ?? 0 }
+            info = (fields.first ?? 0, fields.count > 2 ? fields[2] : 0)
+        case "GOODMDC": goodMDC = true
+        case "BADMDC": badMDC = true
+        case "DECRYPTION_OKAY": okay = true
+        default: break
+        }
+    }
+
+    /// Why the plaintext must not be used, or nil when gpg confirmed it.
+    /// `failed`: the operation itself returned an error.
+    func refusal(failed: Bool) -> IntegrityError? {
+        // Before a session key is found (no secret key, say), there is nothing
+        // to judge: the operation's own error says what happened.
+        guard let info else { return nil }
+        let aead = info.aead != 0
+        if info.mdc == 0 && !aead { return IntegrityError(.noProtection) }
+        if badMDC || failed || !okay || !goodMDC { return IntegrityError(aead ? .aeadTagFailed : .checkFailed) }
+        return nil
+    }
+}

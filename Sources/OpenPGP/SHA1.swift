@@ -1,0 +1,37 @@
+/// SHA-1 (FIPS 180-4), only to compute v4 key fingerprints: which packet of
+/// an exported key is which key GPGME listed. Not used for any security decision
+/// about untrusted data: both sides come from our own keyring.
+enum SHA1 {
+    static func hash<C: Collection>(_ message: C) -> [UInt8] where C.Element == UInt8 {
+        var h: [UInt32] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0]
+        var data = Array(message)
+        let bitLength = UInt64(data.count) * 8
+        data.append(0x80)
+        while data.count % 64 != 56 { data.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        var w = [UInt32](repeating: 0, count: 80)
+        for chunk in stride(from: 0, to: data.count, by: 64) {
+            for i in 0..<16 {
+                let j = chunk + i * 4
+                w[i] = UInt32(data[j]) << 24 | UInt32(data[j + 1]) << 16 | UInt32(data[j + 2]) << 8 | UInt32(data[j + 3])
+            }
+            for i in 16..<80 {
+                let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
+                w[i] = x << 1 | x >> 31
+            }
+            var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
+            for i in 0..<80 {
+                let (f, k): (UInt32, UInt32) = switch i {
+                case 0..<20: ((b & c) | (~b & d), 0x5A827999)
+                case 20..<40: (b ^ c ^ d, 0x6ED9EBA1)
+                case 40..<60: ((b & c) | (b & d) | (c & d), 0x8F1BBCDC)
+                default: (b ^ c ^ d, 0xCA62C1D6)
+                }
+                let temp = (a << 5 | a >> 27) &+ f &+ e &+ k &+ w[i]
+                (e, d, c, b, a) = (d, c, b << 30 | b >> 2, a, temp)
+            }
+            h[0] = h[0] &+ a; h[1] = h[1] &+ b; h[2] = h[2] &+ c; h[3] = h[3] &+ d; h[4] = h[4] &+ e
+        }
+        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+    }
+}

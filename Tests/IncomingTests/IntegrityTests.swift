@@ -1,0 +1,109 @@
+import Foundation
+import Incoming
+import OpenPGP
+import TestSupport
+import Testing
+
+/// Binary ciphertext to Bob made by the gpg command line.
+func binaryCiphertext(_ text: String, home: TemporaryGnuPGHome, extra: [String] = []) throws -> [UInt8] {
+    let result = try home.gpg(["--trust-model", "always", "--recipient", "bob@example.org"] + extra + ["--encrypt"],
+                              input: Array(text.utf8))
+    try #require(result.status == 0, "\(result.errors)")
+    return result.stdout
+}
+
+/// Where the encrypted data packet's body starts and ends in `binary` (after its version octet).
+func dataPacketBody(_ binary: [UInt8]) throws -> Range<Int> {
+    let packet = try #require(Packets.list(binary).first { $0.tag == 18 || $0.tag == 9 })
+    let start = packet.body.startIndex + (packet.tag == 18 ? 1 : 0)
+    return start..<binary.count
+}
+
+@Suite("Integrity is mailsec's own check: no MDC, a failed MDC, whatever gpg.conf says", .serialized)
+struct IntegrityTests {
+    /// Both homes: GnuPG's defaults, and one whose gpg.conf says `ignore-mdc-error`
+    /// (with it gpg 2.2 hands out the plaintext of all of these and exits 0).
+    func withHomes(_ body: (TemporaryGnuPGHome, Bool) throws -> Void) throws {
+        for ignoring in [false, true] {
+            try withGnuPGHome(importing: ["alice.sec.asc", "bob.sec.asc"]) { home throws in
+                if ignoring {
+                    let conf = home.path + "/gpg.conf"
+                    try (String(contentsOfFile: conf, encoding: .utf8) + "ignore-mdc-error\n").write(toFile: conf, atomically: true, encoding: .utf8)
+                }
+                try body(home, ignoring)
+            }
+        }
+    }
+
+    /// Decrypts with the library both ways (in memory; between files) and
+    /// expects the refusal `reason`, and no plaintext anywhere.
+    func expectRefused(_ ciphertext: [UInt8], _ reason: IntegrityError.Reason, home: TemporaryGnuPGHome, _ what: String) throws {
+        let gnupg = GnuPG(home: home.path)
+        #expect(throws: IntegrityError(reason), "\(what)") { try gnupg.decrypt(ciphertext) }
+        // The streaming form is not given the packets first: gpg's status lines alone decide.
+        let folder = try makePrivateDirectory(prefix: "ms-int")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        FileManager.default.createFile(atPath: folder + "/in", contents: Data(ciphertext))
+        FileManager.default.createFile(atPath: folder + "/out", contents: nil)
+        let input = open(folder + "/in", O_RDONLY), output = open(folder + "/out", O_WRONLY)
+        defer { close(input); close(output) }
+        #expect(throws: IntegrityError(reason), "\(what), streamed") { try gnupg.decrypt(from: input, to: output) }
+        #expect(FileManager.default.contents(atPath: folder + "/out")?.isEmpty == true, "\(what): nothing written")
+    }
+
+    @Test("ciphertext without MDC (gpg --rfc2440, AES and CAST5) is refused as 'no integrity protection'")
+    func noMDC() throws {
+        try withHomes { home, ignoring in
+            for cipher in ["AES256", "CAST5"] {
+                let ciphertext = try binaryCiphertext("zqsecret\n", home: home, extra: ["--rfc2440", "--cipher-algo", cipher])
+                #expect(Packets.encryptedDataKind(ciphertext) == .unprotected)
+                if ignoring {
+                    // The premise: this home's gpg hands the plaintext out.
+                    let gpg = try home.gpg(["--decrypt"], input: ciphertext)
+                    #expect(gpg.output.contains("zqsecret"), "gpg with ignore-mdc-error decrypts \(cipher) without MDC")
+                }
+                try expectRefused(ciphertext, .noProtection, home: home, "\(cipher) without MDC, ignore-mdc-error \(ignoring)")
+                let armored = Array(Armor.armor(ciphertext, type: "MESSAGE").utf8)
+                #expect(throws: IntegrityError(.noProtection)) { try GnuPG(home: home.path).decrypt(armored) }
+            }
+        }
+    }
+
+    @Test("a flipped bit anywhere in the encrypted data, or a changed last byte, is refused as 'integrity check failed'")
+    func tampered() throws {
+        var generator = SystemRandomNumberGenerator()
+        try withHomes { home, ignoring in
+            let text = (0..<40).map { "line \($0) of zqsecret text\n" }.joined()
+            let good = try binaryCiphertext(text, home: home)
+            #expect(Packets.encryptedDataKind(good) == .mdc)
+            #expect(String(decoding: try GnuPG(home: home.path).decrypt(good).plaintext, as: UTF8.self) == text)
+            let body = try dataPacketBody(good)
+            var cases: [(String, [UInt8])] = []
+            var last = good
+            last[last.count - 1] = last[last.count - 1] &+ UInt8.random(in: 1...255, using: &generator)
+            cases.append(("last byte changed", last))
+            for _ in 0..<10 {
+                var flipped = good
+                let position = Int.random(in: body, using: &generator)
+                flipped[position] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+                cases.append(("bit flipped at \(position) of \(good.count)", flipped))
+            }
+            for (what, ciphertext) in cases {
+                try expectRefused(ciphertext, .checkFailed, home: home, "\(what), ignore-mdc-error \(ignoring)")
+            }
+        }
+    }
+
+    @Test("a flipped bit anywhere at all never yields plaintext")
+    func flippedAnywhere() throws {
+        var generator = SystemRandomNumberGenerator()
+        try withHomes { home, _ in
+            let good = try binaryCiphertext("zqsecret\n", home: home)
+            for _ in 0..<8 {
+                var flipped = good
+                flipped[Int.random(in: 0..<good.count, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+                #expect(throws: (any Error).self) { try GnuPG(home: home.path).decrypt(flipped) }
+            }
+        }
+    }
+}
