@@ -212,11 +212,15 @@ extension Redactor {
         }
     }
 
-    /// The value of a header field in the reading that shows a marker: as
-    /// GMime decoded it, else the first lenient reading that does.
+    /// The value of a header field in the reading that shows markers that
+    /// pair up: as GMime decoded it, else the first lenient reading that does
+    /// (GMime drops an encoded-word that follows one ending in `=` padding
+    /// on the next line, so a span cut between them would not pair up). With
+    /// none, the first reading with a marker, whose error then stands.
     private func markedReading(_ header: Header) -> String {
-        if hasMarkers(header.value) { return header.value }
-        return FieldReadings.readings(header.rawValue).readings.first { hasMarkers($0.text) }?.text ?? header.value
+        if hasMarkers(header.value), (try? validate(header.value, part: "")) != nil { return header.value }
+        let marked = ([header.value] + FieldReadings.readings(header.rawValue).readings.map(\.text)).filter(hasMarkers)
+        return marked.first { (try? validate($0, part: "")) != nil } ?? marked.first ?? header.value
     }
 
     /// The content of a leaf that a reader shows as text: `text/*` as GMime
@@ -290,22 +294,30 @@ extension Redactor {
     /// lines joined (format=flowed), folded lines unfolded (calendars).
     private func otherReadings(_ entity: MIMEEntity, type: ContentType, markup: Bool) -> AnySequence<String> {
         let declared = type.parameters["charset"].map(Charsets.candidates) ?? []
+        let undeclared = type.parameters["charset"] == nil
         func decodings(_ bytes: [UInt8]) -> [String] {
-            (declared + Charsets.sniffed(bytes) + ["UTF-8"]).compactMap { Charsets.decode(bytes, charset: $0) }
+            (declared + Charsets.sniffed(bytes) + ["UTF-8"] + (undeclared ? Charsets.guessed(bytes) : []))
+                .compactMap { Charsets.decode(bytes, charset: $0) }
         }
         let limit = MessageReadings.wholeTextLimit
         let isText = type.type == "text"
         let encoding = entity.headers.last { $0.name.lowercased() == "content-transfer-encoding" }?.rawValue ?? ""
         let stages: [() -> [String]] = [
             {
-                guard !isText || declared.count > 1 || !Charsets.sniffed(entity.contentPrefix(4)).isEmpty,
+                // GMime decodes a stated charset as iconv does, so only what it cannot
+                // (HZ), what it does not try (both byte orders, a byte order mark, a
+                // guess from the content) is another reading.
+                guard !isText || declared.count > 1 || declared.contains(where: { !Charsets.isIconvCharset($0) })
+                        || !Charsets.sniffed(entity.contentPrefix(4)).isEmpty
+                        || undeclared && entity.content.map({ !Charsets.guessed($0).isEmpty }) == true,
                       let bytes = entity.content, bytes.count <= limit else { return [] }
                 return decodings(bytes)
             },
             {
-                guard let raw = entity.rawContent(limit: limit), let readings = TransferDecoding.readings(raw, encoding: encoding),
-                      readings.count > 1 || raw != readings[0] && !["base64", "quoted-printable"].contains(
-                        encoding.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()) else { return [] }
+                let name = encoding.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+                guard let raw = entity.rawContent(limit: limit), let readings = TransferDecoding.readings(raw, encoding: name),
+                      readings.count > 1 || name == "base64" && TransferDecoding.hasStrayPadding(raw)
+                        || raw != readings[0] && !["base64", "quoted-printable"].contains(name) else { return [] }
                 return readings.flatMap(decodings)
             },
             {

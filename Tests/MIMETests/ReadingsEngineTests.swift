@@ -25,9 +25,8 @@ struct ReadingsEngineTests {
         let encoded = Array(Data(whole).base64EncodedString().utf8)
         for cut in stride(from: 4, to: encoded.count - 4, by: 4) {
             let broken = Array(encoded[..<cut]) + Array("=".utf8) + Array(encoded[cut...])
-            let readings = TransferDecoding.base64(broken)
-            #expect(readings.count == 2)
-            #expect(readings.contains(whole), "cut at \(cut)")
+            #expect(TransferDecoding.base64(broken).contains(whole), "cut at \(cut)")
+            #expect(TransferDecoding.hasStrayPadding(broken))
         }
         let garbage = Array(encoded[..<8]) + Array("!*\n ".utf8) + Array(encoded[8...])
         #expect(TransferDecoding.readings(garbage, encoding: "BASE64")?.first == whole)

@@ -67,10 +67,13 @@ package enum FieldReadings {
                 if scalars[at] == "?" && scalars[at + 1] == "=" { end = at; break }
                 at += 1
             }
-            guard let end else { index += 2; continue }
-            let text = scalars[start..<end].map { $0.value < 0x100 ? UInt8($0.value) : UInt8(ascii: "?") }
-            words.append(EncodedWord(range: index..<(end + 2), charset: charset, encoding: encoding, text: text))
-            index = end + 2
+            // Without its closing `?=`, lenient readers take the word to the
+            // next white space (or the end of the value).
+            let close = end.map { $0 + 2 } ?? (scalars[start...].firstIndex { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" } ?? scalars.count)
+            let textEnd = end ?? close
+            let text = scalars[start..<textEnd].map { $0.value < 0x100 ? UInt8($0.value) : UInt8(ascii: "?") }
+            words.append(EncodedWord(range: index..<close, charset: charset, encoding: encoding, text: text))
+            index = max(close, index + 2)
         }
         return words
     }
