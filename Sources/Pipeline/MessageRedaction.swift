@@ -1,16 +1,17 @@
 import MIME
 import Policy
 
-/// Marked spans across a whole message: the header fields, every text part
-/// (plain, HTML or other `text/*`, in any charset and transfer encoding),
-/// file names, and the same inside embedded messages.
+/// Marked spans across a whole message: every header field and parameter,
+/// every part a reader shows as text (in any charset and transfer encoding),
+/// every `message/*` part, and the same inside embedded messages; and the
+/// readings that decide whether a mail has spans and whether a postcard is clean.
 extension Redactor {
     /// Header fields that are never redacted: they describe structure, and
     /// the MIME layer writes them anew.
     static let structuralHeaders: Set<String> = ["content-type", "content-transfer-encoding", "mime-version"]
 
-    /// A part's fields that the MIME layer rewrites itself (file names are
-    /// handled on their own).
+    /// A part's fields that the MIME layer rewrites itself (their parameters,
+    /// file names among them, are censored on their own).
     static let partStructuralHeaders: Set<String> = structuralHeaders.union(["content-disposition"])
 
     /// What reading a message every way found (see ``MessageReadings``).
