@@ -87,10 +87,15 @@ public enum FuzzChecks {
         var outside: [String] = []
         func texts(_ message: MIMEMessage, _ body: (String) -> Void) {
             MessageReadings.readAll(message) { _, content in
-                if case .text(let text, let media) = content {
+                switch content {
+                case .text(let text, let media):
                     for rendering in redactor.renderings(text, type: media.type, subtype: media.subtype, parameters: media.parameters) {
                         body(rendering)
                     }
+                case .pieces(_, let feed):
+                    var bytes: [UInt8] = []
+                    _ = feed { bytes += $0 }
+                    body(String(decoding: bytes, as: UTF8.self))
                 }
             }
         }
