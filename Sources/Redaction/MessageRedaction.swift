@@ -16,6 +16,11 @@ extension Redactor {
 
     /// What reading a message every way found (see ``MessageReadings``).
     public struct ReadingsFinding: Sendable {
+        public init(marker: String?, uncertain: [String]) {
+            self.marker = marker
+            self.uncertain = uncertain
+        }
+
         /// Where a marker shows in some reading (`part 1.2 (text/html)`,
         /// `Subject`); nil when in none.
         public let marker: String?
@@ -61,7 +66,7 @@ extension Redactor {
     /// for in the bytes themselves, piece by piece with an overlap, so memory
     /// stays small; any other marker needs the text whole, as
     /// ``Redactor/hasMarkers(_:)`` folds it.
-    struct MarkerSearch {
+    package struct MarkerSearch {
         private let redactor: Redactor
         private let encodings: Bool
         private let needles: [[UInt8]]?
@@ -71,7 +76,7 @@ extension Redactor {
         private let overlap: Int
         private static let window = 1 << 20
 
-        init(_ redactor: Redactor, encodings: Bool) {
+        package init(_ redactor: Redactor, encodings: Bool) {
             self.redactor = redactor
             self.encodings = encodings
             let markers = [redactor.open, redactor.close].map { Array($0.lowercased().utf8) }
@@ -80,7 +85,7 @@ extension Redactor {
             overlap = 2 * (markers.map(\.count).max() ?? 0) + 2
         }
 
-        mutating func feed(_ piece: UnsafeRawBufferPointer) {
+        package mutating func feed(_ piece: UnsafeRawBufferPointer) {
             guard !found else { return }
             buffer += piece
             guard needles != nil, buffer.count >= Self.window + overlap else { return }
@@ -89,7 +94,7 @@ extension Redactor {
             buffer.removeFirst((buffer.count - overlap) & ~1)
         }
 
-        mutating func finish() -> Bool {
+        package mutating func finish() -> Bool {
             if !found { found = scan(buffer) }
             return found
         }
