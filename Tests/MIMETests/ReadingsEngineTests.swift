@@ -46,6 +46,8 @@ struct ReadingsEngineTests {
         #expect(FieldReadings.encodedWordReadings("=?utf-8?x?W1t4?=").readings.contains("[[x"))
         let utf16 = Data("[[x".data(using: .utf16LittleEndian)!).base64EncodedString()
         #expect(FieldReadings.encodedWordReadings("=?utf-16?b?\(utf16)?=").readings.contains("[[x"))
+        // A UTF-32 unit cut between two words: their bytes joined, as Python's decode_header does.
+        #expect(FieldReadings.encodedWordReadings("=?UTF-32LE?Q?[=00=00=00=5B=00?= =?UTF-32LE?Q?=00=00x=00=00=00?=").readings.contains("[[x"))
         let (foreign, name) = FieldReadings.encodedWordReadings("=?x-klingon?q?=5B=5Bx?=")
         #expect(name == "x-klingon" && foreign.contains("[[x"))
     }
