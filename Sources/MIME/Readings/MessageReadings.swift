@@ -221,7 +221,7 @@ package struct MessageReadings {
         let textLike = Self.isTextLike(type) || isMessage
         // What decides certainty comes from the fields alone.
         let known = TransferDecoding.readings([], encoding: encoding) != nil
-        if !known { note(name + " (transfer encoding \(encoding.prefix(40)))") }
+        if !known || TransferDecoding.isOddlySpelled(encoding) { note(name + " (transfer encoding \(encoding.prefix(40)))") }
         var charsets = ["UTF-8"]
         if let declared = type.parameters["charset"] {
             let candidates = Charsets.candidates(declared)

@@ -9,13 +9,28 @@ package enum TransferDecoding {
     /// misspellings): the caller reads the bytes as they are and counts the
     /// part as not readable with certainty.
     package static func readings(_ bytes: [UInt8], encoding: String) -> [[UInt8]]? {
-        switch encoding.trimmingCharacters(in: [" ", "\t", "\r", "\n", "\""]).lowercased() {
+        switch token(encoding) {
         case "", "7bit", "8bit", "binary": return [bytes]
         case "base64": return base64(bytes)
         case "quoted-printable": return quotedPrintable(bytes)
         case "uuencode", "x-uuencode", "x-uue", "uue", "x-uu", "uu": return [uudecode(bytes), bytes]
         default: return nil
         }
+    }
+
+    /// The encoding's name as a lenient reader takes it: what stands before
+    /// a `;` or a comment, without quotes and white space, lower-cased.
+    package static func token(_ value: String) -> String {
+        var value = value
+        if let cut = value.firstIndex(where: { $0 == ";" || $0 == "(" }) { value = String(value[..<cut]) }
+        return value.trimmingCharacters(in: [" ", "\t", "\r", "\n", "\"", "'"]).lowercased()
+    }
+
+    /// True when a reader may take `value` otherwise than GMime does: not a
+    /// bare name (`base64; x=1`, `base64 (comment)`, quoted).
+    package static func isOddlySpelled(_ value: String) -> Bool {
+        let bare = value.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+        return !bare.isEmpty && bare != token(value)
     }
 
     private static let alphabet: [Int8] = {
