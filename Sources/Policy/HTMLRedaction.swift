@@ -117,10 +117,17 @@ enum HTMLToken {
     case other(String)
 
     /// True when the token shows a marker as written, or (a tag) in its
-    /// attribute values as a browser reads them.
+    /// attribute values as a browser reads them, once or (a document in an
+    /// attribute) twice.
     func hasMarkers(_ redactor: Redactor) -> Bool {
         switch self {
-        case .tag(let raw): redactor.hasMarkers(raw) || redactor.hasMarkers(String(String.UnicodeScalarView(decodeEntities(raw))))
+        case .tag(let raw):
+            // Decoded twice: an attribute may hold a document (iframe srcdoc) with references of its own.
+            redactor.hasMarkers(raw) || raw.contains("&") && [1, 2].contains { times in
+                var decoded = raw
+                for _ in 0..<times { decoded = String(String.UnicodeScalarView(decodeEntities(decoded))) }
+                return redactor.hasMarkers(decoded)
+            }
         case .text(let raw, _), .comment(let raw), .other(let raw): redactor.hasMarkers(raw)
         }
     }

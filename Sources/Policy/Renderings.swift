@@ -34,6 +34,8 @@ extension Redactor {
         if Self.isMarkup(type: type, subtype: subtype) {
             let decoded = String(String.UnicodeScalarView(decodeEntities(text)))
             out.append(decoded)
+            // A document inside an attribute (iframe srcdoc) is decoded twice.
+            if decoded.contains("&") { out.append(String(String.UnicodeScalarView(decodeEntities(decoded)))) }
             out.append(Self.cssUnescaped(decoded))
             out.append(Self.percentDecoded(decoded))
             for payload in Self.dataURLPayloads(decoded) {

@@ -3,6 +3,7 @@ import MIME
 import OpenPGP
 import Pipeline
 import Policy
+import Redaction
 import TestSupport
 import Testing
 
@@ -153,6 +154,8 @@ struct HostileGenerator {
             "<title>\(encoded)</title>", "<p>\(encoded)</p>", "<textarea>\(encoded)</textarea>", "<noscript>\(encoded)</noscript>",
             "<img alt=\"\(encoded)\">", "<a href=\"https://x.example/\" title=\"\(encoded)\">a</a>", "<input value=\"\(encoded)\">",
             "<meta name=\"description\" content=\"\(encoded)\">", "<svg><text>\(encoded)</text></svg>", "<math><mi>\(encoded)</mi></math>",
+            // A document in an attribute: its references are escaped once more.
+            "<iframe srcdoc=\"<p>\(encoded.replacingOccurrences(of: "&", with: "&amp;"))</p>\"></iframe>",
         ])
         let type = pick(["text/html; charset=utf-8", "application/xhtml+xml"])
         return Self.mail("Content-Type: \(type)\n", body: "\n<html><head></head><body>\(element)</body></html>\n")
@@ -264,6 +267,7 @@ struct ReadingsTests {
                 ("Content-Type: text/plain\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: base64\n\n\(encoded)", .refused),
                 ("Content-Type: text/plain\nContent-Transfer-Encoding: 7bit\nContent-Transfer-Encoding: base64\n\n\(encoded)", .refused),
                 ("Content-Type: text/plain\nContent-Transfer-Encoding: x-gzip\n\n\(span)", .refused),
+                ("Content-Type: text/plain\nContent-Transfer-Encoding: base64; x=1\n\n\(encoded)", .refused),
                 // Broken encodings: the reading that shows the markers is censored.
                 ("Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\n\(encoded[..<cut])=\(encoded[cut...])", .censored),
                 ("Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\n\(encoded[..<cut])!!\(encoded[cut...])", .censored),

@@ -221,7 +221,7 @@ package struct MessageReadings {
         let textLike = Self.isTextLike(type) || isMessage
         // What decides certainty comes from the fields alone.
         let known = TransferDecoding.readings([], encoding: encoding) != nil
-        if !known { note(name + " (transfer encoding \(encoding.prefix(40)))") }
+        if !known || TransferDecoding.isOddlySpelled(encoding) { note(name + " (transfer encoding \(encoding.prefix(40)))") }
         var charsets = ["UTF-8"]
         if let declared = type.parameters["charset"] {
             let candidates = Charsets.candidates(declared)
@@ -238,6 +238,7 @@ package struct MessageReadings {
         guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
         for bytes in TransferDecoding.readings(raw, encoding: encoding) ?? [raw] {
             if reading && Self.rendersAsIs(media) && Charsets.sniffed(bytes).isEmpty
+                && (type.parameters["charset"] != nil || Charsets.guessed(bytes).isEmpty)
                 && (charsets.allSatisfy(Charsets.isASCIICompatible) && Self.isASCII(bytes)
                     || charsets.allSatisfy({ ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) && !Self.mayHoldInvisibles(bytes)) {
                 // Text shown as it is, in ASCII (every such charset reads it the
@@ -245,7 +246,8 @@ package struct MessageReadings {
                 // marker: a search of its bytes is all there is to do.
                 emit(name, .pieces(asText: false) { body in bytes.withUnsafeBytes(body); return true })
             } else {
-                for charset in Charsets.sniffed(bytes) + charsets where reading {
+                let guessed = type.parameters["charset"] == nil ? Charsets.guessed(bytes) : []
+                for charset in Charsets.sniffed(bytes) + charsets + guessed where reading {
                     guard let text = Charsets.decode(bytes, charset: charset) else { continue }
                     emit(name, .text(text, media: media))
                 }
