@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
-        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Incoming"], path: "Fuzz/Checks"),
+        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Pipeline", "Incoming"], path: "Fuzz/Checks"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MailsecFuzzChecks", "MIME", "TestSupport"]),
         .testTarget(name: "PartialEncryptionTests", dependencies: [
             "PartialEncryption", "TestSupport",

@@ -1,5 +1,6 @@
 import Incoming
 import MIME
+import Pipeline
 import Policy
 
 /// What each fuzz target does with one input, as library functions: the
@@ -64,6 +65,45 @@ public enum FuzzChecks {
             let catalog = SpanCatalog()
             _ = try? redactor.redactHTML(text, mode: .number(catalog))
             _ = try? redactor.segments(html: text, catalog: catalog)
+        }
+        censoredMail(bytes)
+    }
+
+    /// The input as a mail, censored as `mailsec redact` does: when that
+    /// succeeds, no reading of the postcard (``Redactor/readings(of:)``, the
+    /// postcard parsed again) shows a marker, and no span's text (eight
+    /// scalars or more, and found nowhere outside spans in the input) stands
+    /// in any reading of the postcard.
+    static func censoredMail(_ bytes: [UInt8]) {
+        guard let message = try? MIMEMessage.parse(bytes, options: options),
+              let postcard = try? Postcard.censored(message) else { return }
+        let written = postcard.serialize()
+        guard let reread = try? MIMEMessage.parse(written, options: ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max))
+        else { preconditionFailure("a postcard we wrote does not parse again") }
+        let redactor = Redactor.standard
+        precondition(redactor.readings(of: reread).marker == nil, "a marker in a reading of a censored postcard")
+        // Span texts of the input, from every text reading, and what stands outside spans.
+        var spans: Set<String> = []
+        var outside: [String] = []
+        func texts(_ message: MIMEMessage, _ body: (String) -> Void) {
+            MessageReadings.readAll(message) { _, content in
+                if case .text(let text, let media) = content {
+                    for rendering in redactor.renderings(text, type: media.type, subtype: media.subtype, parameters: media.parameters) {
+                        body(rendering)
+                    }
+                }
+            }
+        }
+        texts(message) { text in
+            let catalog = SpanCatalog()
+            guard let numbered = try? redactor.redact(text, mode: .number(catalog)) else { outside.append(text); return }
+            outside.append(numbered)
+            spans.formUnion(catalog.spans.filter { $0.unicodeScalars.count >= 8 })
+        }
+        let leaking = spans.filter { span in !outside.contains { $0.contains(span) } }
+        guard !leaking.isEmpty else { return }
+        texts(reread) { text in
+            precondition(!leaking.contains { text.contains($0) }, "span text in a reading of a censored postcard")
         }
     }
 

@@ -59,7 +59,7 @@ extension MIMEEntity {
     }
 
     /// Sets the decoded content of a leaf and picks a 7-bit-safe transfer encoding.
-    private func setContent(_ data: [UInt8]) {
+    func setContent(_ data: [UInt8]) {
         let part: UnsafeMutablePointer<GMimePart> = cast(raw)
         let stream = MemoryStream(copying: data)
         let wrapper = withExtendedLifetime(stream) { g_mime_data_wrapper_new_with_stream(stream.raw, GMIME_CONTENT_ENCODING_DEFAULT) }

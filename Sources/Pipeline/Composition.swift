@@ -89,9 +89,13 @@ public struct Composition: Sendable {
 public enum Postcard {
     /// The censored postcard of `message`: every marked span replaced by the
     /// placeholder, Bcc removed. A signed mail with marked spans is refused.
+    /// A mail with marked spans in which some place cannot be read with
+    /// certainty is refused (``PipelineError/Code/unreadable(_:)``).
     public static func censored(_ message: MIMEMessage, redactor: Redactor = .standard) throws -> MIMEMessage {
-        try censored(message, redactor: redactor,
-                     hasSpans: try redactor.hasMarkedSpans(message) || redactor.remainingMarker(in: message) != nil)
+        let readings = redactor.readings(of: message)
+        let hasSpans = try redactor.hasMarkedSpans(message) || readings.marker != nil
+        if hasSpans, let place = readings.uncertain.first { throw PipelineError(.unreadable(place)) }
+        return try censored(message, redactor: redactor, hasSpans: hasSpans)
     }
 
     /// The same, when the caller already knows whether the mail has spans.

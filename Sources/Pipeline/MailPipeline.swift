@@ -21,6 +21,10 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case notYetSupported(String)
         /// A marked span stands where it cannot be redacted (named).
         case unredactable(String)
+        /// The mail has marked spans and a place (named) that cannot be read
+        /// with certainty: a charset or transfer encoding no reader can be
+        /// relied on to decode, or fields that readers resolve differently.
+        case unreadable(String)
         /// Partially encrypted postcards are due but no reading server is configured.
         case noPublisher
         /// The spans could not be published (the reason carries no content); nothing was sent.
@@ -45,6 +49,8 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
             "the mail is signed and has marked spans: redacting them would break the signature, so it is refused"
         case .notYetSupported(let what): "\(what) is not yet supported"
         case .unredactable(let place): "a private marker in \(place) cannot be redacted; remove it or send the mail to letter recipients only"
+        case .unreadable(let place):
+            "the mail has marked spans, and \(place) cannot be read with certainty, so it is refused; send it to letter recipients only"
         case .noPublisher: "partially encrypted postcards need a reading server to publish to (a publish URL and token)"
         case .publishFailed(let why): "the private parts could not be published, so nothing was sent: \(why)"
         case .publishRefused(let why): "the reading server will not take this mail's private parts, so nothing was sent: \(why)"
@@ -102,6 +108,10 @@ public final class PreparedMail {
     /// The mail as its bytes came, if given: what an unchanged copy is made of.
     public let original: [UInt8]?
     let keys: [String: Key]
+    /// What reading the mail every way found: where a marker shows (for a
+    /// mail that is encrypted already: outside its ciphertext) and which
+    /// places cannot be read with certainty.
+    let readings: Redactor.ReadingsFinding
 
     /// True when writing publishes spans: partially encrypted postcards are
     /// due and the mail has marked spans (unless every span stands in an
@@ -118,7 +128,8 @@ public final class PreparedMail {
     public var senderCanReceiveLetter: Bool { senderKey != nil && signingKey != nil }
 
     init(message: MIMEMessage, original: [UInt8]?, plan: Plan, envelopeSender: String, signingKey: Key?, senderKey: Key?,
-         keys: [String: Key]) {
+         keys: [String: Key], readings: Redactor.ReadingsFinding) {
+        self.readings = readings
         self.senderKey = senderKey
         self.message = message
         self.original = original
@@ -257,8 +268,16 @@ public struct MailPipeline: Sendable {
         let from = message.addresses(.from).first?.address
         guard let sender = envelopeSender ?? from else { throw PipelineError(.noSender) }
         let alreadyEncrypted = Self.isEncrypted(message)
-        let hasSpans = alreadyEncrypted ? false
-            : try options.redactor.hasMarkedSpans(message) || options.redactor.remainingMarker(in: message) != nil
+        // A mail has marked spans when any reading of it shows a marker.
+        var readings = options.redactor.readings(of: message)
+        // Encrypted mail goes out as its bytes came: what GMime's reading
+        // dropped (a malformed header line) is searched in them too.
+        if alreadyEncrypted, readings.marker == nil, let original {
+            var search = Redactor.MarkerSearch(options.redactor, encodings: false)
+            original.withUnsafeBytes { search.feed($0) }
+            if search.finish() { readings = Redactor.ReadingsFinding(marker: "the mail as it came", uncertain: readings.uncertain) }
+        }
+        let hasSpans = alreadyEncrypted ? false : try options.redactor.hasMarkedSpans(message) || readings.marker != nil
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)
@@ -298,7 +317,7 @@ public struct MailPipeline: Sendable {
                             alreadyEncrypted: alreadyEncrypted, options: options.mail)
         let senderKey = lookups.first { $0.address.lowercased() == sender.lowercased() }?.chosen
         return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey,
-                            senderKey: senderKey, keys: keys)
+                            senderKey: senderKey, keys: keys, readings: readings)
     }
 
     /// Writes every copy of the plan. All cryptography happens here, before
@@ -311,6 +330,12 @@ public struct MailPipeline: Sendable {
     public func write(_ prepared: PreparedMail) throws -> WrittenMail {
         let plan = prepared.plan
         if plan.isRefused { throw PipelineError(.refused(plan.refused.map(\.recipient.address))) }
+        // Read it or refuse it: in a mail with marked spans (for one encrypted
+        // already: a marker outside the ciphertext), what cannot be read with
+        // certainty stops the mail before anything is written.
+        if plan.hasMarkedSpans || prepared.readings.marker != nil, let place = prepared.readings.uncertain.first {
+            throw PipelineError(.unreadable(place))
+        }
         let kinds = Set(plan.copies.map(\.kind))
         let body = prepared.message.body
         let isSigned = body?.walk().contains { $0.entity.contentType.is("multipart", "signed") } ?? false
@@ -332,7 +357,8 @@ public struct MailPipeline: Sendable {
         var censoredCopy: MIMEMessage?
         func censored() throws -> MIMEMessage {
             if let censoredCopy { return censoredCopy }
-            let made = try Postcard.censored(prepared.message, redactor: options.redactor, hasSpans: plan.hasMarkedSpans)
+            let made = try Postcard.censored(prepared.message, redactor: options.redactor,
+                                             hasSpans: plan.hasMarkedSpans || prepared.readings.marker != nil)
             censoredCopy = made
             return made
         }
@@ -412,6 +438,12 @@ public struct MailPipeline: Sendable {
         for (index, planned) in plan.copies.enumerated() {
             let addresses = planned.recipients.map(\.address)
             switch planned.kind {
+            case .unchanged where prepared.readings.marker != nil:
+                // Encrypted already, with a marker outside the ciphertext (the
+                // Subject, say): censored as a postcard is, the ciphertext as it was.
+                copies.append(WrittenCopy(kind: .unchanged, recipients: addresses, fingerprints: [],
+                                          envelopeSender: prepared.envelopeSender,
+                                          bytes: try Self.checked(try censored().serialize(), redactor: options.redactor)))
             case .unchanged:
                 let bytes = try prepared.original.map { Self.withoutBcc($0) } ?? {
                     let copy = try prepared.message.copy()
@@ -429,7 +461,8 @@ public struct MailPipeline: Sendable {
             case .postcard:
                 if postcard == nil {
                     let base = try reading.map { try $0.postcard.postcard($0.publication) } ?? censored()
-                    postcard = try postcardBytes(base, invite: options.mail.invite ? (autocrypt, keydata) : nil)
+                    postcard = try Self.checked(try postcardBytes(base, invite: options.mail.invite ? (autocrypt, keydata) : nil),
+                                                redactor: options.redactor)
                 }
                 copies.append(WrittenCopy(kind: .postcard, recipients: addresses, fingerprints: [],
                                           envelopeSender: prepared.envelopeSender, bytes: postcard!))
@@ -479,6 +512,25 @@ public struct MailPipeline: Sendable {
             clean = false  // read no further
         }
         return clean && previous != 13
+    }
+
+    /// The final check of a postcard as written: `bytes` parsed again and
+    /// read every way (``Redactor/readings(of:)``); a marker in any reading
+    /// stops the mail. A postcard larger than `wholeAbove` is checked as the
+    /// message it was written from (by the caller) and here in its bytes
+    /// only, so that it is never held twice.
+    static func checked(_ bytes: [UInt8], redactor: Redactor, wholeAbove: Int = 32 << 20) throws -> [UInt8] {
+        if bytes.count <= wholeAbove {
+            guard let written = try? MIMEMessage.parse(bytes, options: ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max)) else {
+                throw PipelineError(.unredactable("the postcard as written (not readable)"))
+            }
+            if let place = redactor.remainingMarker(in: written) { throw PipelineError(.unredactable(place)) }
+        } else {
+            var search = Redactor.MarkerSearch(redactor, encodings: false)
+            bytes.withUnsafeBytes { search.feed($0) }
+            if search.finish() { throw PipelineError(.unredactable("the postcard as written")) }
+        }
+        return bytes
     }
 
     /// `bytes` with every Bcc and Resent-Bcc header field taken out (and

@@ -13,43 +13,46 @@ extension Redactor {
     /// handled on their own).
     static let partStructuralHeaders: Set<String> = structuralHeaders.union(["content-disposition"])
 
-    /// Where a marker still stands in `message`, looking everywhere a reader
-    /// could look: every header field (raw and decoded), preambles and
-    /// epilogues, and the decoded content of every part read as UTF-8,
-    /// Latin-1 and UTF-16 (either byte order), and the message as written.
-    /// nil when there is none. A censored postcard must give nil.
-    ///
-    /// Content and the written message are read in pieces, so a large
-    /// attachment is never held whole (with markers of plain ASCII, the usual
-    /// case; other markers need each part's text whole).
-    public func remainingMarker(in message: MIMEMessage) -> String? {
-        func check(_ headers: [Header], _ prefix: String) -> String? {
-            headers.first { hasMarkers($0.value) || hasMarkers($0.rawValue) }.map { prefix + $0.name }
-        }
-        if let place = check(message.headers, "") { return place }
-        for (path, entity) in message.body?.walk() ?? [] {
-            let name = "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: "."))
-            if let place = check(entity.headers, name + " ") { return place }
-            if let embedded = entity.embeddedMessage, let place = check(embedded.headers, name + " ") { return place }
-            if [entity.prologue, entity.epilogue].contains(where: { $0.map(hasMarkers) ?? false }) { return name }
-            if let finding = contentFinding(entity) { return name + " (\(entity.contentType)\(finding))" }
-        }
-        var search = MarkerSearch(self, encodings: false)
-        // What cannot be read cannot be shown to be clean.
-        guard (try? message.write { search.feed($0) }) != nil else { return "the message (not readable)" }
-        if search.finish() { return "the message" }
-        return nil
+    /// What reading a message every way found (see ``MessageReadings``).
+    public struct ReadingsFinding: Sendable {
+        /// Where a marker shows in some reading (`part 1.2 (text/html)`,
+        /// `Subject`); nil when in none.
+        public let marker: String?
+        /// Places that cannot be read with certainty; in a mail with marked
+        /// spans each makes the mail refused.
+        public let uncertain: [String]
     }
 
-    /// Whether the decoded content of a leaf, read as UTF-8, Latin-1 or
-    /// UTF-16 (either byte order), holds a marker: nil when not, "" when it
-    /// does, and ", not readable" for content that cannot be read, which
-    /// cannot be shown to be clean and so counts as holding one.
-    private func contentFinding(_ entity: MIMEEntity) -> String? {
-        guard entity.kind == .leaf else { return nil }
-        var search = MarkerSearch(self, encodings: true)
-        guard entity.forEachContentPiece({ search.feed($0) }) else { return ", not readable" }
-        return search.finish() ? "" : nil
+    /// Reads `message` every way a recipient's software may read it (every
+    /// header field and parameter decoded every way, every body in every
+    /// transfer encoding and charset its fields allow, every `message/*`
+    /// part, HTML with its references and escapes decoded, flowed and folded
+    /// lines joined, invisible characters inside markers passed over, and the
+    /// message as written) and says where a marker shows and what cannot be
+    /// read with certainty.
+    public func readings(of message: MIMEMessage) -> ReadingsFinding {
+        var marker: String?
+        let uncertain = MessageReadings.read(message) { place, content -> Bool in
+            switch content {
+            case .text(let text, let media):
+                if hasMarkersInAnyRendering(text, type: media.type, subtype: media.subtype, parameters: media.parameters) {
+                    marker = place
+                }
+            case .pieces(let asText, let feed):
+                var search = MarkerSearch(self, encodings: asText)
+                // What cannot be read cannot be shown to be clean.
+                if !feed({ search.feed($0) }) { marker = place + " (not readable)" } else if search.finish() { marker = place }
+            }
+            return marker == nil   // one marker is enough
+        }
+        return ReadingsFinding(marker: marker, uncertain: uncertain)
+    }
+
+    /// Where a marker still stands in `message` in any of its readings
+    /// (``readings(of:)``); nil when there is none. A censored postcard must
+    /// give nil.
+    public func remainingMarker(in message: MIMEMessage) -> String? {
+        readings(of: message).marker
     }
 
     /// Looks for either marker in bytes that arrive in pieces. Markers of
@@ -171,7 +174,8 @@ extension Redactor {
     }
 
     /// Calls `body` with each piece of text that may carry spans; a non-nil
-    /// result replaces the text.
+    /// result replaces the text. Where readers differ, the reading that
+    /// shows a marker is the one given (and, censored, written back).
     /// The walk covers the parts of embedded messages too; only their header
     /// fields need a visit of their own.
     private func visit(_ message: MIMEMessage, prefix: String,
@@ -179,23 +183,21 @@ extension Redactor {
         try visitHeaders(message, prefix: prefix, body)
         guard let root = message.body else { return }
         for (path, entity) in root.walk() {
-            let name = "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: "."))
+            let name = prefix + "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: "."))
                 + " (\(entity.contentType))"
             if let embedded = entity.embeddedMessage {
                 try visitHeaders(embedded, prefix: name + " ", body)
             }
             // The part's own header fields (Content-Description, X- fields …).
             for header in entity.headers where !Self.partStructuralHeaders.contains(header.name.lowercased()) {
-                if let replaced = try body(header.value, name + " " + header.name, false) {
+                if let replaced = try body(markedReading(header), name + " " + header.name, false) {
                     entity.setHeader(header.name, replaced)
                 }
             }
-            if let filename = entity.filename, let replaced = try body(filename, name + " file name", false) {
-                entity.setFilename(replaced)
-            }
-            if let typeName = entity.contentType.parameters["name"],
-               let replaced = try body(typeName, name + " name", false) {
-                entity.setContentTypeParameter("name", replaced)
+            // Every parameter of Content-Type and Content-Disposition: file
+            // names (`filename` and `filename*` each), `name`, any other.
+            try entity.rewriteParameters { parameter, readings in
+                try body(readings.first(where: hasMarkers) ?? readings[0], name + " " + parameter, false)
             }
             if let prologue = entity.prologue, let replaced = try body(prologue, name + " preamble", false) {
                 entity.prologue = replaced
@@ -203,17 +205,125 @@ extension Redactor {
             if let epilogue = entity.epilogue, let replaced = try body(epilogue, name + " epilogue", false) {
                 entity.epilogue = replaced
             }
-            if entity.contentType.type == "text", let text = entity.text,
-               let replaced = try body(text, name, entity.contentType.subtype == "html") {
-                try entity.replaceText(replaced)
-            }
+            // A digest's child without Content-Type is a message (RFC 2046 §5.1.5).
+            let inDigest = !path.isEmpty && root.entity(at: Array(path.dropLast()))?.contentType.is("multipart", "digest") == true
+                && !entity.headers.contains { $0.name.lowercased() == "content-type" }
+            try visitContent(entity, name: name, asMessage: inDigest, body)
         }
+    }
+
+    /// The value of a header field in the reading that shows a marker: as
+    /// GMime decoded it, else the first lenient reading that does.
+    private func markedReading(_ header: Header) -> String {
+        if hasMarkers(header.value) { return header.value }
+        return FieldReadings.readings(header.rawValue).readings.first { hasMarkers($0.text) }?.text ?? header.value
+    }
+
+    /// The content of a leaf that a reader shows as text: `text/*` as GMime
+    /// decodes it, else (or when that shows no marker) in its declared
+    /// charset in each byte order. A `message/*` leaf (partial,
+    /// external-body, unknown kinds) is read as a message and written back
+    /// censored.
+    private func visitContent(_ entity: MIMEEntity, name: String, asMessage: Bool,
+                              _ body: (String, String, Bool) throws -> String?) throws {
+        guard entity.kind == .leaf else { return }
+        let type = entity.contentType
+        if type.type == "message" || asMessage {
+            guard let bytes = entity.content, let embedded = try? MIMEMessage.parse(bytes) else { return }
+            var changed = false
+            try visit(embedded, prefix: name + " ") { text, place, html in
+                let replaced = try body(text, place, html)
+                if replaced != nil { changed = true }
+                return replaced
+            }
+            if changed { try entity.replaceContent(embedded.serialize(), charset: nil) }
+            return
+        }
+        guard MessageReadings.isTextLike(type) else { return }
+        let markup = Self.isMarkup(type: type.type, subtype: type.subtype)
+        func marked(_ text: String) -> Bool { markup ? hasMarkersHTML(text) : hasMarkers(text) }
+        /// Markers that pair up: a reading that can be censored.
+        func censorable(_ text: String) -> Bool {
+            marked(text) && (markup ? (try? redactHTML(text, mode: .censor)) != nil : (try? validate(text, part: "")) != nil)
+        }
+        func write(_ replaced: String?, rewritten: Bool) throws {
+            guard let replaced else { return }
+            if type.type == "text" && !rewritten, (try? entity.replaceText(replaced)) != nil { return }
+            try entity.replaceContent(Array(replaced.utf8), charset: type.parameters["charset"] != nil || type.type == "text" ? "utf-8" : nil)
+        }
+        let others = Array(otherReadings(entity, type: type, markup: markup))
+        let text = type.type == "text" ? entity.text : nil
+        if let text, others.isEmpty {
+            // Nearly every part: GMime's text is the only reading.
+            try write(try body(text, name, markup), rewritten: false)
+            return
+        }
+        if let text, marked(text) {
+            // The usual case: GMime's text shows the markers. Only when they
+            // do not pair up there is another reading (the declared charset,
+            // the transfer encoding read leniently, flowed lines joined …)
+            // whose markers do looked for; without one, the error stands.
+            do { try write(try body(text, name, markup), rewritten: false) } catch let error as PolicyError {
+                guard let other = others.first(where: censorable) else { throw error }
+                try write(try body(other, name, markup), rewritten: true)
+            }
+            return
+        }
+        // One pass over the other readings: the first that can be censored, else the first with a marker.
+        var firstMarked: String?
+        var chosen: String?
+        for other in others where marked(other) {
+            if censorable(other) { chosen = other; break }
+            if firstMarked == nil { firstMarked = other }
+        }
+        if let other = chosen ?? firstMarked {
+            try write(try body(other, name, markup), rewritten: true)
+        } else if let text {
+            try write(try body(text, name, markup), rewritten: false)
+        }
+    }
+
+    /// The readings of a leaf other than GMime's text, computed as they are
+    /// asked for, and only those that can differ from it: another charset
+    /// (a part that is not `text/*`, a byte order not stated, a byte order
+    /// mark), the transfer encoding where lenient readers differ, flowed
+    /// lines joined (format=flowed), folded lines unfolded (calendars).
+    private func otherReadings(_ entity: MIMEEntity, type: ContentType, markup: Bool) -> AnySequence<String> {
+        let declared = type.parameters["charset"].map(Charsets.candidates) ?? []
+        func decodings(_ bytes: [UInt8]) -> [String] {
+            (declared + Charsets.sniffed(bytes) + ["UTF-8"]).compactMap { Charsets.decode(bytes, charset: $0) }
+        }
+        let limit = MessageReadings.wholeTextLimit
+        let isText = type.type == "text"
+        let encoding = entity.headers.last { $0.name.lowercased() == "content-transfer-encoding" }?.rawValue ?? ""
+        let stages: [() -> [String]] = [
+            {
+                guard !isText || declared.count > 1 || !Charsets.sniffed(entity.contentPrefix(4)).isEmpty,
+                      let bytes = entity.content, bytes.count <= limit else { return [] }
+                return decodings(bytes)
+            },
+            {
+                guard let raw = entity.rawContent(limit: limit), let readings = TransferDecoding.readings(raw, encoding: encoding),
+                      readings.count > 1 || raw != readings[0] && !["base64", "quoted-printable"].contains(
+                        encoding.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()) else { return [] }
+                return readings.flatMap(decodings)
+            },
+            {
+                let flowed = type.parameters["format"]?.lowercased() == "flowed"
+                let calendar = ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(type.subtype)
+                guard !markup, flowed || calendar,
+                      let text = entity.text ?? entity.content.map({ String(decoding: $0, as: UTF8.self) }) else { return [] }
+                return flowed ? [Self.joinedFlowed(text, deleteSpace: true), Self.joinedFlowed(text, deleteSpace: false)]
+                    : [Self.unfolded(text)]
+            },
+        ]
+        return AnySequence(stages.lazy.flatMap { $0() })
     }
 
     private func visitHeaders(_ message: MIMEMessage, prefix: String,
                               _ body: (String, String, Bool) throws -> String?) throws {
         for header in message.headers where !Self.structuralHeaders.contains(header.name.lowercased()) {
-            if let replaced = try body(header.value, prefix + header.name, false) {
+            if let replaced = try body(markedReading(header), prefix + header.name, false) {
                 if header.name.lowercased() == "subject" { message.setSubject(replaced) } else { message.setHeader(header.name, replaced) }
             }
         }

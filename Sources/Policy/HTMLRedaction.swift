@@ -12,10 +12,15 @@ extension Redactor {
     public func hasMarkersHTML(_ html: String) -> Bool {
         if hasMarkers(html) { return true }
         var stream: [Unicode.Scalar] = []   // an array: appending to a String view copies it each time
+        var inTag = false
         for token in HTMLToken.split(html) {
-            if case .text(_, let decoded) = token { stream.append(contentsOf: decoded) }
+            switch token {
+            case .text(_, let decoded): stream.append(contentsOf: decoded)
+            case .tag: inTag = inTag || token.hasMarkers(self)
+            default: break
+            }
         }
-        return hasMarkers(String(String.UnicodeScalarView(stream)))
+        return inTag || hasMarkers(String(String.UnicodeScalarView(stream)))
     }
 
     /// Applies `mode` to the marked spans of an HTML document. Throws when
@@ -70,7 +75,8 @@ extension Redactor {
                     if keep[position] { out += escape(CollectionOfOne(stream[position])) }
                 }
             case .tag(let raw):
-                if mode.removesSpan && (tagInSpan(start) || hasMarkers(raw)) {
+                // Attribute values count as a browser reads them, references decoded.
+                if mode.removesSpan && (tagInSpan(start) || token.hasMarkers(self)) {
                     out += HTMLToken.bare(raw)
                 } else {
                     out += try redact(raw, mode: .reveal, part: part)
@@ -110,9 +116,12 @@ enum HTMLToken {
     /// `<!DOCTYPE …>`, `<?…>`, CDATA.
     case other(String)
 
+    /// True when the token shows a marker as written, or (a tag) in its
+    /// attribute values as a browser reads them.
     func hasMarkers(_ redactor: Redactor) -> Bool {
         switch self {
-        case .text(let raw, _), .tag(let raw), .comment(let raw), .other(let raw): redactor.hasMarkers(raw)
+        case .tag(let raw): redactor.hasMarkers(raw) || redactor.hasMarkers(String(String.UnicodeScalarView(decodeEntities(raw))))
+        case .text(let raw, _), .comment(let raw), .other(let raw): redactor.hasMarkers(raw)
         }
     }
 
@@ -194,35 +203,6 @@ enum HTMLToken {
         if raw.hasPrefix("</") { return "</\(name)>" }
         return raw.hasSuffix("/>") ? "<\(name)/>" : "<\(name)>"
     }
-}
-
-/// Resolves `&name;`, `&#NN;` and `&#xHH;` references; unknown ones stay.
-func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
-    let named: [String: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": "\u{A0}"]
-    let s = Array(raw.unicodeScalars)
-    var out: [Unicode.Scalar] = []
-    var index = 0
-    while index < s.count {
-        if s[index] == "&", let semicolon = s[index...].prefix(12).firstIndex(of: ";") {
-            let body = String(String.UnicodeScalarView(s[(index + 1)..<semicolon]))
-            var value: Unicode.Scalar?
-            if body.hasPrefix("#x") || body.hasPrefix("#X") {
-                value = UInt32(body.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init)
-            } else if body.hasPrefix("#") {
-                value = UInt32(body.dropFirst(1)).flatMap(Unicode.Scalar.init)
-            } else {
-                value = named[body.lowercased()]
-            }
-            if let value {
-                out.append(value)
-                index = semicolon + 1
-                continue
-            }
-        }
-        out.append(s[index])
-        index += 1
-    }
-    return out
 }
 
 extension Redactor {

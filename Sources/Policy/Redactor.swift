@@ -107,16 +107,16 @@ public struct Redactor: Sendable, Hashable {
             switch (nextOpen, nextClose) {
             case (nil, nil):
                 index = scalars.count
-            case let (openAt?, closeAt) where closeAt == nil || openAt < closeAt!:
-                if pendingOpen != nil { throw markerError(part, scalars, openAt, .nested) }
-                pendingOpen = (openAt, openAt + openScalars.count)
-                index = openAt + openScalars.count
+            case let (openAt?, closeAt) where closeAt == nil || openAt.lowerBound < closeAt!.lowerBound:
+                if pendingOpen != nil { throw markerError(part, scalars, openAt.lowerBound, .nested) }
+                pendingOpen = (openAt.lowerBound, openAt.upperBound)
+                index = openAt.upperBound
             case let (_, closeAt?):
-                guard let opened = pendingOpen else { throw markerError(part, scalars, closeAt, .unopened) }
+                guard let opened = pendingOpen else { throw markerError(part, scalars, closeAt.lowerBound, .unopened) }
                 result.append(Span(openStart: opened.start, openEnd: opened.end,
-                                   closeStart: closeAt, closeEnd: closeAt + closeScalars.count))
+                                   closeStart: closeAt.lowerBound, closeEnd: closeAt.upperBound))
                 pendingOpen = nil
-                index = closeAt + closeScalars.count
+                index = closeAt.upperBound
             default:
                 index = scalars.count
             }
@@ -153,9 +153,19 @@ func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     return lower.count == 1 ? lower.first! : scalar
 }
 
-/// The first index at or after `from` at which `needle` (folded) occurs in
-/// `haystack`, each of whose scalars is folded as it is compared.
-func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Index) -> C.Index?
+/// True for scalars a reader shows as nothing (soft hyphen, zero-width
+/// space and joiners, bidirectional marks, byte order mark …): inside a
+/// marker they do not stop it from being one.
+@inline(__always)
+func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value >= 0xAD && (scalar.value == 0xAD || scalar.properties.isDefaultIgnorableCodePoint)
+}
+
+/// Where `needle` (folded) first occurs in `haystack` at or after `from`,
+/// each scalar of the haystack folded as it is compared; invisible scalars
+/// (``isInvisible(_:)``) inside the occurrence are passed over, so the range
+/// may be longer than the needle.
+func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Index) -> Range<C.Index>?
     where C.Element == Unicode.Scalar {
     guard let first = needle.first else { return nil }
     // A needle starting with ASCII other than k (the Kelvin sign folds to k)
@@ -166,11 +176,16 @@ func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Ind
         let scalar = haystack[index]
         if !(asciiFirst && scalar.value >= 0x80) && fold(scalar) == first {
             var probe = haystack.index(after: index), k = 1
-            while k < needle.count, probe < haystack.endIndex, fold(haystack[probe]) == needle[k] {
+            while k < needle.count, probe < haystack.endIndex {
+                let next = haystack[probe]
+                if fold(next) == needle[k] {
+                    k += 1
+                } else if !isInvisible(next) {
+                    break
+                }
                 probe = haystack.index(after: probe)
-                k += 1
             }
-            if k == needle.count { return index }
+            if k == needle.count { return index..<probe }
         }
         index = haystack.index(after: index)
     }

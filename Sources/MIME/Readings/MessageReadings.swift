@@ -1,0 +1,364 @@
+internal import CGMime
+internal import CMailsecShims
+import Foundation
+
+/// One reading of a piece of a message.
+package enum ReadingContent {
+    /// A header field's value, a preamble or epilogue, or a body decoded one
+    /// way (transfer encoding and charset), to be rendered as `media`
+    /// (`text/plain` for header fields).
+    case text(String, media: ContentType)
+    /// Content read in pieces, never whole (a large attachment, the message
+    /// as written): the bytes as they are, for a search that reads them in
+    /// several encodings. The closure feeds the pieces and returns false
+    /// when the content cannot be read.
+    /// `asText`: the bytes are content a reader may show as text in any
+    /// encoding (else the message as written, read as it stands).
+    case pieces(asText: Bool, (_ body: (UnsafeRawBufferPointer) -> Void) -> Bool)
+}
+
+/// Every reading a lenient reader may take of a message: every header field
+/// of every part and of every embedded message (raw, RFC 2047 decoded every
+/// way, each RFC 2231 parameter put together), every body in every transfer
+/// encoding and charset that its header fields allow (a duplicate
+/// Content-Type or Content-Transfer-Encoding gives a reading for each),
+/// every `message/*` part and `multipart/digest` child read as a message,
+/// preambles, epilogues, and the message as written.
+///
+/// Places that cannot be read with certainty are collected: a charset iconv
+/// does not know, a transfer encoding no reader can be relied on to decode,
+/// content GMime cannot decode, and fields that readers resolve differently
+/// (two different Content-Type or Content-Transfer-Encoding fields).
+package struct MessageReadings {
+    /// Places (`part 1.2 (text/plain) Content-Type charset`) that cannot be read with certainty.
+    package private(set) var uncertain: [String] = []
+    private let visit: (String, ReadingContent) -> Bool
+    /// False once the visitor has seen enough: then only what decides
+    /// certainty is still read (fields, structure, nested messages).
+    private var reading = true
+    private var depth = 0
+    private static let maxDepth = 24
+    /// Text parts up to this size are read whole in every transfer encoding
+    /// and charset; larger ones are searched in pieces as their bytes.
+    package static let wholeTextLimit = 256 << 20
+
+    private init(_ visit: @escaping (String, ReadingContent) -> Bool) { self.visit = visit }
+
+    /// Calls `visit` with each reading of `message` and its place, until it
+    /// returns false (it has seen enough); returns the places that cannot be
+    /// read with certainty, all of them whatever `visit` returned.
+    @discardableResult
+    package static func read(_ message: MIMEMessage, _ visit: (String, ReadingContent) -> Bool) -> [String] {
+        withoutActuallyEscaping(visit) { visit in
+            var walker = MessageReadings(visit)
+            walker.message(message, prefix: "")
+            walker.emit("the message", .pieces(asText: false) { body in (try? message.write { body($0) }) != nil })
+            return walker.uncertain
+        }
+    }
+
+    /// Every reading of `message`, for callers that want them all.
+    @discardableResult
+    package static func readAll(_ message: MIMEMessage, _ visit: (String, ReadingContent) -> Void) -> [String] {
+        read(message) { place, content -> Bool in
+            visit(place, content)
+            return true
+        }
+    }
+
+    private mutating func emit(_ place: String, _ content: ReadingContent) {
+        if reading { reading = visit(place, content) }
+    }
+
+    private static let plain = ContentType(type: "text", subtype: "plain", parameters: [:])
+
+    private mutating func note(_ place: String) {
+        if !uncertain.contains(place) { uncertain.append(place) }
+    }
+
+    private mutating func fields(_ headers: [Header], prefix: String) {
+        for header in headers {
+            let place = prefix + header.name
+            emit(place, .text(header.value, media: Self.plain))
+            let (readings, unsure) = FieldReadings.readings(header.rawValue)
+            for each in readings { emit(place + each.suffix, .text(each.text, media: Self.plain)) }
+            for suffix in unsure { note(place + suffix) }
+            // A parameter given twice with different values (two boundaries,
+            // two charsets): readers differ in which one wins.
+            if ["content-type", "content-disposition"].contains(header.name.lowercased()) {
+                var values: [String: String] = [:]
+                for (name, value) in FieldReadings.rawParameters(FieldReadings.unfolded(header.rawValue)) {
+                    let key = name.lowercased()
+                    if let earlier = values[key], earlier.lowercased() != value.lowercased() { note(place + " " + key + " (given twice)") }
+                    values[key] = value
+                }
+            }
+        }
+    }
+
+    private mutating func message(_ message: MIMEMessage, prefix: String) {
+        guard depth < Self.maxDepth else { note(prefix + "(nested too deep)"); return }
+        depth += 1
+        defer { depth -= 1 }
+        fields(message.headers, prefix: prefix)
+        if let body = message.body { entity(body, path: [], prefix: prefix, inDigest: false) }
+    }
+
+    private mutating func entity(_ entity: MIMEEntity, path: [Int], prefix: String, inDigest: Bool) {
+        let type = entity.contentType
+        let name = prefix + "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: ".")) + " (\(type))"
+        let headers = entity.headers
+        fields(headers, prefix: name + " ")
+        if ambiguous(entity, headers: headers, name: name, inDigest: inDigest) { return }
+        if entity.kind != .leaf, let encoding = headers.last(where: { $0.name.lowercased() == "content-transfer-encoding" }),
+           !["", "7bit", "8bit", "binary"].contains(FieldReadings.unfolded(encoding.rawValue).trimmingCharacters(in: .whitespaces).lowercased()) {
+            // Encoded multiparts and messages are not allowed (RFC 2045 §6.4); some readers decode them anyway.
+            note(name + " (transfer encoding on a \(entity.kind == .multipart ? "multipart" : "message"))")
+            let written = entity.serialize()
+            let typeField = headers.last { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) } ?? ""
+            if let start = Self.bodyStart(written), depth < Self.maxDepth {
+                for decoded in TransferDecoding.readings(Array(written[start...]), encoding: FieldReadings.unfolded(encoding.rawValue)) ?? [] {
+                    guard let (alternative, _) = try? MIMEEntity.parse(Array("Content-Type: \(typeField)\n\n".utf8) + decoded) else { continue }
+                    depth += 1
+                    self.entity(alternative, path: [], prefix: name + " decoded ", inDigest: inDigest)
+                    depth -= 1
+                }
+            }
+        }
+        switch entity.kind {
+        case .multipart:
+            for text in [entity.prologue, entity.epilogue].compactMap({ $0 }) {
+                emit(name + " preamble or epilogue", .text(text, media: Self.plain))
+                hiddenParts(text, name: name, inDigest: inDigest)
+            }
+            let digest = type.is("multipart", "digest")
+            for (index, child) in entity.children.enumerated() {
+                self.entity(child, path: path + [index], prefix: prefix, inDigest: digest)
+            }
+        case .message:
+            if let embedded = entity.embeddedMessage { message(embedded, prefix: name + " ") }
+        case .leaf:
+            leaf(entity, type: type, headers: headers, name: name, inDigest: inDigest)
+        }
+    }
+
+    /// Two different Content-Type or Content-Transfer-Encoding fields: readers
+    /// differ in which wins, so the part is read with each (parsed anew with
+    /// only that one), and it counts as not readable with certainty. True
+    /// when so (the part is then read here).
+    private mutating func ambiguous(_ entity: MIMEEntity, headers: [Header], name: String, inDigest: Bool) -> Bool {
+        func values(_ field: String) -> [String] {
+            var seen: [String] = []
+            for header in headers where header.name.lowercased() == field {
+                let value = FieldReadings.unfolded(header.rawValue).trimmingCharacters(in: .whitespaces)
+                if !seen.contains(where: { $0.lowercased() == value.lowercased() }) { seen.append(value) }
+            }
+            return seen
+        }
+        let types = values("content-type"), encodings = values("content-transfer-encoding")
+        guard types.count > 1 || encodings.count > 1 else { return false }
+        note(name + (types.count > 1 ? " (two Content-Type fields)" : " (two Content-Transfer-Encoding fields)"))
+        let written = entity.serialize()
+        guard let blank = Self.bodyStart(written) else { return false }
+        let body = Array(written[blank...])
+        for (typeIndex, contentType) in (types.isEmpty ? [""] : types).prefix(4).enumerated() {
+            for encoding in (encodings.isEmpty ? [""] : encodings).prefix(4) {
+                var head = ""
+                if !contentType.isEmpty { head += "Content-Type: " + contentType + "\n" }
+                if !encoding.isEmpty { head += "Content-Transfer-Encoding: " + encoding + "\n" }
+                guard let (alternative, _) = try? MIMEEntity.parse(Array((head + "\n").utf8) + body) else { continue }
+                self.entity(alternative, path: [], prefix: name + " read as Content-Type #\(typeIndex + 1) ", inDigest: inDigest)
+            }
+        }
+        return false
+    }
+
+    /// A preamble or epilogue with a line like a boundary (`--x`): a reader
+    /// that took another boundary (the field gave two, say) sees parts there.
+    /// They are read as such, and the place counts as not readable with certainty.
+    private mutating func hiddenParts(_ text: String, name: String, inDigest: Bool) {
+        guard depth < Self.maxDepth,
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("--") && $0.count > 2 }) else { return }
+        var boundary = line.dropFirst(2).trimmingCharacters(in: .whitespacesAndNewlines)
+        if boundary.hasSuffix("--") { boundary.removeLast(2) }
+        guard !boundary.isEmpty, !boundary.contains("\"") else { return }
+        note(name + " (parts in a preamble or epilogue)")
+        let bytes = Array("Content-Type: multipart/mixed; boundary=\"\(boundary)\"\n\n\(text)".utf8)
+        guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { return }
+        depth += 1
+        entity(alternative, path: [], prefix: name + " preamble or epilogue read as parts ", inDigest: inDigest)
+        depth -= 1
+    }
+
+    /// Where the body starts in a written entity: after the first empty line.
+    static func bodyStart(_ bytes: [UInt8]) -> Int? {
+        var index = 0
+        var lineStart = true
+        while index < bytes.count {
+            if lineStart && bytes[index] == 10 { return index + 1 }
+            if lineStart && bytes[index] == 13 && index + 1 < bytes.count && bytes[index + 1] == 10 { return index + 2 }
+            lineStart = bytes[index] == 10
+            index += 1
+        }
+        return nil
+    }
+
+    /// True for content a reader shows as text: `text/*`, anything that
+    /// names a charset, markup, JSON, scripts, calendars, and `message/*`.
+    package static func isTextLike(_ type: ContentType) -> Bool {
+        type.type == "text" || type.type == "message" || type.parameters["charset"] != nil
+            || ["xml", "html", "json", "javascript", "ecmascript", "ics", "calendar", "csv", "x-sh"].contains { type.subtype.contains($0) }
+    }
+
+    private mutating func leaf(_ entity: MIMEEntity, type: ContentType, headers: [Header], name: String, inDigest: Bool) {
+        // The decoded content, read in pieces in several encodings (also what
+        // a large part is left at).
+        emit(name, .pieces(asText: true) { body in entity.forEachContentPiece(body) })
+        let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
+        let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
+        let isMessage = type.type == "message"
+            || (inDigest && !headers.contains { $0.name.lowercased() == "content-type" })
+        let textLike = Self.isTextLike(type) || isMessage
+        // What decides certainty comes from the fields alone.
+        let known = TransferDecoding.readings([], encoding: encoding) != nil
+        if !known { note(name + " (transfer encoding \(encoding.prefix(40)))") }
+        var charsets = ["UTF-8"]
+        if let declared = type.parameters["charset"] {
+            let candidates = Charsets.candidates(declared)
+            if candidates.isEmpty && textLike { note(name + " (charset \(declared.prefix(40)))") }
+            charsets = candidates.isEmpty ? Charsets.fallbacks : candidates
+            if !candidates.contains(where: { ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) { charsets.append("UTF-8") }
+        }
+        // A file named as markup is rendered as markup when opened.
+        let filename = (entity.filename ?? "").lowercased()
+        let media = [".htm", ".html", ".xhtml", ".svg", ".xml"].contains(where: filename.hasSuffix)
+            && !ContentType.isMarkupName(type.subtype) ? ContentType(type: "text", subtype: "html", parameters: type.parameters) : type
+        // A nested message is read even when the visitor has seen enough: it
+        // may hold places that cannot be read with certainty.
+        guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
+        for bytes in TransferDecoding.readings(raw, encoding: encoding) ?? [raw] {
+            if reading && Self.rendersAsIs(media) && Charsets.sniffed(bytes).isEmpty
+                && (charsets.allSatisfy(Charsets.isASCIICompatible) && Self.isASCII(bytes)
+                    || charsets.allSatisfy({ ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) && !Self.mayHoldInvisibles(bytes)) {
+                // Text shown as it is, in ASCII (every such charset reads it the
+                // same) or in UTF-8 without a character that could hide inside a
+                // marker: a search of its bytes is all there is to do.
+                emit(name, .pieces(asText: false) { body in bytes.withUnsafeBytes(body); return true })
+            } else {
+                for charset in Charsets.sniffed(bytes) + charsets where reading {
+                    guard let text = Charsets.decode(bytes, charset: charset) else { continue }
+                    emit(name, .text(text, media: media))
+                }
+            }
+            // A uuencoded block inside a text, which some readers show as an attachment.
+            if reading, type.type == "text", Self.hasUUBegin(bytes) {
+                emit(name + " (uuencoded block)", .text(String(decoding: TransferDecoding.uudecode(bytes), as: UTF8.self), media: media))
+            }
+            if isMessage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
+                // message/partial, external-body, x-…, a digest's children: their
+                // content read as a message too.
+                message(embedded, prefix: name + " ")
+            }
+        }
+    }
+}
+
+extension MessageReadings {
+    /// True for media types a reader shows as their text, nothing joined,
+    /// unfolded or decoded further.
+    static func rendersAsIs(_ type: ContentType) -> Bool {
+        !ContentType.isMarkupName(type.subtype) && type.parameters["format"]?.lowercased() != "flowed"
+            && !["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics", "enriched", "richtext"].contains(type.subtype)
+    }
+
+    /// False when UTF-8 `bytes` surely hold no default-ignorable character
+    /// (soft hyphen, zero-width and bidirectional marks, variation selectors,
+    /// tags …) and nothing that folds to ASCII (the Kelvin sign): checked by
+    /// the lead bytes of their encodings, generously.
+    static func mayHoldInvisibles(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            let count = buffer.count
+            var index = 0
+            while index < count {
+                let byte = buffer[index]
+                if byte >= 0x80 {
+                    let next: UInt8 = index + 1 < count ? buffer[index + 1] : 0
+                    switch byte {
+                    case 0xC2: if next == 0xAD { return true }
+                    case 0xCD, 0xD8, 0xE1, 0xE3, 0xF0, 0xF3: return true
+                    case 0xE2: if next == 0x80 || next == 0x81 || next == 0x84 { return true }
+                    case 0xEF: if next == 0xB8 || next == 0xBB || next == 0xBE { return true }
+                    default: break
+                    }
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    static func isASCII(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            var high: UInt8 = 0
+            for byte in buffer { high |= byte }
+            return high < 0x80
+        }
+    }
+
+    /// True when a line of `bytes` starts `begin ` and three octal digits (a uuencoded block).
+    static func hasUUBegin(_ bytes: [UInt8]) -> Bool {
+        let begin = Array("begin ".utf8)
+        return bytes.withUnsafeBufferPointer { buffer in
+            var start = 0
+            while start + begin.count + 3 <= buffer.count {
+                if buffer[start] == begin[0] && (0..<begin.count).allSatisfy({ buffer[start + $0] == begin[$0] })
+                    && (0..<3).allSatisfy({ buffer[start + begin.count + $0] >= 0x30 && buffer[start + begin.count + $0] <= 0x37 }) {
+                    return true
+                }
+                // On to the next line.
+                guard let newline = memchr(buffer.baseAddress! + start, 10, buffer.count - start) else { return false }
+                start = UnsafeRawPointer(newline).assumingMemoryBound(to: UInt8.self) - buffer.baseAddress! + 1
+            }
+            return false
+        }
+    }
+}
+
+extension ContentType {
+    static func isMarkupName(_ subtype: String) -> Bool { subtype.contains("html") || subtype.contains("xml") }
+
+    init(type: String, subtype: String, parameters: [String: String]) {
+        self.type = type
+        self.subtype = subtype
+        self.parameters = parameters
+    }
+}
+
+extension MIMEEntity {
+    /// The content of a leaf as it stands in the message, transfer encoding
+    /// and all; nil for multiparts and messages, content larger than
+    /// `limit`, or content that cannot be read.
+    /// The first `count` bytes of the decoded content of a leaf (empty for
+    /// others): enough to see a byte order mark.
+    package func contentPrefix(_ count: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        forEachContentPiece { piece in if bytes.count < count { bytes += piece.prefix(count - bytes.count) } }
+        return bytes
+    }
+
+    package func rawContent(limit: Int) -> [UInt8]? {
+        guard mailsec_gmime_is_part(raw) != 0 else { return nil }
+        let part: UnsafeMutablePointer<GMimePart> = cast(raw)
+        guard let wrapper = g_mime_part_get_content(part) else { return [] }
+        guard let stream = g_mime_data_wrapper_get_stream(wrapper) else { return [] }
+        var bytes: [UInt8] = []
+        var tooLarge = false
+        let sink = SinkStream { piece in
+            if bytes.count + piece.count > limit { tooLarge = true } else { bytes += piece }
+        }
+        g_mime_stream_reset(stream)
+        let written = g_mime_stream_write_to_stream(stream, sink.raw)
+        g_mime_stream_reset(stream)
+        return written < 0 || tooLarge ? nil : bytes
+    }
+}

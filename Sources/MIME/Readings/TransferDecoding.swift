@@ -1,0 +1,147 @@
+import Foundation
+
+/// Content-Transfer-Encodings decoded as lenient readers decode them. Where
+/// readers differ (a stray `=` inside base64, white space after a soft line
+/// break in quoted-printable), every way is given: the caller searches each.
+package enum TransferDecoding {
+    /// The ways `encoding` (a Content-Transfer-Encoding value) may be decoded;
+    /// nil for an encoding no reader can be relied on to read (`x-gzip`,
+    /// misspellings): the caller reads the bytes as they are and counts the
+    /// part as not readable with certainty.
+    package static func readings(_ bytes: [UInt8], encoding: String) -> [[UInt8]]? {
+        switch encoding.trimmingCharacters(in: [" ", "\t", "\r", "\n", "\""]).lowercased() {
+        case "", "7bit", "8bit", "binary": return [bytes]
+        case "base64": return base64(bytes)
+        case "quoted-printable": return quotedPrintable(bytes)
+        case "uuencode", "x-uuencode", "x-uue", "uue", "x-uu", "uu": return [uudecode(bytes), bytes]
+        default: return nil
+        }
+    }
+
+    private static let alphabet: [Int8] = {
+        var table = [Int8](repeating: -1, count: 256)
+        for (index, byte) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() {
+            table[Int(byte)] = Int8(index)
+        }
+        // URL-safe letters, which some decoders accept.
+        table[Int(UInt8(ascii: "-"))] = 62
+        table[Int(UInt8(ascii: "_"))] = 63
+        return table
+    }()
+
+    /// Two readings: every letter of the alphabet in one run, whatever stands
+    /// between (garbage and `=` skipped); and a fresh start after each `=`
+    /// (a decoder that takes padding as the end of a group).
+    static func base64(_ bytes: [UInt8]) -> [[UInt8]] {
+        var whole = Decoder64(), segmented = Decoder64()
+        var split = false
+        for byte in bytes {
+            let value = alphabet[Int(byte)]
+            if value >= 0 {
+                whole.add(UInt8(value))
+                segmented.add(UInt8(value))
+            } else if byte == UInt8(ascii: "=") {
+                split = true
+                segmented.restart()
+            }
+        }
+        whole.finish()
+        segmented.finish()
+        return split ? [whole.out, segmented.out] : [whole.out]
+    }
+
+    private struct Decoder64 {
+        var out: [UInt8] = []
+        var group: UInt32 = 0
+        var count = 0
+        mutating func add(_ value: UInt8) {
+            group = group << 6 | UInt32(value)
+            count += 1
+            if count == 4 {
+                out += [UInt8(group >> 16 & 0xFF), UInt8(group >> 8 & 0xFF), UInt8(group & 0xFF)]
+                group = 0
+                count = 0
+            }
+        }
+        /// What a partial group holds (two letters: one byte, three: two).
+        mutating func restart() {
+            if count == 2 { out.append(UInt8(group >> 4 & 0xFF)) }
+            if count == 3 { out += [UInt8(group >> 10 & 0xFF), UInt8(group >> 2 & 0xFF)] }
+            group = 0
+            count = 0
+        }
+        mutating func finish() { restart() }
+    }
+
+    /// Two readings when they differ: `=` followed by white space and a line
+    /// end is a soft line break (RFC 2045 says the white space is ignored),
+    /// or it is not (only `=` right before the line end is). `=` not followed
+    /// by two hex digits stays as it is, as lenient decoders keep it.
+    static func quotedPrintable(_ bytes: [UInt8]) -> [[UInt8]] {
+        var spaced = false
+        let lenient = qp(bytes, spaceBeforeBreak: true, spaced: &spaced)
+        guard spaced else { return [lenient] }   // no `=` with white space before a line end: one reading
+        var ignored = false
+        return [lenient, qp(bytes, spaceBeforeBreak: false, spaced: &ignored)]
+    }
+
+    private static func hex(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    private static func qp(_ bytes: [UInt8], spaceBeforeBreak: Bool, spaced: inout Bool) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            guard byte == UInt8(ascii: "=") else { out.append(byte); index += 1; continue }
+            var probe = index + 1
+            if spaceBeforeBreak { while probe < bytes.count && (bytes[probe] == 32 || bytes[probe] == 9) { probe += 1; spaced = true } }
+            if probe < bytes.count && bytes[probe] == 13 { probe += 1 }
+            if probe < bytes.count && bytes[probe] == 10 { index = probe + 1; continue }   // soft line break
+            if probe == bytes.count { index = probe; continue }                            // `=` at the very end
+            if index + 2 < bytes.count,
+               let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) {
+                out.append(high << 4 | low)
+                index += 3
+                continue
+            }
+            out.append(byte)
+            index += 1
+        }
+        return out
+    }
+
+    /// uuencoded lines (between `begin` and `end`, or all lines when there is
+    /// no `begin`), each decoded by its length letter.
+    static func uudecode(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        let lines = bytes.split(separator: 10, omittingEmptySubsequences: true)
+        let hasBegin = lines.contains { $0.starts(with: Array("begin".utf8)) }
+        var inside = !hasBegin
+        for rawLine in lines {
+            var line = Array(rawLine)
+            if line.last == 13 { line.removeLast() }
+            if line.starts(with: Array("begin".utf8)) { inside = true; continue }
+            if line == Array("end".utf8) { inside = !hasBegin; continue }
+            guard inside, let first = line.first else { continue }
+            let length = Int((first &- 32) & 0x3F)
+            var produced: [UInt8] = []
+            var index = 1
+            while index < line.count && produced.count < length {
+                func value(_ at: Int) -> UInt32 { at < line.count ? UInt32((line[at] &- 32) & 0x3F) : 0 }
+                let group = value(index) << 18 | value(index + 1) << 12 | value(index + 2) << 6 | value(index + 3)
+                produced += [UInt8(group >> 16 & 0xFF), UInt8(group >> 8 & 0xFF), UInt8(group & 0xFF)]
+                index += 4
+            }
+            out += produced.prefix(length)
+        }
+        return out
+    }
+}

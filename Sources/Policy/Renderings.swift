@@ -1,0 +1,302 @@
+/// What a reader may render from a piece of text, beyond the text itself:
+/// HTML with its character references, CSS escapes and `data:` URLs decoded;
+/// format=flowed lines joined; iCalendar lines unfolded; text/enriched
+/// without its commands. A marker in any rendering is a marker.
+extension Redactor {
+    /// True when `text`, of media type `type/subtype` with `parameters`
+    /// (lower-cased names), shows a marker in any way a reader may render it.
+    /// Header fields are plain text (`text/plain`).
+    public func hasMarkersInAnyRendering(_ text: String, type: String, subtype: String,
+                                         parameters: [String: String] = [:]) -> Bool {
+        renderings(text, type: type, subtype: subtype, parameters: parameters).contains { hasMarkers($0) }
+            || (Self.isMarkup(type: type, subtype: subtype) && hasMarkersHTML(text))
+    }
+
+    /// True for media types read as HTML or XML, character references and all.
+    public static func isMarkup(type: String, subtype: String) -> Bool {
+        subtype.contains("html") || subtype.contains("xml")
+    }
+
+    /// The renderings of `text` (the text itself first).
+    public func renderings(_ text: String, type: String, subtype: String, parameters: [String: String]) -> [String] {
+        var out = [text]
+        if parameters["format"]?.lowercased() == "flowed" {
+            // Which DelSp a reader honours is not certain: both.
+            out.append(Self.joinedFlowed(text, deleteSpace: true))
+            out.append(Self.joinedFlowed(text, deleteSpace: false))
+        }
+        if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
+            out.append(Self.unfolded(text))
+        }
+        if subtype == "enriched" || subtype == "richtext" {
+            out.append(Self.withoutEnrichedCommands(text))
+        }
+        if Self.isMarkup(type: type, subtype: subtype) {
+            let decoded = String(String.UnicodeScalarView(decodeEntities(text)))
+            out.append(decoded)
+            out.append(Self.cssUnescaped(decoded))
+            out.append(Self.percentDecoded(decoded))
+            for payload in Self.dataURLPayloads(decoded) {
+                out.append(payload)
+                let inner = String(String.UnicodeScalarView(decodeEntities(payload)))
+                out += [inner, Self.cssUnescaped(inner), Self.percentDecoded(inner)]
+            }
+        }
+        return out
+    }
+
+    /// Flowed lines (RFC 3676) joined: a line ending in a space continues on
+    /// the next; with DelSp=yes that space goes.
+    public static func joinedFlowed(_ text: String, deleteSpace: Bool) -> String {
+        var out: [Unicode.Scalar] = []
+        let scalars = Array(text.unicodeScalars)
+        var index = 0
+        while index < scalars.count {
+            let scalar = scalars[index]
+            if scalar == " " {
+                var next = index + 1
+                if next < scalars.count && scalars[next] == "\r" { next += 1 }
+                if next < scalars.count && scalars[next] == "\n" {
+                    if !deleteSpace { out.append(" ") }
+                    index = next + 1
+                    // Space-stuffing: one leading space of the next line is not text.
+                    if index < scalars.count && scalars[index] == " " { index += 1 }
+                    continue
+                }
+            }
+            out.append(scalar)
+            index += 1
+        }
+        return String(String.UnicodeScalarView(out))
+    }
+
+    /// Folded lines (iCalendar, vCard, RFC 5322) unfolded: a line break
+    /// followed by a space or tab is taken out with that one character.
+    public static func unfolded(_ text: String) -> String {
+        var out: [Unicode.Scalar] = []
+        let scalars = Array(text.unicodeScalars)
+        var index = 0
+        while index < scalars.count {
+            var next = index
+            if scalars[next] == "\r" && next + 1 < scalars.count && scalars[next + 1] == "\n" { next += 1 }
+            if scalars[next] == "\n" && next + 1 < scalars.count && (scalars[next + 1] == " " || scalars[next + 1] == "\t") {
+                index = next + 2
+                continue
+            }
+            out.append(scalars[index])
+            index += 1
+        }
+        return String(String.UnicodeScalarView(out))
+    }
+
+    /// text/enriched (RFC 1896) as shown: commands `<…>` dropped, `<<` is `<`,
+    /// a single line break is a space.
+    static func withoutEnrichedCommands(_ text: String) -> String {
+        var out: [Unicode.Scalar] = []
+        let scalars = Array(text.unicodeScalars)
+        var index = 0
+        while index < scalars.count {
+            let scalar = scalars[index]
+            if scalar == "<" {
+                if index + 1 < scalars.count && scalars[index + 1] == "<" { out.append("<"); index += 2; continue }
+                var end = index + 1
+                while end < scalars.count && scalars[end] != ">" { end += 1 }
+                index = end + 1
+                continue
+            }
+            if scalar == "\n" {
+                if index + 1 < scalars.count && scalars[index + 1] == "\n" { out.append("\n"); index += 2; continue }
+                out.append(" ")
+                index += 1
+                continue
+            }
+            out.append(scalar)
+            index += 1
+        }
+        return String(String.UnicodeScalarView(out))
+    }
+
+    /// CSS escapes resolved: `\5b`, `\00005B ` (up to six hex digits and one
+    /// white space after), and `\[` (any other character as itself).
+    static func cssUnescaped(_ text: String) -> String {
+        guard text.contains("\\") else { return text }
+        var out: [Unicode.Scalar] = []
+        let scalars = Array(text.unicodeScalars)
+        var index = 0
+        while index < scalars.count {
+            guard scalars[index] == "\\", index + 1 < scalars.count else { out.append(scalars[index]); index += 1; continue }
+            var end = index + 1
+            var value: UInt32 = 0
+            while end < scalars.count && end - index <= 6, let digit = hexValue(scalars[end]) {
+                value = value << 4 | digit
+                end += 1
+            }
+            if end > index + 1 {
+                out.append(Unicode.Scalar(value).flatMap { value == 0 ? nil : $0 } ?? "\u{FFFD}")
+                if end < scalars.count && [" ", "\t", "\n"].contains(scalars[end]) { end += 1 }
+                index = end
+            } else if scalars[index + 1] == "\n" {
+                index += 2   // an escaped line break continues the string
+            } else {
+                out.append(scalars[index + 1])
+                index += 2
+            }
+        }
+        return String(String.UnicodeScalarView(out))
+    }
+
+    /// `%HH` sequences decoded (as UTF-8), as in URLs.
+    static func percentDecoded(_ text: String) -> String {
+        guard text.contains("%") else { return text }
+        return String(decoding: percentDecodedBytes(Array(text.utf8)), as: UTF8.self)
+    }
+
+    static func percentDecodedBytes(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+               let high = hexValue(Unicode.Scalar(bytes[index + 1])), let low = hexValue(Unicode.Scalar(bytes[index + 2])) {
+                out.append(UInt8(high << 4 | low))
+                index += 3
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return out
+    }
+
+    /// The contents of every `data:` URL in `text`, decoded (base64 or
+    /// percent-encoded), read as UTF-8 and as Latin-1.
+    static func dataURLPayloads(_ text: String) -> [String] {
+        var out: [String] = []
+        let scalars = Array(text.unicodeScalars)
+        var index = 0
+        let prefix: [Unicode.Scalar] = ["d", "a", "t", "a", ":"]
+        while index + prefix.count <= scalars.count {
+            guard zip(scalars[index..<(index + prefix.count)], prefix).allSatisfy({ fold($0) == $1 }) else { index += 1; continue }
+            var comma = index + prefix.count
+            while comma < scalars.count && scalars[comma] != "," && scalars[comma] != "\"" && scalars[comma] != "'" { comma += 1 }
+            guard comma < scalars.count, scalars[comma] == "," else { index += prefix.count; continue }
+            let header = String(String.UnicodeScalarView(scalars[(index + prefix.count)..<comma])).lowercased()
+            var end = comma + 1
+            let stops: Set<Unicode.Scalar> = ["\"", "'", ")", "<", ">"]
+            while end < scalars.count && !stops.contains(scalars[end]) { end += 1 }
+            let body = Array(String(String.UnicodeScalarView(scalars[(comma + 1)..<end])).utf8)
+            var bytes = percentDecodedBytes(body)
+            if header.contains("base64") { bytes = base64Decoded(bytes) }
+            out.append(String(decoding: bytes, as: UTF8.self))
+            out.append(String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) })))
+            index = end
+        }
+        return out
+    }
+
+    /// Base64 decoded leniently: letters of either alphabet, the rest skipped.
+    static func base64Decoded(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        var group: UInt32 = 0, count = 0
+        for byte in bytes {
+            let value: UInt32
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(byte - UInt8(ascii: "A"))
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(byte - UInt8(ascii: "a")) + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(byte - UInt8(ascii: "0")) + 52
+            case UInt8(ascii: "+"), UInt8(ascii: "-"): value = 62
+            case UInt8(ascii: "/"), UInt8(ascii: "_"): value = 63
+            default: continue
+            }
+            group = group << 6 | value
+            count += 1
+            if count == 4 {
+                out += [UInt8(group >> 16 & 0xFF), UInt8(group >> 8 & 0xFF), UInt8(group & 0xFF)]
+                group = 0; count = 0
+            }
+        }
+        if count == 2 { out.append(UInt8(group >> 4 & 0xFF)) }
+        if count == 3 { out += [UInt8(group >> 10 & 0xFF), UInt8(group >> 2 & 0xFF)] }
+        return out
+    }
+}
+
+@inline(__always)
+func hexValue(_ scalar: Unicode.Scalar) -> UInt32? {
+    switch scalar {
+    case "0"..."9": scalar.value - 48
+    case "a"..."f": scalar.value - 87
+    case "A"..."F": scalar.value - 55
+    default: nil
+    }
+}
+
+/// The named character references by name (as written after `&`).
+let htmlEntities: [String: [Unicode.Scalar]] = {
+    var table: [String: [Unicode.Scalar]] = [:]
+    for line in htmlEntityTable.split(separator: "\n") {
+        let fields = line.split(separator: " ")
+        guard let name = fields.first else { continue }
+        table[String(name)] = fields.dropFirst().compactMap { UInt32($0, radix: 16).flatMap(Unicode.Scalar.init) }
+    }
+    return table
+}()
+
+/// How numeric references to C1 controls are read (WHATWG): as Windows-1252.
+private let windows1252: [UInt32: UInt32] = [
+    0x80: 0x20AC, 0x82: 0x201A, 0x83: 0x0192, 0x84: 0x201E, 0x85: 0x2026, 0x86: 0x2020, 0x87: 0x2021, 0x88: 0x02C6,
+    0x89: 0x2030, 0x8A: 0x0160, 0x8B: 0x2039, 0x8C: 0x0152, 0x8E: 0x017D, 0x91: 0x2018, 0x92: 0x2019, 0x93: 0x201C,
+    0x94: 0x201D, 0x95: 0x2022, 0x96: 0x2013, 0x97: 0x2014, 0x98: 0x02DC, 0x99: 0x2122, 0x9A: 0x0161, 0x9B: 0x203A,
+    0x9C: 0x0153, 0x9E: 0x017E, 0x9F: 0x0178,
+]
+
+/// Resolves character references as a browser does (WHATWG): every named
+/// reference (the longest name that matches, with its `;`, or without it for
+/// the legacy names), decimal and hex ones with any number of leading zeros
+/// and with or without the final `;`. Anything else stays as written.
+func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
+    let s = Array(raw.unicodeScalars)
+    var out: [Unicode.Scalar] = []
+    out.reserveCapacity(s.count)
+    var index = 0
+    while index < s.count {
+        guard s[index] == "&", index + 1 < s.count else { out.append(s[index]); index += 1; continue }
+        if s[index + 1] == "#" {
+            var at = index + 2
+            let isHex = at < s.count && (s[at] == "x" || s[at] == "X")
+            if isHex { at += 1 }
+            let digitsStart = at
+            var value: UInt64 = 0
+            while at < s.count, let digit = isHex ? hexValue(s[at]) : (("0"..."9").contains(s[at]) ? s[at].value - 48 : nil) {
+                value = min(value * (isHex ? 16 : 10) + UInt64(digit), 0x110000)
+                at += 1
+            }
+            if at > digitsStart {
+                if at < s.count && s[at] == ";" { at += 1 }
+                let code = UInt32(value)
+                let mapped = windows1252[code] ?? code
+                out.append(code == 0 ? "\u{FFFD}" : Unicode.Scalar(mapped) ?? "\u{FFFD}")
+                index = at
+                continue
+            }
+        } else {
+            // The longest name in the table that the text starts with.
+            var length = min(33, s.count - index - 1)
+            var matched = false
+            while length > 1 {
+                let name = String(String.UnicodeScalarView(s[(index + 1)..<(index + 1 + length)]))
+                if let value = htmlEntities[name] {
+                    out += value
+                    index += 1 + length
+                    matched = true
+                    break
+                }
+                length -= 1
+            }
+            if matched { continue }
+        }
+        out.append(s[index])
+        index += 1
+    }
+    return out
+}
