@@ -15,7 +15,9 @@ struct Outcome {
 
     var refused: Bool { redactStatus == 65 && encryptStatus == 65 }
     var censored: Bool { redactStatus == 0 && encryptStatus == 0 }
-    var leaked: Bool { !hits.isEmpty }
+    var leaked: Bool { hits.contains { !$0.sniffed } }
+    /// Every hit came from a sniffed charset only.
+    var sniffedOnly: Bool { !hits.isEmpty && !leaked }
 
     /// How to make this mail again, alone.
     var reproduce: String {
@@ -94,7 +96,10 @@ struct AdversarialTests {
             print(table)
             let failing = outcomes.filter { $0.leaked || !$0.problems.isEmpty }
             if let path = Self.environment["MAILSEC_ADVERSARIAL_REPORT"] {
-                try (table + "\n\n" + failing.map { $0.report(limit: 100_000) }.joined(separator: "\n\n")).write(toFile: path, atomically: true, encoding: .utf8)
+                let sniffed = outcomes.filter { $0.sniffedOnly && $0.problems.isEmpty }
+                try (table + "\n\n" + failing.map { $0.report(limit: 100_000) }.joined(separator: "\n\n")
+                    + (sniffed.isEmpty ? "" : "\n\nFound only in sniffed charsets (not failures):\n\n" + sniffed.map { $0.report(limit: 100_000) }.joined(separator: "\n\n")))
+                    .write(toFile: path, atomically: true, encoding: .utf8)
             }
             if samples.count == 1, let only = outcomes.first { print(only.report(limit: 100_000)) }
             for outcome in failing {
@@ -190,19 +195,20 @@ struct AdversarialTests {
         func pad(_ text: String, _ width: Int) -> String { text.count >= width ? text : text + String(repeating: " ", count: width - text.count) }
         var lines = ["Adversarial mails (seed \(seed), \(String(format: "%.0f", seconds)) s): per class",
                      pad("class", 6) + pad("what", 32) + pad("mails", 8) + pad("friendly", 10) + pad("views", 9)
-                         + pad("refused", 9) + pad("censored", 10) + pad("leaked", 8) + "broken"]
+                         + pad("refused", 9) + pad("censored", 10) + pad("leaked", 8) + pad("broken", 8) + "sniffed"]
         for attackClass in AttackClass.allCases {
             let mine = outcomes.filter { $0.sample.attackClass == attackClass }
             guard !mine.isEmpty else { continue }
             lines.append(pad(attackClass.rawValue, 6) + pad(attackClass.title, 32) + pad("\(mine.filter(\.sample.hostile).count)", 8)
                 + pad("\(mine.filter { !$0.sample.hostile }.count)", 10) + pad("\(mine.map(\.views).reduce(0, +))", 9)
                 + pad("\(mine.filter(\.refused).count)", 9) + pad("\(mine.filter(\.censored).count)", 10)
-                + pad("\(mine.filter(\.leaked).count)", 8) + "\(mine.filter { !$0.problems.isEmpty }.count)")
+                + pad("\(mine.filter(\.leaked).count)", 8) + pad("\(mine.filter { !$0.problems.isEmpty }.count)", 8)
+                + "\(mine.filter(\.sniffedOnly).count)")
         }
         lines.append(pad("all", 38) + pad("\(outcomes.filter(\.sample.hostile).count)", 8) + pad("\(outcomes.filter { !$0.sample.hostile }.count)", 10)
             + pad("\(outcomes.map(\.views).reduce(0, +))", 9) + pad("\(outcomes.filter(\.refused).count)", 9)
             + pad("\(outcomes.filter(\.censored).count)", 10) + pad("\(outcomes.filter(\.leaked).count)", 8)
-            + "\(outcomes.filter { !$0.problems.isEmpty }.count)")
+            + pad("\(outcomes.filter { !$0.problems.isEmpty }.count)", 8) + "\(outcomes.filter(\.sniffedOnly).count)")
         return lines.joined(separator: "\n")
     }
 }

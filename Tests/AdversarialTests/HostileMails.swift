@@ -170,7 +170,7 @@ struct HostileMailGenerator {
     /// A1: every header field and every MIME parameter.
     mutating func hostileFields() -> String {
         let plain = textLeaf("Nothing private in the body.\n")
-        switch number(0...6) {
+        switch number(0...10) {
         case 0:
             let name = pick(["x-note", "title", "x-" + letters(5), "name", "filename", "description"])
             let charset = pick(["utf-8", "UTF-8", "iso-8859-1", "us-ascii"])
@@ -214,6 +214,28 @@ struct HostileMailGenerator {
             variant = "display name in \(field)"
             let name = Bool.random(using: &random) ? "\"" + span() + "\"" : Encode.encodedWords(Array(span().utf8), charset: "utf-8", using: &random)
             return envelope(extra: ["\(field): \(name) <helper@example.org>"], body: place(plain))
+        case 7:
+            let b = openMarker() + token() + closeMarker()
+            variant = "span in a multipart boundary"
+            return envelope(body: "Content-Type: multipart/mixed; boundary=\"\(b)\"\n\n--\(b)\n" + plain + "--\(b)\n" + textLeaf("More.\n") + "--\(b)--\n")
+        case 8:
+            variant = "span in a field name"
+            let name = "X-" + openMarker() + token() + closeMarker()
+            return Bool.random(using: &random) ? envelope(extra: ["\(name): 1"], body: place(plain))
+                : envelope(body: place(textLeaf("See the fields.\n", headers: ["\(name): 1"])))
+        case 9:
+            let field = pick(["From", "Message-ID", "In-Reply-To", "References"])
+            variant = "span in \(field) (kept on letters too)"
+            let value = field == "From" ? "\"Alice " + span() + "\" <alice@example.org>" : "<" + openMarker() + token() + closeMarker() + "@example.org>"
+            var mail = envelope(extra: field == "From" || field == "Message-ID" ? [] : ["\(field): \(value)"], body: place(plain))
+            if field == "From" { mail = mail.replacingOccurrences(of: "From: Alice <alice@example.org>", with: "From: " + value) }
+            if field == "Message-ID" { mail = mail.replacingOccurrences(of: "Message-ID: <adv.", with: "Message-ID: \(value)\nX-Old-Message-ID: <adv.") }
+            return mail
+        case 10:
+            let name = pick(["title", "x-note", "filename"])
+            variant = "RFC 2231 \(name)* with a language and lower-case hex"
+            let value = Array(("note " + span()).utf8).map { String(format: "%%%02x", $0) }.joined()
+            return envelope(body: place(leaf("application/octet-stream", ["Content-Disposition: attachment; \(name)*=utf-8'en'\(value)"], cte: "base64", body: "AAECAw==")))
         default:
             // A marker cut across plain (not percent-encoded) continuations.
             let text = span(), cut = number(1...max(1, text.count - 1))
@@ -244,7 +266,7 @@ struct HostileMailGenerator {
     /// A2: duplicate fields, legacy and broken transfer encodings, malformed encoded-words.
     mutating func hostileStructure() -> String {
         let text = prose()
-        switch number(0...5) {
+        switch number(0...7) {
         case 0:
             let other = pick(["application/octet-stream", "text/html; charset=utf-8", "image/png", "text/plain; charset=utf-16"])
             let (cte, body) = friendlyBody(text)
@@ -285,6 +307,17 @@ struct HostileMailGenerator {
                 if chance(4) { out += pick(["= \n", "=\t\n", "=  \n", "=\r\r\n", "=\n"]) }
             }
             return envelope(body: place(leaf("text/plain; charset=utf-8", cte: "quoted-printable", body: out)))
+        case 6:
+            let spelling = pick(["BASE64", "\"base64\"", "base64 (encoded)", " Base64\t", "base64; x=1", "QUOTED-PRINTABLE", "quoted-printable (qp)"])
+            variant = "Content-Transfer-Encoding spelled \(spelling.debugDescription)"
+            let body = spelling.lowercased().contains("base64") ? Encode.base64(Array(text.utf8))
+                : quotedPrintable(Array(text.utf8)).replacingOccurrences(of: "[", with: "=5B")
+            return envelope(body: place("Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: \(spelling)\n\n\(body)\n"))
+        case 7:
+            let order = Bool.random(using: &random) ? ["utf-8", "utf-16le"] : ["utf-16le", "utf-8"]
+            variant = "charset given twice (\(order.joined(separator: ", ")))"
+            let (cte, body) = binaryBody(Encode.iconv(text, to: "UTF-16LE")!)
+            return envelope(body: place(leaf("text/plain; charset=\(order[0]); charset=\(order[1])", cte: cte, body: body)))
         default:
             let value = span()
             let bytes = Array(value.utf8)
@@ -323,7 +356,7 @@ struct HostileMailGenerator {
     /// A3: message/partial, external-body, unknown message/x-…, digest children.
     mutating func hostileMessages() -> String {
         let innerBody = textLeaf(prose())
-        switch number(0...5) {
+        switch number(0...7) {
         case 0:
             variant = "message/partial"
             let inner = innerMessage(subject: Bool.random(using: &random) ? span() : nil, body: innerBody)
@@ -351,6 +384,14 @@ struct HostileMailGenerator {
                 ? "Reporting-MTA: dns; mx.example.org\n\nFinal-Recipient: rfc822; x@example.net\nAction: failed\nStatus: 5.0.0\nDiagnostic-Code: smtp; 550 " + span() + "\n"
                 : "Reporting-UA: mua.example.org\nFinal-Recipient: rfc822; x@example.net\nDisposition: manual-action/MDN-sent-manually; displayed\nX-Note: " + span() + "\n"
             return envelope(body: multipart("report; report-type=\(subtype)", [textLeaf("Report.\n"), leaf("message/\(subtype)", body: fields)]))
+        case 6:
+            variant = "message/partial number=2 (a fragment without a header)"
+            return envelope(body: place(leaf("message/partial; id=\"\(letters(8))@example.org\"; number=2; total=2", body: prose())))
+        case 7:
+            variant = "message/rfc822 in quoted-printable"
+            let inner = innerMessage(subject: span(), body: innerBody)
+            return envelope(body: place(leaf("message/rfc822", cte: "quoted-printable",
+                                             body: quotedPrintable(Array(inner.utf8)).replacingOccurrences(of: "[", with: "=5B"))))
         default:
             variant = "message/rfc822 in base64"
             let inner = innerMessage(subject: span(), body: innerBody)
@@ -373,7 +414,7 @@ struct HostileMailGenerator {
     mutating func hostileHTML() -> String {
         let subtype = chance(4) ? "application/xhtml+xml" : "text/html"
         var html: String
-        switch number(0...3) {
+        switch number(0...4) {
         case 0:
             // Where the text is: "@" stands for it.
             let (element, template) = pick([("p", "<p>@</p>"), ("title", "<head><title>@</title></head>"), ("textarea", "<textarea>@</textarea>"),
@@ -407,6 +448,11 @@ struct HostileMailGenerator {
                 variant = "CSS escapes in style="
                 html = "<p style='font-family: \"\(escaped)\"'>note</p>"
             }
+        case 4:
+            variant = "iframe srcdoc (references inside references)"
+            let inner = "<p>" + references(span()) + "</p>"
+            html = "<iframe srcdoc=\"" + inner.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;") + "\"></iframe>"
         default:
             let inner = prose()
             let url = Bool.random(using: &random)
@@ -487,7 +533,7 @@ struct HostileMailGenerator {
     mutating func hostileCharsets() -> String {
         let (label, encode, unicode) = hostileCharset()
         let text = prose(ascii: !unicode)
-        switch number(0...4) {
+        switch number(0...6) {
         case 0:
             variant = "text/plain body in \(label)"
             let (cte, body) = binaryBody(encode(text, &random))
@@ -508,6 +554,19 @@ struct HostileMailGenerator {
             let content = type == "application/json" ? "{\"note\": \"\(span())\"}\n" : text
             let (cte, body) = binaryBody(encode(content, &random))
             return envelope(body: place(leaf("\(type); charset=\(label)", cte: cte, body: body)))
+        case 5:
+            let declared = pick(["utf-8", "iso-8859-1", "windows-1252", "us-ascii"])
+            let (bom, order) = pick([([UInt8(0xFF), 0xFE], "UTF-16LE"), ([0xFE, 0xFF], "UTF-16BE"), ([0xEF, 0xBB, 0xBF], "UTF-8")])
+            let subtype = pick(["html", "plain"])
+            variant = "a \(order) byte order mark against the declared \(declared), text/\(subtype)"
+            let document = subtype == "html" ? "<html><body><p>\(span())</p></body></html>\n" : text
+            let (cte, body) = binaryBody(bom + Encode.iconv(document, to: order)!)
+            return envelope(body: place(leaf("text/\(subtype); charset=\(declared)", cte: cte, body: body)))
+        case 6:
+            let spelling = pick(["charset*=utf-8''\(label)", "charset*=''\(label)", "charset = \" \(label) \"", "charset=\"\(label.lowercased())\""])
+            variant = "charset spelled \(spelling.debugDescription)"
+            let (cte, body) = binaryBody(encode(text, &random))
+            return envelope(body: place(leaf("text/plain; \(spelling)", cte: cte, body: body)))
         default:
             let unknown = "x-" + letters(6)
             variant = "unknown charset \(unknown) (content in \(label))"
@@ -529,7 +588,7 @@ struct HostileMailGenerator {
 
     /// A6: format=flowed, iCalendar folding, text/enriched, invisible characters.
     mutating func hostileRendering() -> String {
-        switch number(0...3) {
+        switch number(0...4) {
         case 0:
             variant = "format=flowed; delsp=yes, marker cut by a soft break"
             // Every soft break's space is deleted by the reader: cut anywhere, even inside a marker.
@@ -542,6 +601,13 @@ struct HostileMailGenerator {
             let body = "Hello,\n" + lines.joined(separator: "\n") + "\nBye\n"
             let (cte, encoded) = friendlyBody(body)
             return envelope(body: place(leaf("text/plain; charset=utf-8; format=flowed; delsp=yes", cte: cte, body: encoded)))
+        case 4:
+            variant = "format=flowed; delsp=yes, quoted lines, marker cut by a soft break"
+            let text = span(), cut = number(1...max(1, text.count - 1))
+            let quote = pick(["> ", ">> ", ">"])
+            let body = "Alice wrote:\n\(quote)" + text.prefix(cut) + " \n\(quote)" + text.dropFirst(cut) + "\n\nBye\n"
+            let (cte, encoded) = friendlyBody(body)
+            return envelope(body: place(leaf("text/plain; charset=utf-8; format=flowed; DelSp=Yes", cte: cte, body: encoded)))
         case 1:
             variant = "iCalendar folding inside a marker"
             let property = pick(["DESCRIPTION", "SUMMARY", "LOCATION", "COMMENT"])
@@ -563,7 +629,8 @@ struct HostileMailGenerator {
             }.joined()
             return envelope(body: place(leaf("text/\(subtype); charset=utf-8", cte: "7bit", body: "Hello <bold>all</bold>,\n\n" + text + "\n")))
         default:
-            let invisible = ["\u{AD}", "\u{200B}", "\u{200C}", "\u{200D}", "\u{2060}", "\u{FEFF}"]
+            let invisible = ["\u{AD}", "\u{200B}", "\u{200C}", "\u{200D}", "\u{2060}", "\u{FEFF}", "\u{034F}", "\u{180E}", "\u{200E}", "\u{202A}",
+                             "\u{202C}", "\u{202E}", "\u{2063}", "\u{2066}", "\u{2069}", "\u{FE0F}", "\u{E0041}"]
             let text = span().map { character -> String in
                 chance(3) ? String(character) + pick(invisible) : String(character)
             }.joined()
@@ -616,7 +683,7 @@ struct HostileMailGenerator {
     }
 
     mutating func hostileEncrypted() -> String {
-        switch number(0...3) {
+        switch number(0...5) {
         case 0:
             variant = "already encrypted, span in Subject"
             return encryptedMail(subject: Bool.random(using: &random) ? "Plans " + span() : Encode.encodedWords(Array(span().utf8), charset: "utf-8", using: &random))
@@ -627,6 +694,15 @@ struct HostileMailGenerator {
         case 2:
             variant = "PGP/MIME, span in preamble or epilogue"
             return Bool.random(using: &random) ? pgpMIME(preamble: prose()) : pgpMIME(epilogue: prose())
+        case 4:
+            variant = "an encrypted part beside a text with a span"
+            let encrypted = Bool.random(using: &random)
+                ? leaf("application/pgp-encrypted; name=\"note.asc\"", ["Content-Disposition: attachment; filename=\"note.asc\""], body: ciphertext)
+                : leaf("text/plain; charset=us-ascii", body: ciphertext)
+            return envelope(body: multipart("mixed", [textLeaf(prose()), encrypted]))
+        case 5:
+            variant = "already encrypted, span in the From display name"
+            return encryptedMail().replacingOccurrences(of: "From: Alice <alice@example.org>", with: "From: \"Alice " + span() + "\" <alice@example.org>")
         default:
             variant = "PGP/MIME, span in the version part (fields or body)"
             return Bool.random(using: &random) ? pgpMIME(controlHeaders: ["Content-Description: " + span()])

@@ -28,8 +28,12 @@ import urllib.parse
 from email import policy
 
 MARKERS = ("[[private]]", "[[/private]]")
-INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u034f\u061c\u180e\u200b\u200c\u200d\u200e\u200f"
-                                   "\u2060\u2061\u2062\u2063\u2064\ufeff"), None)
+# Invisible when rendered: soft hyphen, joiners, bidi controls and isolates,
+# variation selectors, tag characters.
+INVISIBLE = dict.fromkeys([*map(ord, "\u00ad\u034f\u061c\u180e\u200b\u200c\u200d\u200e\u200f"
+                                    "\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064"
+                                    "\u2066\u2067\u2068\u2069\ufeff"),
+                           *range(0xFE00, 0xFE10), *range(0xE0000, 0xE0080)], None)
 
 
 def _cp1047():
@@ -86,6 +90,7 @@ class Search:
         bases = {"": text}
         unescaped = html.unescape(text)
         bases["html"] = unescaped
+        bases["html twice"] = html.unescape(unescaped)  # srcdoc: a document inside an attribute
         bases["html-text"] = html.unescape(re.sub(r"<[^>]*>", "", text))
         bases["css"] = css_unescape(text)
         bases["html+css"] = css_unescape(unescaped)
@@ -101,7 +106,7 @@ class Search:
         """Bytes: the declared charset, then every charset in the sniff list."""
         if not data:
             return
-        charsets = [c for c in dict.fromkeys([codec(d) for d in (declared or [])]) if c]
+        charsets = [c for c in dict.fromkeys([bom_charset(data)] + [codec(d) for d in (declared or [])]) if c]
         for name in charsets:
             self.text(f"{view}/{name}", data.decode(name, "replace"), depth)
         for name in SNIFF:
@@ -129,6 +134,15 @@ class Search:
                 self.hits.append({"view": view, "found": "marker"})
 
 
+def bom_charset(data):
+    """A byte order mark wins over the declared charset (WHATWG's decode)."""
+    for bom, name in ((b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\xef\xbb\xbf", "utf-8-sig"),
+                      (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le")):
+        if data.startswith(bom):
+            return name
+    return None
+
+
 def renders(text):
     """What a reader may render: invisible characters dropped, folded lines
     joined (iCalendar), soft breaks joined (format=flowed, DelSp=yes or no),
@@ -139,6 +153,7 @@ def renders(text):
     yield "unfolded", re.sub(r"\r?\n[ \t]", "", visible)
     yield "flowed-delsp", re.sub(r" \r?\n", "", visible)
     yield "flowed", re.sub(r" \r?\n", " ", visible)
+    yield "flowed-quoted", re.sub(r" \r?\n", "", re.sub(r"(?m)^>+ ?", "", visible))
     yield "enriched", re.sub(r"<<|<[^<>]*>", lambda m: "<" if m.group(0) == "<<" else "", visible)
 
 
