@@ -683,7 +683,7 @@ struct HostileMailGenerator {
     }
 
     mutating func hostileEncrypted() -> String {
-        switch number(0...5) {
+        switch number(0...6) {
         case 0:
             variant = "already encrypted, span in Subject"
             return encryptedMail(subject: Bool.random(using: &random) ? "Plans " + span() : Encode.encodedWords(Array(span().utf8), charset: "utf-8", using: &random))
@@ -700,6 +700,12 @@ struct HostileMailGenerator {
                 ? leaf("application/pgp-encrypted; name=\"note.asc\"", ["Content-Disposition: attachment; filename=\"note.asc\""], body: ciphertext)
                 : leaf("text/plain; charset=us-ascii", body: ciphertext)
             return envelope(body: multipart("mixed", [textLeaf(prose()), encrypted]))
+        case 6:
+            variant = "an encrypted mail forwarded inside a plain one, span in its Subject"
+            let inner = encryptedMail(subject: "Plans " + span())
+                .split(separator: "\n", omittingEmptySubsequences: false).drop { !$0.hasPrefix("Subject:") }.joined(separator: "\n")
+            return envelope(body: multipart("mixed", [textLeaf("Forwarding an encrypted mail.\n"),
+                                                      leaf("message/rfc822", body: "From: Carol <carol@example.com>\n" + inner)]))
         case 5:
             variant = "already encrypted, span in the From display name"
             return encryptedMail().replacingOccurrences(of: "From: Alice <alice@example.org>", with: "From: \"Alice " + span() + "\" <alice@example.org>")
