@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "OpenPGP", targets: ["OpenPGP"]),
         .library(name: "MIME", targets: ["MIME"]),
         .library(name: "Policy", targets: ["Policy"]),
+        .library(name: "Redaction", targets: ["Redaction"]),
         .library(name: "Pipeline", targets: ["Pipeline"]),
         .library(name: "Filter", targets: ["Filter"]),
         .library(name: "Incoming", targets: ["Incoming"]),
@@ -62,7 +63,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "PartialEncryption"]),
+        // Marked spans across whole messages: every reading of a message
+        // (MIME/Readings) searched with the policy's markers, and redaction
+        // of every field, parameter and part. No GnuPG, no crypto.
+        .target(name: "Redaction", dependencies: ["MIME", "Policy"]),
+        .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "Redaction", "PartialEncryption"]),
         // Reading mail that comes in: signatures with coverage and the From
         // check, safe decryption, Autocrypt import.
         .target(name: "Incoming", dependencies: ["OpenPGP", "MIME"]),
@@ -81,12 +86,12 @@ let package = Package(
         .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "TestSupport"]),
         .testTarget(name: "MIMETests", dependencies: ["MIME", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "PartialEncryption", "TestSupport"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
-        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Pipeline", "Incoming"], path: "Fuzz/Checks"),
+        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming"], path: "Fuzz/Checks"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MailsecFuzzChecks", "MIME", "TestSupport"]),
         .testTarget(name: "PartialEncryptionTests", dependencies: [
             "PartialEncryption", "TestSupport",

@@ -1,7 +1,7 @@
 import Incoming
 import MIME
-import Pipeline
 import Policy
+import Redaction
 
 /// What each fuzz target does with one input, as library functions: the
 /// libFuzzer executables in `Fuzz/` call them, and the regression tests run
@@ -69,28 +69,37 @@ public enum FuzzChecks {
         censoredMail(bytes)
     }
 
-    /// The input as a mail, censored as `mailsec redact` does: when that
-    /// succeeds, no reading of the postcard (``Redactor/readings(of:)``, the
-    /// postcard parsed again) shows a marker, and no span's text (eight
-    /// scalars or more, and found nowhere outside spans in the input) stands
-    /// in any reading of the postcard.
+    /// The input as a mail, censored as `mailsec redact` does: when the mail
+    /// has spans, every place can be read, and censoring succeeds and passes
+    /// the check of the censored message, then the postcard as written and
+    /// parsed again shows no marker in any reading (``Redactor/readings(of:)``),
+    /// and no span's text (eight scalars or more, and found nowhere outside
+    /// spans in the input) stands in any reading of it.
     static func censoredMail(_ bytes: [UInt8]) {
-        guard let message = try? MIMEMessage.parse(bytes, options: options),
-              let postcard = try? Postcard.censored(message) else { return }
+        let redactor = Redactor.standard
+        guard let message = try? MIMEMessage.parse(bytes, options: options) else { return }
+        let found = redactor.readings(of: message)
+        guard (try? redactor.hasMarkedSpans(message)) == true || found.marker != nil, found.uncertain.isEmpty,
+              let postcard = try? message.copy(), (try? redactor.apply(.censor, to: postcard)) != nil,
+              redactor.remainingMarker(in: postcard) == nil else { return }
         let written = postcard.serialize()
         guard let reread = try? MIMEMessage.parse(written, options: ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max))
         else { preconditionFailure("a postcard we wrote does not parse again") }
-        let redactor = Redactor.standard
         precondition(redactor.readings(of: reread).marker == nil, "a marker in a reading of a censored postcard")
         // Span texts of the input, from every text reading, and what stands outside spans.
         var spans: Set<String> = []
         var outside: [String] = []
         func texts(_ message: MIMEMessage, _ body: (String) -> Void) {
             MessageReadings.readAll(message) { _, content in
-                if case .text(let text, let media) = content {
+                switch content {
+                case .text(let text, let media):
                     for rendering in redactor.renderings(text, type: media.type, subtype: media.subtype, parameters: media.parameters) {
                         body(rendering)
                     }
+                case .pieces(_, let feed):
+                    var bytes: [UInt8] = []
+                    _ = feed { bytes += $0 }
+                    body(String(decoding: bytes, as: UTF8.self))
                 }
             }
         }

@@ -1,6 +1,7 @@
-import Policy
 import Foundation
 import MIME
+import Policy
+import Redaction
 
 /// A mail composed in code rather than parsed: the pipeline's other input.
 public struct Composition: Sendable {

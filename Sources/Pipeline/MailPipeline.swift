@@ -3,6 +3,7 @@ import MIME
 import OpenPGP
 import PartialEncryption
 import Policy
+import Redaction
 
 /// An error of the mail pipeline. The description never quotes message content.
 public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -3,6 +3,7 @@ import MIME
 import OpenPGP
 import PartialEncryption
 import Policy
+import Redaction
 
 /// A partially encrypted postcard in the making: the mail with each span
 /// replaced by its place `[#n]`, the reading document, and the password.

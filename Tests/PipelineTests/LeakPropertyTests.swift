@@ -3,6 +3,7 @@ import MIME
 import OpenPGP
 import Pipeline
 import Policy
+import Redaction
 import TestSupport
 import Testing
 

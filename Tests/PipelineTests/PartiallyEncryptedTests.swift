@@ -4,6 +4,7 @@ import OpenPGP
 import PartialEncryption
 import Pipeline
 import Policy
+import Redaction
 import TestSupport
 import Testing
 

@@ -20,6 +20,7 @@ package enum Charsets {
         let bare = String(trimmed.split(separator: "*", omittingEmptySubsequences: false).first ?? "")
         var name = aliases[bare] ?? bare
         guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return [] }
+        if ["hz-gb-2312", "hz", "hz-gb2312", "x-hz"].contains(name) { return ["HZ-GB-2312"] }  // not in glibc: decoded here
         if !isKnown(name) {
             // Spellings other libraries accept: utf_32_be, utf-32-be, utf32.
             var other = name.uppercased().replacingOccurrences(of: "_", with: "-")
@@ -45,7 +46,67 @@ package enum Charsets {
 
     /// What text in a charset no one can decode is read as, to find markers
     /// in it all the same (the place is not readable with certainty anyway).
-    package static let fallbacks = ["UTF-8", "ISO-8859-1", "UTF-16LE", "UTF-16BE", "UTF-32LE", "UTF-32BE", "UTF-7"]
+    package static let fallbacks = ["UTF-8", "ISO-8859-1", "UTF-16LE", "UTF-16BE", "UTF-32LE", "UTF-32BE", "UTF-7",
+                                    "ISO-2022-JP-2", "ISO-2022-KR", "ISO-2022-CN-EXT", "HZ-GB-2312",
+                                    // EBCDIC: brackets stand at different codes in each.
+                                    "IBM037", "IBM273", "IBM277", "IBM278", "IBM280", "IBM284", "IBM285", "IBM297",
+                                    "IBM500", "IBM871", "IBM1047"]
+
+    /// Charsets a reader may guess for text that names none, from what the
+    /// bytes hold: escape sequences (ISO 2022), `~{` or `~` at a line end
+    /// (HZ), `+` before three letters of base64 (UTF-7).
+    package static func guessed(_ bytes: [UInt8]) -> [String] {
+        var out: [String] = []
+        var escape = false, hz = false, utf7 = false
+        for index in bytes.indices {
+            switch bytes[index] {
+            case 0x1B: escape = true
+            case UInt8(ascii: "~"):
+                if index + 1 < bytes.count, [UInt8(ascii: "{"), 10, 13].contains(bytes[index + 1]) { hz = true }
+            case UInt8(ascii: "+"):
+                // A run of at least three letters of base64 after the `+`.
+                func isBase64(_ byte: UInt8) -> Bool {
+                    (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2B || byte == 0x2F
+                }
+                if index + 3 < bytes.count, (1...3).allSatisfy({ isBase64(bytes[index + $0]) }) { utf7 = true }
+            default: break
+            }
+            if escape && hz && utf7 { break }
+        }
+        if escape { out.append("ISO-2022-JP-2") }
+        if hz { out.append("HZ-GB-2312") }
+        if utf7 { out.append("UTF-7") }
+        return out
+    }
+
+    /// HZ (RFC 1843), which glibc's iconv lacks: ASCII with `~~` for `~` and
+    /// `~` + line end as a soft break, and GB 2312 between `~{` and `~}`.
+    static func decodeHZ(_ bytes: [UInt8]) -> String {
+        var out = ""
+        var ascii: [UInt8] = []
+        var index = 0
+        var gb = false
+        var pending: [UInt8] = []
+        func flushGB() {
+            if !pending.isEmpty { out += decode(pending.map { $0 | 0x80 }, charset: "GB2312") ?? "" }
+            pending = []
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "~"), index + 1 < bytes.count {
+                let next = bytes[index + 1]
+                if !gb && next == UInt8(ascii: "~") { ascii.append(byte); index += 2; continue }
+                if !gb && next == UInt8(ascii: "{") { out += String(decoding: ascii, as: UTF8.self); ascii = []; gb = true; index += 2; continue }
+                if gb && next == UInt8(ascii: "}") { flushGB(); gb = false; index += 2; continue }
+                if next == 10 { index += 2; continue }
+                if next == 13 && index + 2 < bytes.count && bytes[index + 2] == 10 { index += 3; continue }
+            }
+            if gb { pending.append(byte) } else { ascii.append(byte) }
+            index += 1
+        }
+        flushGB()
+        return out + String(decoding: ascii, as: UTF8.self)
+    }
 
     /// The charset a byte order mark at the start of `bytes` names, as
     /// readers sniff it when no charset is declared: none when there is none.
@@ -57,6 +118,9 @@ package enum Charsets {
 
     private static let knownLock = NSLock()
     nonisolated(unsafe) private static var known: [String: Bool] = [:]  // guarded by knownLock
+
+    /// True when iconv (and so GMime) can convert from `name`.
+    package static func isIconvCharset(_ name: String) -> Bool { isKnown(name) }
 
     /// True when iconv can convert from `name`.
     static func isKnown(_ name: String) -> Bool {
@@ -86,6 +150,7 @@ package enum Charsets {
         }
         switch charset.uppercased() {
         case "UTF-8", "UTF8", "ASCII": return String(decoding: bytes[start...], as: UTF8.self)
+        case "HZ-GB-2312": return decodeHZ(bytes)
         case "ISO-8859-1", "LATIN1", "ISO8859-1": return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
         default: break
         }

@@ -67,10 +67,13 @@ package enum FieldReadings {
                 if scalars[at] == "?" && scalars[at + 1] == "=" { end = at; break }
                 at += 1
             }
-            guard let end else { index += 2; continue }
-            let text = scalars[start..<end].map { $0.value < 0x100 ? UInt8($0.value) : UInt8(ascii: "?") }
-            words.append(EncodedWord(range: index..<(end + 2), charset: charset, encoding: encoding, text: text))
-            index = end + 2
+            // Without its closing `?=`, lenient readers take the word to the
+            // next white space (or the end of the value).
+            let close = end.map { $0 + 2 } ?? (scalars[start...].firstIndex { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" } ?? scalars.count)
+            let textEnd = end ?? close
+            let text = scalars[start..<textEnd].map { $0.value < 0x100 ? UInt8($0.value) : UInt8(ascii: "?") }
+            words.append(EncodedWord(range: index..<close, charset: charset, encoding: encoding, text: text))
+            index = max(close, index + 2)
         }
         return words
     }
@@ -95,25 +98,43 @@ package enum FieldReadings {
         }
         let widest = charsets.map(\.count).max() ?? 1
         var readings: [String] = []
-        for letterChoice in ["", "Q", "B"] {
-            for charsetChoice in 0..<widest {
-                var out: [Unicode.Scalar] = []
-                var position = 0
-                for (number, word) in words.enumerated() {
-                    let between = scalars[position..<word.range.lowerBound]
-                    let adjacent = number > 0 && between.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
-                    if !adjacent { out += between }
-                    let declared = word.encoding.uppercased()
-                    let letter = letterChoice.isEmpty ? (declared == "Q" ? "Q" : "B") : letterChoice
-                    let bytes = letter == "B" ? TransferDecoding.base64(word.text)[0] : qDecoded(word.text)
-                    let candidates = charsets[number]
-                    let charset = candidates[min(charsetChoice, candidates.count - 1)]
-                    out += (Charsets.decode(bytes, charset: charset) ?? String(decoding: bytes, as: UTF8.self)).unicodeScalars
-                    position = word.range.upperBound
+        // Python's decode_header joins the bytes of adjacent words in one
+        // charset before decoding them (a UTF-32 unit may be cut between
+        // words): read both ways.
+        for joinBytes in [false, true] {
+            for letterChoice in joinBytes ? [""] : ["", "Q", "B"] {
+                for charsetChoice in 0..<widest {
+                    var out: [Unicode.Scalar] = []
+                    var position = 0
+                    var pending: (bytes: [UInt8], charset: String)?
+                    func flush() {
+                        guard let run = pending else { return }
+                        out += (Charsets.decode(run.bytes, charset: run.charset) ?? String(decoding: run.bytes, as: UTF8.self)).unicodeScalars
+                        pending = nil
+                    }
+                    for (number, word) in words.enumerated() {
+                        let between = scalars[position..<word.range.lowerBound]
+                        let adjacent = number > 0 && between.allSatisfy { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+                        let declared = word.encoding.uppercased()
+                        let letter = letterChoice.isEmpty ? (declared == "Q" ? "Q" : "B") : letterChoice
+                        let bytes = letter == "B" ? TransferDecoding.base64(word.text)[0] : qDecoded(word.text)
+                        let candidates = charsets[number]
+                        let charset = candidates[min(charsetChoice, candidates.count - 1)]
+                        if joinBytes && adjacent, let run = pending, run.charset == charset {
+                            pending = (run.bytes + bytes, charset)
+                        } else {
+                            flush()
+                            if !adjacent { out += between }
+                            pending = (bytes, charset)
+                        }
+                        if !joinBytes { flush() }
+                        position = word.range.upperBound
+                    }
+                    flush()
+                    out += scalars[position...]
+                    let reading = String(String.UnicodeScalarView(out))
+                    if !readings.contains(reading) { readings.append(reading) }
                 }
-                out += scalars[position...]
-                let reading = String(String.UnicodeScalarView(out))
-                if !readings.contains(reading) { readings.append(reading) }
             }
         }
         return (readings, unknown)
@@ -148,6 +169,8 @@ package enum FieldReadings {
                 number = parsed
                 base = String(base[..<star])
             }
+            // `filename` and `filename*…` are two parameters, each read on its own.
+            if name.contains("*") { base += "*" }
             if sections[base] == nil { order.append(base) }
             sections[base, default: []].append((number, extended, text))
         }
@@ -181,7 +204,7 @@ package enum FieldReadings {
                 texts += decoded
                 unknown = unknown ?? wordCharset
             }
-            return Parameter(name: parts.contains { $0.1 } ? name + "*" : name, texts: texts, unknownCharset: unknown)
+            return Parameter(name: name, texts: texts, unknownCharset: unknown)
         }
     }
 

@@ -216,7 +216,7 @@ package struct MessageReadings {
         emit(name, .pieces(asText: true) { body in entity.forEachContentPiece(body) })
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
         let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
-        let isMessage = type.type == "message"
+        let isMessage = type.type == "message" || type.is("text", "rfc822-headers")
             || (inDigest && !headers.contains { $0.name.lowercased() == "content-type" })
         let textLike = Self.isTextLike(type) || isMessage
         // What decides certainty comes from the fields alone.
@@ -238,6 +238,7 @@ package struct MessageReadings {
         guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
         for bytes in TransferDecoding.readings(raw, encoding: encoding) ?? [raw] {
             if reading && Self.rendersAsIs(media) && Charsets.sniffed(bytes).isEmpty
+                && (type.parameters["charset"] != nil || Charsets.guessed(bytes).isEmpty)
                 && (charsets.allSatisfy(Charsets.isASCIICompatible) && Self.isASCII(bytes)
                     || charsets.allSatisfy({ ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) && !Self.mayHoldInvisibles(bytes)) {
                 // Text shown as it is, in ASCII (every such charset reads it the
@@ -245,7 +246,8 @@ package struct MessageReadings {
                 // marker: a search of its bytes is all there is to do.
                 emit(name, .pieces(asText: false) { body in bytes.withUnsafeBytes(body); return true })
             } else {
-                for charset in Charsets.sniffed(bytes) + charsets where reading {
+                let guessed = type.parameters["charset"] == nil ? Charsets.guessed(bytes) : []
+                for charset in Charsets.sniffed(bytes) + charsets + guessed where reading {
                     guard let text = Charsets.decode(bytes, charset: charset) else { continue }
                     emit(name, .text(text, media: media))
                 }

@@ -23,16 +23,38 @@ package enum TransferDecoding {
         for (index, byte) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() {
             table[Int(byte)] = Int8(index)
         }
-        // URL-safe letters, which some decoders accept.
+        return table
+    }()
+
+    /// The same with the URL-safe letters `-` and `_`, which some decoders accept.
+    private static let urlSafeAlphabet: [Int8] = {
+        var table = alphabet
         table[Int(UInt8(ascii: "-"))] = 62
         table[Int(UInt8(ascii: "_"))] = 63
         return table
     }()
 
-    /// Two readings: every letter of the alphabet in one run, whatever stands
-    /// between (garbage and `=` skipped); and a fresh start after each `=`
-    /// (a decoder that takes padding as the end of a group).
+    /// Up to four readings: every letter of the alphabet in one run, whatever
+    /// stands between (garbage and `=` skipped), or a fresh start after each
+    /// `=` (a decoder that takes padding as the end of a group); and, where
+    /// `-` or `_` stand, with those as letters (URL-safe base64) or as garbage.
     static func base64(_ bytes: [UInt8]) -> [[UInt8]] {
+        let urlSafe = bytes.contains(UInt8(ascii: "-")) || bytes.contains(UInt8(ascii: "_"))
+        var out: [[UInt8]] = []
+        for table in urlSafe ? [alphabet, urlSafeAlphabet] : [alphabet] {
+            for reading in base64(bytes, table) where !out.contains(reading) { out.append(reading) }
+        }
+        return out
+    }
+
+    /// True when a `=` stands before more letters of base64: decoders
+    /// differ there (GMime stops, others skip it or start afresh).
+    package static func hasStrayPadding(_ bytes: [UInt8]) -> Bool {
+        guard let first = bytes.firstIndex(of: UInt8(ascii: "=")) else { return false }
+        return bytes[first...].contains { urlSafeAlphabet[Int($0)] >= 0 }
+    }
+
+    private static func base64(_ bytes: [UInt8], _ alphabet: [Int8]) -> [[UInt8]] {
         var whole = Decoder64(), segmented = Decoder64()
         var split = false
         for byte in bytes {
@@ -73,9 +95,9 @@ package enum TransferDecoding {
         mutating func finish() { restart() }
     }
 
-    /// Two readings when they differ: `=` followed by white space and a line
-    /// end is a soft line break (RFC 2045 says the white space is ignored),
-    /// or it is not (only `=` right before the line end is). `=` not followed
+    /// Two readings when they differ: `=` followed by white space (or stray
+    /// CRs) and a line end is a soft line break (RFC 2045 says the white
+    /// space is ignored), or it is not (only `=` right before the line end is). `=` not followed
     /// by two hex digits stays as it is, as lenient decoders keep it.
     static func quotedPrintable(_ bytes: [UInt8]) -> [[UInt8]] {
         var spaced = false
@@ -102,7 +124,13 @@ package enum TransferDecoding {
             let byte = bytes[index]
             guard byte == UInt8(ascii: "=") else { out.append(byte); index += 1; continue }
             var probe = index + 1
-            if spaceBeforeBreak { while probe < bytes.count && (bytes[probe] == 32 || bytes[probe] == 9) { probe += 1; spaced = true } }
+            if spaceBeforeBreak {
+                // White space, and stray CRs, between `=` and the line end.
+                while probe < bytes.count && (bytes[probe] == 32 || bytes[probe] == 9 || bytes[probe] == 13) {
+                    if bytes[probe] != 13 || probe + 1 < bytes.count && bytes[probe + 1] != 10 { spaced = true }
+                    probe += 1
+                }
+            }
             if probe < bytes.count && bytes[probe] == 13 { probe += 1 }
             if probe < bytes.count && bytes[probe] == 10 { index = probe + 1; continue }   // soft line break
             if probe == bytes.count { index = probe; continue }                            // `=` at the very end

@@ -1,20 +1,26 @@
 import MIME
 import Policy
 
-/// Marked spans across a whole message: the header fields, every text part
-/// (plain, HTML or other `text/*`, in any charset and transfer encoding),
-/// file names, and the same inside embedded messages.
+/// Marked spans across a whole message: every header field and parameter,
+/// every part a reader shows as text (in any charset and transfer encoding),
+/// every `message/*` part, and the same inside embedded messages; and the
+/// readings that decide whether a mail has spans and whether a postcard is clean.
 extension Redactor {
     /// Header fields that are never redacted: they describe structure, and
     /// the MIME layer writes them anew.
     static let structuralHeaders: Set<String> = ["content-type", "content-transfer-encoding", "mime-version"]
 
-    /// A part's fields that the MIME layer rewrites itself (file names are
-    /// handled on their own).
+    /// A part's fields that the MIME layer rewrites itself (their parameters,
+    /// file names among them, are censored on their own).
     static let partStructuralHeaders: Set<String> = structuralHeaders.union(["content-disposition"])
 
     /// What reading a message every way found (see ``MessageReadings``).
     public struct ReadingsFinding: Sendable {
+        public init(marker: String?, uncertain: [String]) {
+            self.marker = marker
+            self.uncertain = uncertain
+        }
+
         /// Where a marker shows in some reading (`part 1.2 (text/html)`,
         /// `Subject`); nil when in none.
         public let marker: String?
@@ -60,7 +66,7 @@ extension Redactor {
     /// for in the bytes themselves, piece by piece with an overlap, so memory
     /// stays small; any other marker needs the text whole, as
     /// ``Redactor/hasMarkers(_:)`` folds it.
-    struct MarkerSearch {
+    package struct MarkerSearch {
         private let redactor: Redactor
         private let encodings: Bool
         private let needles: [[UInt8]]?
@@ -70,7 +76,7 @@ extension Redactor {
         private let overlap: Int
         private static let window = 1 << 20
 
-        init(_ redactor: Redactor, encodings: Bool) {
+        package init(_ redactor: Redactor, encodings: Bool) {
             self.redactor = redactor
             self.encodings = encodings
             let markers = [redactor.open, redactor.close].map { Array($0.lowercased().utf8) }
@@ -79,7 +85,7 @@ extension Redactor {
             overlap = 2 * (markers.map(\.count).max() ?? 0) + 2
         }
 
-        mutating func feed(_ piece: UnsafeRawBufferPointer) {
+        package mutating func feed(_ piece: UnsafeRawBufferPointer) {
             guard !found else { return }
             buffer += piece
             guard needles != nil, buffer.count >= Self.window + overlap else { return }
@@ -88,7 +94,7 @@ extension Redactor {
             buffer.removeFirst((buffer.count - overlap) & ~1)
         }
 
-        mutating func finish() -> Bool {
+        package mutating func finish() -> Bool {
             if !found { found = scan(buffer) }
             return found
         }
@@ -212,11 +218,15 @@ extension Redactor {
         }
     }
 
-    /// The value of a header field in the reading that shows a marker: as
-    /// GMime decoded it, else the first lenient reading that does.
+    /// The value of a header field in the reading that shows markers that
+    /// pair up: as GMime decoded it, else the first lenient reading that does
+    /// (GMime drops an encoded-word that follows one ending in `=` padding
+    /// on the next line, so a span cut between them would not pair up). With
+    /// none, the first reading with a marker, whose error then stands.
     private func markedReading(_ header: Header) -> String {
-        if hasMarkers(header.value) { return header.value }
-        return FieldReadings.readings(header.rawValue).readings.first { hasMarkers($0.text) }?.text ?? header.value
+        if hasMarkers(header.value), (try? validate(header.value, part: "")) != nil { return header.value }
+        let marked = ([header.value] + FieldReadings.readings(header.rawValue).readings.map(\.text)).filter(hasMarkers)
+        return marked.first { (try? validate($0, part: "")) != nil } ?? marked.first ?? header.value
     }
 
     /// The content of a leaf that a reader shows as text: `text/*` as GMime
@@ -228,7 +238,7 @@ extension Redactor {
                               _ body: (String, String, Bool) throws -> String?) throws {
         guard entity.kind == .leaf else { return }
         let type = entity.contentType
-        if type.type == "message" || asMessage {
+        if type.type == "message" || type.is("text", "rfc822-headers") || asMessage {
             guard let bytes = entity.content, let embedded = try? MIMEMessage.parse(bytes) else { return }
             var changed = false
             try visit(embedded, prefix: name + " ") { text, place, html in
@@ -290,22 +300,30 @@ extension Redactor {
     /// lines joined (format=flowed), folded lines unfolded (calendars).
     private func otherReadings(_ entity: MIMEEntity, type: ContentType, markup: Bool) -> AnySequence<String> {
         let declared = type.parameters["charset"].map(Charsets.candidates) ?? []
+        let undeclared = type.parameters["charset"] == nil
         func decodings(_ bytes: [UInt8]) -> [String] {
-            (declared + Charsets.sniffed(bytes) + ["UTF-8"]).compactMap { Charsets.decode(bytes, charset: $0) }
+            (declared + Charsets.sniffed(bytes) + ["UTF-8"] + (undeclared ? Charsets.guessed(bytes) : []))
+                .compactMap { Charsets.decode(bytes, charset: $0) }
         }
         let limit = MessageReadings.wholeTextLimit
         let isText = type.type == "text"
         let encoding = entity.headers.last { $0.name.lowercased() == "content-transfer-encoding" }?.rawValue ?? ""
         let stages: [() -> [String]] = [
             {
-                guard !isText || declared.count > 1 || !Charsets.sniffed(entity.contentPrefix(4)).isEmpty,
+                // GMime decodes a stated charset as iconv does, so only what it cannot
+                // (HZ), what it does not try (both byte orders, a byte order mark, a
+                // guess from the content) is another reading.
+                guard !isText || declared.count > 1 || declared.contains(where: { !Charsets.isIconvCharset($0) })
+                        || !Charsets.sniffed(entity.contentPrefix(4)).isEmpty
+                        || undeclared && entity.content.map({ !Charsets.guessed($0).isEmpty }) == true,
                       let bytes = entity.content, bytes.count <= limit else { return [] }
                 return decodings(bytes)
             },
             {
-                guard let raw = entity.rawContent(limit: limit), let readings = TransferDecoding.readings(raw, encoding: encoding),
-                      readings.count > 1 || raw != readings[0] && !["base64", "quoted-printable"].contains(
-                        encoding.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()) else { return [] }
+                let name = encoding.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+                guard let raw = entity.rawContent(limit: limit), let readings = TransferDecoding.readings(raw, encoding: name),
+                      readings.count > 1 || name == "base64" && TransferDecoding.hasStrayPadding(raw)
+                        || raw != readings[0] && !["base64", "quoted-printable"].contains(name) else { return [] }
                 return readings.flatMap(decodings)
             },
             {

@@ -1,0 +1,93 @@
+import Foundation
+@testable import MIME
+import Testing
+
+/// The pieces of the readings engine, each class on its own.
+@Suite("Readings engine")
+struct ReadingsEngineTests {
+    func texts(_ mail: String) throws -> (texts: [String], uncertain: [String]) {
+        var texts: [String] = []
+        let uncertain = MessageReadings.readAll(try MIMEMessage.parse(Array(mail.utf8))) { _, content in
+            switch content {
+            case .text(let text, _): texts.append(text)
+            case .pieces(_, let feed):
+                var bytes: [UInt8] = []
+                _ = feed { bytes += $0 }
+                texts.append(String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        return (texts, uncertain)
+    }
+
+    @Test("base64 with a stray = or garbage is read both ways; quoted-printable with white space after = too")
+    func transferEncodings() {
+        let whole = Array("[[private]]zqbase[[/private]]".utf8)
+        let encoded = Array(Data(whole).base64EncodedString().utf8)
+        for cut in stride(from: 4, to: encoded.count - 4, by: 4) {
+            let broken = Array(encoded[..<cut]) + Array("=".utf8) + Array(encoded[cut...])
+            #expect(TransferDecoding.base64(broken).contains(whole), "cut at \(cut)")
+            #expect(TransferDecoding.hasStrayPadding(broken))
+        }
+        let garbage = Array(encoded[..<8]) + Array("!*\n ".utf8) + Array(encoded[8...])
+        #expect(TransferDecoding.readings(garbage, encoding: "BASE64")?.first == whole)
+        let qp = TransferDecoding.quotedPrintable(Array("[[pri= \t\nvate]]=5Bx=ZZ=".utf8))
+        #expect(qp.map { String(decoding: $0, as: UTF8.self) } == ["[[private]][x=ZZ", "[[pri= \t\nvate]][x=ZZ"])
+        #expect(TransferDecoding.readings(Array("x".utf8), encoding: "x-gzip") == nil)
+        let uu = TransferDecoding.readings(Array("begin 644 a\n#86)C\n`\nend\n".utf8), encoding: "x-uue")
+        #expect(uu?.first == Array("abc".utf8))
+    }
+
+    @Test("encoded-words are read as declared, as Q and as B, in every charset a reader may take; unknown charsets are named")
+    func encodedWords() {
+        let (readings, unknown) = FieldReadings.encodedWordReadings("=?utf-8?B?=5B=5Bpri?= =?utf-8?q?vate=5D=5D?=")
+        #expect(readings.contains("[[private]]"))
+        #expect(unknown == nil)
+        #expect(FieldReadings.encodedWordReadings("=??q?=5B=5Bx?=").readings.contains("[[x"))
+        #expect(FieldReadings.encodedWordReadings("=?utf-8?x?W1t4?=").readings.contains("[[x"))
+        let utf16 = Data("[[x".data(using: .utf16LittleEndian)!).base64EncodedString()
+        #expect(FieldReadings.encodedWordReadings("=?utf-16?b?\(utf16)?=").readings.contains("[[x"))
+        // A UTF-32 unit cut between two words: their bytes joined, as Python's decode_header does.
+        #expect(FieldReadings.encodedWordReadings("=?UTF-32LE?Q?[=00=00=00=5B=00?= =?UTF-32LE?Q?=00=00x=00=00=00?=").readings.contains("[[x"))
+        let (foreign, name) = FieldReadings.encodedWordReadings("=?x-klingon?q?=5B=5Bx?=")
+        #expect(name == "x-klingon" && foreign.contains("[[x"))
+    }
+
+    @Test("RFC 2231: continuations put together, percent-escapes and charsets decoded, for any parameter name")
+    func parameters() {
+        let value = "attachment; filename=\"a.bin\"; filename*0*=utf-8''%5B%5Bpri; filename*1=\"vate]]\"; x-y*=utf-16le''%5B%00%5B%00"
+        let parameters = FieldReadings.parameters(value)
+        #expect(parameters.first { $0.name == "filename*" }?.texts.contains("[[private]]") == true)
+        #expect(parameters.first { $0.name == "filename" }?.texts.contains("a.bin") == true)
+        #expect(parameters.first { $0.name == "x-y*" }?.texts.contains("[[") == true)
+        #expect(FieldReadings.readings("x; a*=x-no''%41").uncertain == [" a* (charset x-no)"])
+    }
+
+    @Test("charsets: iconv's, in both byte orders where none is stated, spellings of other libraries; unknown ones are none")
+    func charsets() {
+        #expect(Charsets.candidates("UTF-32") == ["UTF-32LE", "UTF-32BE"])
+        #expect(Charsets.candidates("utf_32_be") == ["UTF-32BE"])
+        #expect(Charsets.candidates("unicode-1-1-utf-7") == ["UTF-7"])
+        #expect(Charsets.candidates("x-no-such-charset").isEmpty)
+        let text = "[[x]]"
+        for (name, encoding) in [("UTF-32LE", String.Encoding.utf32LittleEndian), ("UTF-32BE", .utf32BigEndian), ("UTF-16BE", .utf16BigEndian)] {
+            #expect(Charsets.decode(Array(text.data(using: encoding)!), charset: name) == text)
+        }
+        #expect(Charsets.decode([0xFF, 0xFE, 0, 0] + Array(text.data(using: .utf32LittleEndian)!), charset: "UTF-32BE") == text)
+        #expect(Charsets.decode(Array("+AFsAWw-x".utf8), charset: "UTF-7") == "[[x")
+        #expect(Charsets.decode([0xBA, 0xBA, 0xA7], charset: "IBM037") == "[[x")
+        #expect(Charsets.decode([0x41, 0xFF, 0x42], charset: "UTF-8") == "A\u{FFFD}B")
+    }
+
+    @Test("every message/* part, digest children and text/rfc822-headers are read as messages; duplicates are uncertain")
+    func messages() throws {
+        let inner = "Subject: =?utf-8?q?=5B=5Bzqinner?=\n\nbody\n"
+        for type in ["message/partial; id=x", "message/external-body; access-type=x", "message/x-foo", "text/rfc822-headers"] {
+            let mail = "From: a@example.org\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: \(type)\n\n\(inner)--b--\n"
+            #expect(try texts(mail).texts.contains("[[zqinner"), "\(type)")
+        }
+        let digest = "From: a@example.org\nContent-Type: multipart/digest; boundary=d\n\n--d\n\n\(inner)--d--\n"
+        #expect(try texts(digest).texts.contains("[[zqinner"))
+        let duplicate = "From: a@example.org\nContent-Type: text/plain\nContent-Type: text/html\n\nx\n"
+        #expect(try texts(duplicate).uncertain.contains { $0.contains("two Content-Type fields") })
+    }
+}
