@@ -7,18 +7,6 @@ import Redaction
 import TestSupport
 import Testing
 
-/// SplitMix64: small, seedable, the same sequence on every machine.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Makes random mails with marked spans and remembers every secret word.
 struct MailGenerator {
     var random: SeededRandom
@@ -107,21 +95,6 @@ struct MailGenerator {
         "From: Alice <alice@example.org>\nTo: bob@example.org\nCc: nobody@example.org\nSubject: \(subject())\n"
             + "Message-ID: <gen.\(random.next())@example.org>\nMIME-Version: 1.0\n" + body()
     }
-}
-
-func quotedPrintable(_ bytes: [UInt8]) -> String {
-    var out = "", lineLength = 0
-    for byte in bytes {
-        let piece: String
-        if byte == 10 { out += "\n"; lineLength = 0; continue }
-        if (33...126).contains(byte) && byte != 61 { piece = String(UnicodeScalar(byte)) }
-        else if byte == 32 { piece = " " }
-        else { piece = String(format: "=%02X", byte) }
-        if lineLength + piece.count > 73 { out += "=\n"; lineLength = 0 }
-        out += piece
-        lineLength += piece.count
-    }
-    return out.replacingOccurrences(of: " \n", with: "=20\n")
 }
 
 @Suite("The leak property", .serialized)
