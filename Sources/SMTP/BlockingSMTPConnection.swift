@@ -13,10 +13,13 @@ public final class BlockingSMTPConnection {
         BlockingSMTPConnection(try runBlocking { () async throws(SMTPError) in try await SMTPConnection.open(server, credentials: credentials) })
     }
 
-    /// ``SMTPConnection/send(from:to:message:)``, blocking.
-    public func send(from sender: String, to recipients: [String], message: [UInt8]) throws(SMTPError) -> SMTPDelivery {
+    /// ``SMTPConnection/send(from:to:message:allOrNothing:)``, blocking.
+    public func send(from sender: String, to recipients: [String], message: [UInt8],
+                     allOrNothing: Bool = false) throws(SMTPError) -> SMTPDelivery {
         let connection = self.connection
-        return try runBlocking { () async throws(SMTPError) in try await connection.send(from: sender, to: recipients, message: message) }
+        return try runBlocking { () async throws(SMTPError) in
+            try await connection.send(from: sender, to: recipients, message: message, allOrNothing: allOrNothing)
+        }
     }
 
     /// ``SMTPConnection/quit()``, blocking.

@@ -193,7 +193,14 @@ public actor SMTPConnection {
     /// without 8BITMIME, or a line longer than 998 octets, is re-encoded
     /// first (``MIME/TransportEncoding``). With PIPELINING, MAIL, every RCPT and DATA
     /// go in one write.
-    public func send(from sender: String, to recipients: [String], message: [UInt8]) async throws(SMTPError) -> SMTPDelivery {
+    ///
+    /// With `allOrNothing`, a recipient refused (4xx or 5xx) means nobody gets
+    /// the message: the transaction is abandoned before the message is sent
+    /// (after a pipelined DATA's 354, by closing the connection without the
+    /// final "."), and the refusal is thrown. For callers that retry a copy
+    /// as a whole (the filter), so that a retry sends no copy twice.
+    public func send(from sender: String, to recipients: [String], message: [UInt8],
+                     allOrNothing: Bool = false) async throws(SMTPError) -> SMTPDelivery {
         if let failure { throw failure }
         guard !quitted else { throw SMTPError(.connectionFailed, "the session with \(server.peer) has ended") }
         guard !recipients.isEmpty else { throw SMTPError(.permanent, "a message needs at least one recipient") }
@@ -249,6 +256,12 @@ public actor SMTPConnection {
             default: throw end(SMTPError(.protocolError, "\(server.peer) answered RCPT TO with \(reply)", reply: reply))
             }
         }
+        if allOrNothing, let refused = results.first(where: { !$0.status.isAccepted }) {
+            try await abandon(dataReply)
+            let reply = refused.status.reply
+            throw SMTPError(reply.isTemporary ? .temporary : .permanent, "\(server.peer) answered RCPT TO <"
+                            + SMTPReply(code: 0, lines: [refused.address]).text + "> with \(reply); nothing was sent", reply: reply)
+        }
         guard results.contains(where: { $0.status.isAccepted }) else {
             try await abandon(dataReply)
             return SMTPDelivery(recipients: results, finalReply: nil)
@@ -290,12 +303,13 @@ public actor SMTPConnection {
 
     // MARK: Steps
 
-    /// Ends a transaction that will not carry a message: a 354 (pipelined
-    /// DATA after all recipients failed) gets an empty message ended at once
-    /// (RFC 2920 §3.1), then RSET.
+    /// Ends a transaction that will not carry a message, with RSET. After a
+    /// 354 (pipelined DATA) only closing the connection without the final "."
+    /// makes sure nothing is delivered: the session ends there.
     private func abandon(_ dataReply: SMTPReply?) async throws(SMTPError) {
         if let dataReply, dataReply.code == 354 {
-            _ = try await command(".", step: "the empty message", within: server.timeouts.finalReply)
+            _ = end(SMTPError(.connectionFailed, "the session with \(server.peer) was closed to abandon a message"))
+            return
         }
         let reply = try await command("RSET", step: "RSET", within: server.timeouts.command)
         guard reply.code == 250 else { throw end(.rejected(reply, step: "RSET", peer: server.peer)) }

@@ -1,6 +1,6 @@
 import Foundation
 import MIME
-import SMTP
+@testable import SMTP
 import Testing
 import TestSupport
 
@@ -65,7 +65,7 @@ import TestSupport
     }
 
     @Test func eachRecipientHasItsOwnOutcome() async throws {
-        let peer = try Peer(["--rcpt", "bob@example.org=550", "carol@example.org=451", "dave@example.org=251"])
+        let peer = try Peer(["--rcpt", "bob@example.org=550", "--rcpt", "carol@example.org=451", "--rcpt", "dave@example.org=251"])
         defer { peer.stop() }
         let connection = try await SMTPConnection.open(Self.plain(peer))
         let delivery = try await connection.send(
@@ -256,5 +256,23 @@ import TestSupport
         // SIZE counts CRLF line ends but not the dots added by stuffing (RFC 1870).
         let size = String(decoding: Self.message, as: UTF8.self).replacingOccurrences(of: "\n", with: "\r\n").utf8.count
         #expect(peer.lines().contains("MAIL FROM:<> SIZE=\(size)"))
+    }
+}
+
+/// The DATA encoding alone, without a server.
+@Suite struct MessageDataTests {
+    @Test func dotStuffingAndLineEnds() {
+        #expect(MessageData(Array("a\n.b\n..c\nd".utf8)).wire == Array("a\r\n..b\r\n...c\r\nd\r\n.\r\n".utf8))
+        #expect(MessageData(Array("x\r\n".utf8)).wire == Array("x\r\n.\r\n".utf8))
+        #expect(MessageData([]).wire == Array(".\r\n".utf8))
+    }
+
+    @Test func findsWhatTheServerMustSupport() {
+        let data = MessageData(Array("Subject: Grüße\n\nplain\n".utf8))
+        #expect(data.eightBitHeader && !data.eightBitBody && !data.longLine)
+        let body = MessageData(Array("Subject: x\n\nGrüße\n".utf8) + Array(repeating: 0x61, count: 999))
+        #expect(!body.eightBitHeader && body.eightBitBody && body.longLine)
+        #expect(!MessageData(Array(repeating: 0x61, count: 998) + [13, 10]).longLine)
+        #expect(MessageData(Array("Subject: x\r\n\r\na\0b".utf8)).nul)
     }
 }

@@ -112,10 +112,13 @@ def serve(sock):
             c.send("235 2.7.0 ok" if ok else "535 5.7.8 authentication failed")
         elif verb == "MAIL":
             if args.stall == "mail": stall()
-            mail_from, rcpts = text, []
-            c.send("%d 2.1.0 ok" % args.mail_reply if args.mail_reply == 250 else "%d mail refused" % args.mail_reply)
+            ok = args.mail_reply == 250
+            mail_from, rcpts = (text if ok else None), []
+            c.send("250 2.1.0 ok" if ok else "%d mail refused" % args.mail_reply)
         elif verb == "RCPT":
             if args.stall == "rcpt": stall()
+            if mail_from is None:
+                c.send("503 5.5.1 need MAIL first"); continue
             address = text[text.index("<") + 1:text.rindex(">")]
             code = int(rcpt_codes.get(address, 250))
             if code < 300: rcpts.append(address)
