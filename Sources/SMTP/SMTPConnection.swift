@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// One SMTP session with a server: connect (every address the name resolves
 /// to), greeting, EHLO, TLS (implicit or STARTTLS, never skipped when
@@ -48,6 +49,10 @@ public actor SMTPConnection {
         let peer = server.peer
         let implicitTLS = server.security == .tls
         let serverName = Self.serverName(server.host)
+        // The handler is kept from the start: a TLS handshake may fail and
+        // take the pipeline down before connect() returns, and its failure
+        // is what the caller must hear.
+        let made = Mutex<NIOLoopBound<ReplyHandler>?>(nil)
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(ReplyHandler.amount(server.timeouts.connect))
             .channelOption(.socketOption(.so_keepalive), value: 1)
@@ -57,20 +62,16 @@ public actor SMTPConnection {
                         try channel.pipeline.syncOperations.addHandler(
                             NIOSSLClientHandler(context: tlsContext, serverHostname: serverName))
                     }
-                    try channel.pipeline.syncOperations.addHandler(
-                        ReplyHandler(peer: peer, implicitTLS: implicitTLS, eventLoop: channel.eventLoop))
+                    let handler = ReplyHandler(peer: peer, implicitTLS: implicitTLS, eventLoop: channel.eventLoop)
+                    made.withLock { $0 = NIOLoopBound(handler, eventLoop: channel.eventLoop) }
+                    try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
         let channel: any Channel
         do { channel = try await bootstrap.connect(host: server.host, port: server.port).get() } catch {
             throw connectError(error, server)
         }
-        let handler: NIOLoopBound<ReplyHandler>
-        do {
-            handler = try await channel.eventLoop.submit {
-                NIOLoopBound(try channel.pipeline.syncOperations.handler(type: ReplyHandler.self), eventLoop: channel.eventLoop)
-            }.get()
-        } catch {
+        guard let handler = made.withLock({ $0 }) else {
             channel.close(promise: nil)
             throw SMTPError(.connectionFailed, "the connection to \(peer) failed at once")
         }
