@@ -237,6 +237,23 @@ import TestSupport
         #expect(Date().timeIntervalSince(started) < 10)
     }
 
+    /// A server that stops reading the message: the block being written times out.
+    @Test func dataBlockTimeoutFires() async throws {
+        let peer = try Peer(["--stall", "data-read"])
+        defer { peer.stop() }
+        var timeouts = SMTPTimeouts.uniform(step: 30, finalReply: 30)
+        timeouts.dataBlock = 0.5
+        let connection = try await SMTPConnection.open(Self.plain(peer, timeouts: timeouts))
+        // 32 MB: more than loopback's socket buffers on both sides hold.
+        let large = Array(("Subject: large\n\n" + String(repeating: String(repeating: "x", count: 76) + "\n", count: (32 << 20) / 77)).utf8)
+        let started = Date()
+        await #expect {
+            _ = try await connection.send(from: "a@example.org", to: ["b@example.org"], message: large)
+        } throws: { ($0 as? SMTPError).map { $0.code == .timeout && $0.description.contains("did not take the message") } ?? false }
+        #expect(Date().timeIntervalSince(started) < 20)
+        #expect(!(await connection.isOpen))
+    }
+
     /// RFC 1047 (issue 12 B5): the wait for the final reply is longer than
     /// every other step's, so a server slow to commit is still heard.
     @Test func finalReplyHasItsOwnLongerDeadline() async throws {

@@ -25,7 +25,7 @@ p.add_argument("--rcpt", action="append", default=[], help="ADDRESS=CODE, e.g. b
 p.add_argument("--final", type=int, default=250, help="the reply to the final dot")
 p.add_argument("--final-delay", type=float, default=0, help="seconds before that reply")
 p.add_argument("--mail-reply", type=int, default=250)
-p.add_argument("--stall", default="", help="greeting|ehlo|mail|rcpt|data|final: never answer there")
+p.add_argument("--stall", default="", help="greeting|ehlo|mail|rcpt|data|data-read|final: never answer (or read) there")
 p.add_argument("--inject-after-starttls", action="store_true",
                help="send '250 injected' right after 220 ready, in the same segment")
 p.add_argument("--greeting", default="220 peer.test ESMTP")
@@ -128,6 +128,7 @@ def serve(sock):
             if not rcpts or mail_from is None:
                 c.send("554 5.5.1 no valid recipients"); continue
             c.send("354 go ahead")
+            if args.stall == "data-read": stall()   # stops reading: the client's writes back up
             lines = []
             while True:
                 l = c.line()
