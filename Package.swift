@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "Incoming", targets: ["Incoming"]),
         .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
         .library(name: "ReadingServer", targets: ["ReadingServer"]),
+        .library(name: "SMTP", targets: ["SMTP"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
     dependencies: [
@@ -26,6 +27,9 @@ let package = Package(
         // Both come with Hummingbird; named here because the server uses their types.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The SMTP client: sockets, DNS with every address tried, and TLS (BoringSSL).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         .systemLibrary(
@@ -68,11 +72,21 @@ let package = Package(
         // of every field, parameter and part. No GnuPG, no crypto.
         .target(name: "Redaction", dependencies: ["MIME", "Policy"]),
         .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "Redaction", "PartialEncryption"]),
+        // The SMTP client (submission and the filter's re-injection): TLS,
+        // AUTH, per-recipient results, RFC 5321 time-outs. MIME only to
+        // re-encode 8-bit or long-lined mail for a server without 8BITMIME.
+        .target(name: "SMTP", dependencies: [
+            "MIME",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOTLS", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        ]),
         // Reading mail that comes in: signatures with coverage and the From
         // check, safe decryption, Autocrypt import.
         .target(name: "Incoming", dependencies: ["OpenPGP", "MIME"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
-        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TOMLKit"]),
+        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "TOMLKit"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
@@ -88,6 +102,7 @@ let package = Package(
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
+        .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
