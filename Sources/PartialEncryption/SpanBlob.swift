@@ -70,7 +70,7 @@ public struct SpanBlob: Sendable, Equatable {
         // GCM does not hide length: pad with JSON white space to a multiple of
         // 256 bytes, so the blob tells a span's length only to that grain.
         plaintext += Array(repeating: UInt8(ascii: " "), count: (256 - plaintext.count % 256) % 256)
-        defer { for index in plaintext.indices { plaintext[index] = 0 } }
+        defer { zeroize(&plaintext) }
         do {
             let key = try deriveKey(password, salt: salt, iterations: iterations)
             let box = try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(data: nonce), authenticating: header)
@@ -96,7 +96,7 @@ public struct SpanBlob: Sendable, Equatable {
         } catch {
             throw SpanBlobError(.wrongPassword)
         }
-        defer { for index in plaintext.indices { plaintext[index] = 0 } }
+        defer { zeroize(&plaintext) }
         guard let spans = try? JSONDecoder().decode([String].self, from: Data(plaintext)) else {
             throw SpanBlobError(.malformed)
         }
@@ -126,14 +126,16 @@ public struct SpanBlobError: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
-/// base64url without padding (RFC 4648 §5).
-public enum Base64URL {
-    public static func encode(_ bytes: [UInt8]) -> String {
+/// base64url without padding (RFC 4648 §5). For mailsec's own targets.
+package enum Base64URL {
+    /// The bytes as base64url, unpadded.
+    package static func encode(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
-    public static func decode(_ text: String) -> [UInt8]? {
+    /// The bytes of unpadded base64url; nil for any other character.
+    package static func decode(_ text: String) -> [UInt8]? {
         guard text.utf8.allSatisfy({ $0 == 45 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) })
         else { return nil }
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
@@ -142,7 +144,7 @@ public enum Base64URL {
     }
 
     /// `count` random bytes, base64url: identifiers and tokens.
-    public static func random(_ count: Int) -> String {
+    package static func random(_ count: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         return encode((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
