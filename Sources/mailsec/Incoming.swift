@@ -12,22 +12,32 @@ struct Verify: ParsableCommand {
             as verified only when the signature is good, covers the whole message (not one part \
             beside unsigned content, not an attached mail) and the signer's key has a user ID \
             with exactly the From address (a single From; a display name that shows another \
-            address fails). Exit status 0 when verified; 1 with the reason otherwise. \
-            --json prints the report (README, "mailsec verify --json").
+            address fails).
+
+            \(ExitStatus.section([
+                (.success, "verified"),
+                (.failure, "not verified; the reason on standard error"),
+                (.usage, "usage error"),
+                (.dataError, "not a message"),
+                (.noInput, "the mail cannot be read"),
+                (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+            ]))
             """
     )
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-    @Flag(help: "Print the report as JSON on standard output.")
-    var json = false
+    @OptionGroup(title: "Output") var output: JSONOutput<VerifyJSON>
 
-    @Argument(help: ArgumentHelp("The mail; - (the default) reads standard input.", valueName: "message"))
+    @OptionGroup(title: "Input") var size: MessageSizeOption
+
+    @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func run() throws {
-        let report = try MailVerifier(gnupg: global.gnupg).verify(try readInput(message))
-        if json {
+        let options = size.parseOptions
+        let report = try MailVerifier(gnupg: global.gnupg).verify(try readInput(message, limit: options.maxSize), options: options)
+        if output.json {
             try writeOutput(encodeJSON(report), to: nil)
         } else {
             let who = report.signer.map { "\($0.fingerprint)" + ($0.userID.map { " \($0)" } ?? "") } ?? "-"
@@ -51,26 +61,37 @@ struct Decrypt: ParsableCommand {
             integrity protection (no MDC) and an encrypted part that is not the whole message: \
             one part among others, inside an attached mail, or ciphertext with other text \
             around it (the EFAIL shapes). One line on standard error tells the signature: \
-            'signature: STATUS FINGERPRINT'. --json prints the report on standard output \
-            (the message then goes to --output only).
+            'signature: STATUS FINGERPRINT'.
+
+            \(ExitStatus.section([
+                (.success, "decrypted and written"),
+                (.failure, "GnuPG refused for good (no secret key for it, say)"),
+                (.usage, "usage error"),
+                (.dataError, "not an encrypted mail"),
+                (.noInput, "the mail cannot be read"),
+                (.refused, "refused: no integrity protection, or an encrypted part that is not the whole message"),
+                (.cannotCreate, "the output cannot be written"),
+                (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+            ]))
             """
     )
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write the decrypted message here.", valueName: "file"))
-    var output: String?
+    @OptionGroup(title: "Output") var destination: DecryptOutput
+    var output: String? { destination.output }
+    var json: Bool { destination.json }
 
-    @Flag(help: "Print the report as JSON on standard output.")
-    var json = false
+    @OptionGroup(title: "Input") var size: MessageSizeOption
 
-    @Argument(help: ArgumentHelp("The mail; - (the default) reads standard input.", valueName: "message"))
+    @Argument(help: messageArgumentHelp)
     var letter = "-"
 
     func run() throws {
-        let decryptor = MailDecryptor(gnupg: global.gnupg)
+        let options = size.parseOptions
+        let decryptor = MailDecryptor(gnupg: global.gnupg, options: options)
         let result: (message: MIMEMessage, report: DecryptionReport)
-        do { result = try decryptor.decrypt(try readInput(letter)) } catch let refusal as DecryptionRefusal {
+        do { result = try decryptor.decrypt(try readInput(letter, limit: options.maxSize)) } catch let refusal as DecryptionRefusal {
             if json {
                 try writeOutput(encodeJSON(DecryptionReport.refusal(refusal.description)), to: nil)
             }
@@ -96,6 +117,16 @@ struct Decrypt: ParsableCommand {
     }
 }
 
+/// Where `decrypt` writes.
+struct DecryptOutput: ParsableArguments {
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write the decrypted message here (0600).", valueName: "file"))
+    var output: String?
+
+    @Flag(help: ArgumentHelp("Print the report as JSON on standard output (the message then goes to --output only): "
+                             + "{decrypted, kind, protectedHeaders, signature: (as verify --json), refused}."))
+    var json = false
+}
+
 struct AutocryptCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "autocrypt",
@@ -113,24 +144,33 @@ struct AutocryptImport: ParsableCommand {
             Autocrypt-Gossip headers only inside the encryption and only for a recipient of the \
             mail. The key must parse and carry a user ID with that address; only such user IDs \
             are imported. One line per header: 'imported ADDR FINGERPRINT' or 'not imported \
-            ADDR: REASON'. Exit status 0 when at least one key was imported, 1 otherwise.
+            ADDR: REASON'.
+
+            \(ExitStatus.section([
+                (.success, "at least one key was imported"),
+                (.failure, "no key imported (the mail has no usable Autocrypt header)"),
+                (.usage, "usage error"),
+                (.dataError, "not a message"),
+                (.noInput, "the mail cannot be read"),
+                (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+            ]))
             """
     )
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-    @Flag(help: "Print the results as JSON.")
-    var json = false
+    @OptionGroup(title: "Output") var output: JSONOutput<AutocryptJSON>
 
     @Flag(help: "Do not decrypt an encrypted mail for its gossip headers.")
     var noDecrypt = false
 
-    @Argument(help: ArgumentHelp("The mail; - (the default) reads standard input.", valueName: "message"))
+    @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func run() throws {
-        let results = try AutocryptImporter(gnupg: global.gnupg).importKeys(from: try readInput(message), decrypting: !noDecrypt)
-        if json {
+        let results = try AutocryptImporter(gnupg: global.gnupg).importKeys(from: try readInput(message, limit: ParseOptions.standard.maxSize),
+                                                                             decrypting: !noDecrypt)
+        if output.json {
             try writeOutput(encodeJSON(results), to: nil)
         } else {
             for result in results {
