@@ -73,6 +73,7 @@ public struct HTTPPublisher: SpanPublisher {
         self.caFile = caFile
     }
 
+    /// Sends `document` to the server; the publication it answers with, checked.
     public func publish(_ document: ReadingDocument) throws(PublishError) -> Publication {
         let response = try exchange("POST", prefix + "/api/postcards", bearer: token, contentType: "application/json",
                                     body: document.json())
@@ -95,6 +96,7 @@ public struct HTTPPublisher: SpanPublisher {
         text.utf8.count == length && Base64URL.decode(text) != nil
     }
 
+    /// Deletes the publication with its delete token; an entry already gone counts as deleted.
     public func withdraw(_ publication: Publication) throws(PublishError) {
         guard Self.isToken(publication.id, length: 22), Self.isToken(publication.deleteToken, length: 43) else {
             throw PublishError("not a publication of this server")

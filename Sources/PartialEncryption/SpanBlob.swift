@@ -21,8 +21,11 @@ import Foundation
 /// the header can be changed unnoticed. The plaintext is a JSON array of
 /// strings, span 1, span 2, …, padded with spaces to a multiple of 256 bytes.
 public struct SpanBlob: Sendable, Equatable {
+    /// The blob's first four bytes.
     public static let magic = Array("MSPE".utf8)
+    /// The blob format this code writes and reads.
     public static let version: UInt8 = 1
+    /// The key derivation byte for PBKDF2-HMAC-SHA256.
     public static let pbkdf2SHA256: UInt8 = 1
     /// The iterations written and the fewest accepted.
     public static let minimumIterations = 600_000
@@ -54,6 +57,7 @@ public struct SpanBlob: Sendable, Equatable {
     /// The transport form: base64url without padding.
     public var base64URL: String { Base64URL.encode(bytes) }
 
+    /// The PBKDF2 iteration count stored in the header.
     public var iterations: Int { bytes[6..<10].reduce(0) { $0 << 8 | Int($1) } }
 
     /// Encrypts `spans` under `password` with a fresh salt and nonce.
@@ -113,9 +117,13 @@ public struct SpanBlob: Sendable, Equatable {
 
 /// Why a blob could not be made or opened. Never carries span text or the password.
 public struct SpanBlobError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong with a blob.
     public enum Code: Sendable, Equatable { case malformed, unsupportedVersion, wrongPassword, cryptoFailure }
+    /// What went wrong.
     public let code: Code
+    /// An error with its code.
     public init(_ code: Code) { self.code = code }
+    /// One line, never span text or the password.
     public var description: String {
         switch code {
         case .malformed: "the encrypted spans are malformed"

@@ -6,6 +6,16 @@ import Testing
 
 @Suite("Span blobs and passwords")
 struct SpanBlobTests {
+    @Test("zeroize overwrites every byte, whatever the length")
+    func zeroizing() {
+        var generator = SystemRandomNumberGenerator()
+        for length in [0, 1, 15, 16, 17, 255, 4096] {
+            var secret = (0..<length).map { _ in UInt8.random(in: 1...255, using: &generator) }
+            zeroize(&secret)
+            #expect(secret.count == length && secret.allSatisfy { $0 == 0 }, "\(length)")
+        }
+    }
+
     @Test("a password has 16 characters of the 32-character alphabet in four groups: 80 bits")
     func passwordShape() {
         var seen = Set<UInt8>()
