@@ -27,6 +27,8 @@ let package = Package(
         // Both come with Hummingbird; named here because the server uses their types.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The HTTP client (publishing, reveal) and its TLS.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // The SMTP client: sockets, DNS with every address tried, and TLS (BoringSSL).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
@@ -52,10 +54,19 @@ let package = Package(
         .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
         // Pure Swift: decisions, plans and redaction. No C, no GnuPG.
         .target(name: "Policy"),
+        // HTTP requests (http and https) through async-http-client: one
+        // exchange at a time, waited for, with one deadline.
+        .target(name: "HTTPRequests", dependencies: [
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        ]),
         // Partially encrypted postcards: the password, the span blob (PBKDF2 +
         // AES-GCM, redone by the browser with WebCrypto), the published
         // document and the client that publishes it.
         .target(name: "PartialEncryption", dependencies: [
+            "HTTPRequests",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
@@ -90,7 +101,7 @@ let package = Package(
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer", "Incoming",
+                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -100,7 +111,8 @@ let package = Package(
         .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "TestSupport"]),
         .testTarget(name: "MIMETests", dependencies: ["MIME", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption", "TestSupport"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",
+                                                         "HTTPRequests", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
@@ -109,13 +121,13 @@ let package = Package(
         .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming"], path: "Fuzz/Checks"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MailsecFuzzChecks", "MIME", "TestSupport"]),
         .testTarget(name: "PartialEncryptionTests", dependencies: [
-            "PartialEncryption", "TestSupport",
+            "PartialEncryption", "HTTPRequests", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
         // Issue 12 A as an attacker: hostile mails through the built CLI, every copy read by GMime and Python.
         .testTarget(name: "AdversarialTests", dependencies: ["MIME", "TestSupport"], exclude: ["mail_views.py"]),
-        .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "TestSupport"]),
+        .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -68,7 +68,8 @@ public struct MailFilter: Sendable {
             let secret = try journal.secret()
 
             // A copy this filter wrote came back: pass it on as it is.
-            if let tag = message.header(Self.tagHeader), tag == Self.tag(secret, message.messageID ?? "", recipients, Self.body(of: bytes)) {
+            if let tag = message.header(Self.tagHeader),
+               Digest.constantTimeEqual(tag, Self.tag(secret, message.messageID ?? "", recipients, Self.body(of: bytes))) {
                 try Handover(via: config.reinjection, timeout: config.reinjectionTimeout,
                          finalReplyTimeout: config.reinjectionFinalTimeout ?? config.reinjectionTimeout * 1.5)
                     .send(bytes, sender: sender, recipients: recipients)

@@ -40,8 +40,10 @@ public enum Validity: Int, Sendable, Comparable, CaseIterable, CustomStringConve
         }
     }
 
+    /// Ordered from never to ultimate.
     public static func < (lhs: Validity, rhs: Validity) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// GnuPG's name for the level.
     public var description: String {
         switch self {
         case .never: "never"
@@ -79,11 +81,17 @@ public struct Subkey: Sendable, Hashable {
     public let created: Date?
     /// When the subkey expires; nil if it does not.
     public let expires: Date?
+    /// The subkey may encrypt (`gpgme_subkey_t.can_encrypt`).
     public let canEncrypt: Bool
+    /// The subkey may sign (`gpgme_subkey_t.can_sign`).
     public let canSign: Bool
+    /// `gpgme_subkey_t.revoked`
     public let isRevoked: Bool
+    /// `gpgme_subkey_t.expired`
     public let isExpired: Bool
+    /// `gpgme_subkey_t.disabled`
     public let isDisabled: Bool
+    /// `gpgme_subkey_t.invalid`
     public let isInvalid: Bool
 
     /// Usable for encryption now: encryption-capable and not revoked, expired,
@@ -105,12 +113,17 @@ public struct Subkey: Sendable, Hashable {
 public struct Key: Sendable, Hashable, CustomStringConvertible {
     /// The primary key's fingerprint (upper-case hex).
     public let fingerprint: String
+    /// The user IDs, in the key's order (`gpgme_key_t.uids`).
     public let userIDs: [UserID]
     /// The subkeys; the first is the primary key.
     public let subkeys: [Subkey]
+    /// `gpgme_key_t.revoked`
     public let isRevoked: Bool
+    /// `gpgme_key_t.expired`
     public let isExpired: Bool
+    /// `gpgme_key_t.disabled`
     public let isDisabled: Bool
+    /// `gpgme_key_t.invalid`
     public let isInvalid: Bool
     /// GnuPG holds the secret part of this key.
     public let hasSecret: Bool
@@ -179,8 +192,11 @@ public struct Key: Sendable, Hashable, CustomStringConvertible {
         return userIDs.filter { $0.address.lowercased() == wanted }
     }
 
+    /// Keys are equal when their fingerprints are.
     public static func == (lhs: Key, rhs: Key) -> Bool { lhs.fingerprint == rhs.fingerprint }
+    /// Hashes the fingerprint.
     public func hash(into hasher: inout Hasher) { hasher.combine(fingerprint) }
 
+    /// The fingerprint.
     public var description: String { fingerprint }
 }

@@ -35,7 +35,7 @@ public final class SpanPassword: CustomStringConvertible, @unchecked Sendable {
     }
 
     deinit {
-        for index in bytes.indices { bytes[index] = 0 }
+        zeroize(&bytes)
     }
 
     /// The normalised characters, the input of the key derivation.
@@ -48,5 +48,6 @@ public final class SpanPassword: CustomStringConvertible, @unchecked Sendable {
         }.joined(separator: "-")
     }
 
+    /// Never the characters.
     public var description: String { "<password>" }
 }

@@ -15,11 +15,13 @@ public struct ReadingDocument: Sendable, Equatable, Codable {
         case text(String)
         case span(Int)
 
+        /// A number is a span's place, a string literal text.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if let number = try? container.decode(Int.self) { self = .span(number) } else { self = .text(try container.decode(String.self)) }
         }
 
+        /// Writes a span's place as a number, text as a string.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.singleValueContainer()
             switch self {
@@ -32,9 +34,13 @@ public struct ReadingDocument: Sendable, Equatable, Codable {
     /// The most spans a document may have.
     public static let maximumSpans = 10_000
 
+    /// The document format, 1.
     public var version: Int
+    /// The From field, with span places.
     public var from: [Segment]
+    /// The Subject, with span places.
     public var subject: [Segment]
+    /// The body text, with span places.
     public var body: [Segment]
     /// How many spans the blob holds; the page lists those not placed in the texts.
     public var spanCount: Int
@@ -47,6 +53,7 @@ public struct ReadingDocument: Sendable, Equatable, Codable {
         case version = "v", from, subject, body, spanCount = "spans", blob, lifetime
     }
 
+    /// A document of version 1.
     public init(from: [Segment], subject: [Segment], body: [Segment], spanCount: Int, blob: SpanBlob, lifetime: Int? = nil) {
         self.version = 1
         self.from = from
@@ -68,12 +75,14 @@ public struct ReadingDocument: Sendable, Equatable, Codable {
         _ = try SpanBlob(base64URL: blob)
     }
 
+    /// The document as compact JSON with sorted keys.
     public func json() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return Array((try? encoder.encode(self)) ?? Data())
     }
 
+    /// Reads a document; `.malformed` for anything else.
     public static func decode(_ bytes: [UInt8]) throws(SpanBlobError) -> ReadingDocument {
         do { return try JSONDecoder().decode(ReadingDocument.self, from: Data(bytes)) } catch { throw SpanBlobError(.malformed) }
     }

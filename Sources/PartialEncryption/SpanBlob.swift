@@ -21,8 +21,11 @@ import Foundation
 /// the header can be changed unnoticed. The plaintext is a JSON array of
 /// strings, span 1, span 2, …, padded with spaces to a multiple of 256 bytes.
 public struct SpanBlob: Sendable, Equatable {
+    /// The blob's first four bytes.
     public static let magic = Array("MSPE".utf8)
+    /// The blob format this code writes and reads.
     public static let version: UInt8 = 1
+    /// The key derivation byte for PBKDF2-HMAC-SHA256.
     public static let pbkdf2SHA256: UInt8 = 1
     /// The iterations written and the fewest accepted.
     public static let minimumIterations = 600_000
@@ -54,6 +57,7 @@ public struct SpanBlob: Sendable, Equatable {
     /// The transport form: base64url without padding.
     public var base64URL: String { Base64URL.encode(bytes) }
 
+    /// The PBKDF2 iteration count stored in the header.
     public var iterations: Int { bytes[6..<10].reduce(0) { $0 << 8 | Int($1) } }
 
     /// Encrypts `spans` under `password` with a fresh salt and nonce.
@@ -70,7 +74,7 @@ public struct SpanBlob: Sendable, Equatable {
         // GCM does not hide length: pad with JSON white space to a multiple of
         // 256 bytes, so the blob tells a span's length only to that grain.
         plaintext += Array(repeating: UInt8(ascii: " "), count: (256 - plaintext.count % 256) % 256)
-        defer { for index in plaintext.indices { plaintext[index] = 0 } }
+        defer { zeroize(&plaintext) }
         do {
             let key = try deriveKey(password, salt: salt, iterations: iterations)
             let box = try AES.GCM.seal(plaintext, using: key, nonce: AES.GCM.Nonce(data: nonce), authenticating: header)
@@ -96,7 +100,7 @@ public struct SpanBlob: Sendable, Equatable {
         } catch {
             throw SpanBlobError(.wrongPassword)
         }
-        defer { for index in plaintext.indices { plaintext[index] = 0 } }
+        defer { zeroize(&plaintext) }
         guard let spans = try? JSONDecoder().decode([String].self, from: Data(plaintext)) else {
             throw SpanBlobError(.malformed)
         }
@@ -113,9 +117,13 @@ public struct SpanBlob: Sendable, Equatable {
 
 /// Why a blob could not be made or opened. Never carries span text or the password.
 public struct SpanBlobError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong with a blob.
     public enum Code: Sendable, Equatable { case malformed, unsupportedVersion, wrongPassword, cryptoFailure }
+    /// What went wrong.
     public let code: Code
+    /// An error with its code.
     public init(_ code: Code) { self.code = code }
+    /// One line, never span text or the password.
     public var description: String {
         switch code {
         case .malformed: "the encrypted spans are malformed"
@@ -126,14 +134,16 @@ public struct SpanBlobError: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
-/// base64url without padding (RFC 4648 §5).
-public enum Base64URL {
-    public static func encode(_ bytes: [UInt8]) -> String {
+/// base64url without padding (RFC 4648 §5). For mailsec's own targets.
+package enum Base64URL {
+    /// The bytes as base64url, unpadded.
+    package static func encode(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
-    public static func decode(_ text: String) -> [UInt8]? {
+    /// The bytes of unpadded base64url; nil for any other character.
+    package static func decode(_ text: String) -> [UInt8]? {
         guard text.utf8.allSatisfy({ $0 == 45 || $0 == 95 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) })
         else { return nil }
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
@@ -142,7 +152,7 @@ public enum Base64URL {
     }
 
     /// `count` random bytes, base64url: identifiers and tokens.
-    public static func random(_ count: Int) -> String {
+    package static func random(_ count: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         return encode((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }

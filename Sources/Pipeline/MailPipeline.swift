@@ -568,7 +568,7 @@ public struct MailPipeline: Sendable {
     /// `bytes` with every Bcc and Resent-Bcc header field taken out (and
     /// the fields named in `also`), nothing else changed: what an unchanged
     /// (already encrypted) copy is made of.
-    public static func withoutBcc(_ bytes: [UInt8], also: Set<String> = []) -> [UInt8] {
+    package static func withoutBcc(_ bytes: [UInt8], also: Set<String> = []) -> [UInt8] {
         let dropped = Set(["bcc", "resent-bcc"] + also.map { $0.lowercased() })
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)

@@ -1,7 +1,9 @@
 /// The plan as JSON: the contract `mailsec plan --json` prints (README,
 /// "The plan as JSON"). Fields are only ever added, never renamed.
 public struct PlanReport: Codable, Sendable, Hashable {
+    /// One recipient's decision.
     public struct RecipientReport: Codable, Sendable, Hashable {
+        /// The recipient's address.
         public let address: String
         /// `to`, `cc` or `bcc`.
         public let role: String
@@ -20,10 +22,13 @@ public struct PlanReport: Codable, Sendable, Hashable {
         public let refusedKeys: [KeyRefusal]
     }
 
+    /// One copy that would be written.
     public struct CopyReport: Codable, Sendable, Hashable {
         /// `letter`, `postcard` or `unchanged`.
         public let kind: String
+        /// Its envelope recipients.
         public let recipients: [String]
+        /// The recipients' keys of a letter; empty otherwise.
         public let fingerprints: [String]
     }
 
@@ -33,13 +38,16 @@ public struct PlanReport: Codable, Sendable, Hashable {
     public let mailState: String
     /// `censored` or `partially-encrypted` when mailState is `extendedPostcard`; null otherwise.
     public let postcardExtension: String?
+    /// True when the mail holds marked spans.
     public let hasMarkedSpans: Bool
     /// True when a letter was required and cannot be made: nothing is written.
     public let refused: Bool
+    /// Every recipient's decision, in the mail's order.
     public let recipients: [RecipientReport]
     /// Empty when refused.
     public let copies: [CopyReport]
 
+    /// The report of `plan`.
     public init(_ plan: Plan) {
         recipientState = plan.recipientState.rawValue
         switch plan.mailState {
@@ -95,6 +103,7 @@ extension PlanReport.RecipientReport {
         case address, role, decision, reason, detail, fingerprint, keySource, refusedKeys
     }
 
+    /// Writes null for absent values, as the contract says.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(address, forKey: .address)

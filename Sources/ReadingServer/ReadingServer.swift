@@ -102,11 +102,7 @@ public final class ReadingServer: Sendable {
             return Self.failure(.notFound, "no such postcard: it has expired or was deleted")
         }
         document.lifetime = nil
-        var json = document.json()
-        // The expiry rides along so the page could show it; added without re-encoding the texts.
-        json.removeLast()
-        json += Array(",\"expires\":\"\(Self.iso(entry.expires))\"}".utf8)
-        return Self.json(.ok, json)
+        return Self.json(.ok, Self.encode(StoredDocument(document: document, expires: Self.iso(entry.expires))))
     }
 
     func publish(_ request: Request) async throws -> Response {
@@ -143,9 +139,7 @@ public final class ReadingServer: Sendable {
         let base = configuration.publicURL ?? "http://\(configuration.host):\(boundPort.withLock { $0 })"
         let publication = Publication(id: id, url: base.trimmingSuffix("/") + "/r/" + id, deleteToken: deleteToken,
                                       expires: Self.iso(now + Int64(lifetime)))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Self.json(.created, Array(try encoder.encode(publication)))
+        return Self.json(.created, Self.encode(publication))
     }
 
     func delete(_ request: Request, id: String) throws -> Response {
@@ -209,8 +203,28 @@ public final class ReadingServer: Sendable {
 
     /// An error answer: `{"error": "…"}`.
     static func failure(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        return json(status, Array("{\"error\":\"\(escaped)\"}\n".utf8))
+        json(status, encode(["error": message]))
+    }
+
+    /// Every JSON answer goes through JSONEncoder (sorted keys, so answers are stable).
+    static func encode(_ value: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(value)) ?? Data("{}".utf8))
+    }
+}
+
+/// A stored document as `GET /api/postcards/ID` answers it: its fields and `expires`.
+struct StoredDocument: Encodable {
+    let document: ReadingDocument
+    let expires: String
+
+    enum CodingKeys: String, CodingKey { case expires }
+
+    func encode(to encoder: any Encoder) throws {
+        try document.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(expires, forKey: .expires)
     }
 }
 

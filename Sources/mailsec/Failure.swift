@@ -8,6 +8,8 @@ import Policy
 
 /// sysexits.h codes the tool exits with.
 enum ExitStatus: Int32 {
+    case success = 0
+    /// The answer is no (not verified, nothing imported), or GnuPG refused for good.
     case failure = 1
     /// EX_USAGE
     case usage = 64
@@ -39,8 +41,31 @@ enum ExitStatus: Int32 {
         case is PublishError, is StreamingError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
-        default: self = .failure
+        default: self = .temporary  // unexpected: the sysexits answer is "try again"
         }
+    }
+
+    /// An `EXIT STATUS` section for a command's help, one status per entry,
+    /// wrapped here (under 78 columns, continuations indented) so that the
+    /// help's own wrapping leaves it alone.
+    static func section(_ rows: [(ExitStatus, String)]) -> String {
+        var lines = ["EXIT STATUS:"]
+        for (status, meaning) in rows {
+            let code = String(status.rawValue)
+            var line = "  " + code + String(repeating: " ", count: 4 - code.count)
+            var empty = true
+            for word in meaning.split(separator: " ") {
+                if !empty && line.count + 1 + word.count > 76 {
+                    lines.append(line)
+                    line = String(repeating: " ", count: 6)
+                    empty = true
+                }
+                line += (empty ? "" : " ") + word
+                empty = false
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
     }
 }
 
@@ -92,30 +117,64 @@ func fail(_ message: String, status: ExitStatus) -> Never {
 }
 
 /// Reads a whole input file, or standard input for `-`. With `limit`, input
-/// longer than that is refused as too large, and not read further.
-func readInput(_ path: String, limit: Int? = nil) throws -> [UInt8] {
+/// longer than that is refused as too large, and not read further. `what`
+/// names the input when standard input is a terminal: then the command says
+/// it is reading there rather than seem to hang.
+func readInput(_ path: String, limit: Int? = nil, what: String = "the message") throws -> [UInt8] {
     let handle: FileHandle
     if path == "-" {
         handle = .standardInput
+        announceTerminalInput(what)
     } else {
         // A named pipe or /dev/stdin too, but not a folder.
         var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFDIR, let opened = FileHandle(forReadingAtPath: path) else {
-            throw CommandFailure("cannot read \(path)", status: .noInput)
-        }
-        handle = opened
+        guard stat(path, &info) == 0 else { throw cannotRead(path, errno) }
+        guard (info.st_mode & S_IFMT) != S_IFDIR else { throw cannotRead(path, EISDIR) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw cannotRead(path, errno) }
+        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
     defer { if path != "-" { try? handle.close() } }
     var bytes: [UInt8] = []
     while true {
         let chunk: Data?
         do { chunk = try handle.read(upToCount: 1 << 20) } catch {
-            throw CommandFailure("cannot read \(path)", status: .noInput)
+            throw CommandFailure("cannot read \(path == "-" ? "standard input" : path)", status: .noInput)
         }
         guard let chunk, !chunk.isEmpty else { return bytes }  // the end; empty input is no error here
         bytes += chunk
         if let limit, bytes.count > limit { throw MIMEError(.tooLarge(limit: limit)) }
     }
+}
+
+/// Reads a small file given by an option (a token, a password), with the
+/// reason when it cannot be read.
+func readSmallFile(_ path: String) throws -> [UInt8] {
+    try readInput(path, limit: 1 << 16, what: "the file")
+}
+
+/// "cannot read PATH: REASON" (66), the reason in a few plain words.
+func cannotRead(_ path: String, _ code: Int32) -> CommandFailure {
+    CommandFailure("cannot read \(path): \(reason(code))", status: .noInput)
+}
+
+/// errno in a few plain words: the common ones as a person says them.
+func reason(_ code: Int32) -> String {
+    switch code {
+    case ENOENT: "no such file"
+    case EACCES, EPERM: "permission denied"
+    case EISDIR: "is a directory"
+    case ENOTDIR: "a part of the path is not a directory"
+    default: String(cString: strerror(code)).lowercased()
+    }
+}
+
+/// Says on standard error that `what` is read from standard input, when
+/// that is a terminal (a person who forgot the file name would otherwise
+/// see nothing happen).
+func announceTerminalInput(_ what: String) {
+    guard isatty(STDIN_FILENO) != 0 else { return }
+    FileHandle.standardError.write(Data("mailsec: reading \(what) from standard input (end with Ctrl-D)\n".utf8))
 }
 
 /// Writes `bytes` to the file at `path`, or standard output for nil or `-`.
@@ -134,7 +193,7 @@ func writeOutput(to path: String?, _ pieces: Pieces) throws {
     let fd: Int32
     if let path, path != "-" {
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))", status: .failure) }
+        guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(reason(errno))", status: .cannotCreate) }
         fchmod(fd, 0o600)
     } else {
         fd = STDOUT_FILENO
@@ -146,7 +205,7 @@ func writeOutput(to path: String?, _ pieces: Pieces) throws {
             let written = write(fd, piece.baseAddress! + offset, piece.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                throw CommandFailure("cannot write \(path ?? "standard output"): \(String(cString: strerror(errno)))", status: .failure)
+                throw CommandFailure("cannot write \(path ?? "standard output"): \(reason(errno))", status: .cannotCreate)
             }
             offset += written
         }
@@ -167,14 +226,20 @@ func writeFolder(_ path: String, _ files: [(String, Pieces)]) throws {
     let target = URL(fileURLWithPath: path).standardizedFileURL
     var template = Array((target.deletingLastPathComponent().path + "/.mailsec-partial.XXXXXX").utf8CString)
     guard let made = mkdtemp(&template) else {
-        throw CommandFailure("cannot create a folder beside \(path)", status: .cannotCreate)
+        let parent = target.deletingLastPathComponent().path
+        let why = switch errno {
+        case ENOENT: "the folder \(parent) does not exist"
+        case ENOTDIR: "\(parent) is not a folder"
+        default: reason(errno) + " in \(parent)"
+        }
+        throw CommandFailure("cannot create \(path): \(why)", status: .cannotCreate)
     }
     let staging = String(cString: made)
     do {
         for (name, pieces) in files { try writeOutput(to: staging + "/" + name, pieces) }
         rmdir(target.path)  // an empty folder given as --out
         guard rename(staging, target.path) == 0 else {
-            throw CommandFailure("cannot create \(path): \(String(cString: strerror(errno)))", status: .cannotCreate)
+            throw CommandFailure("cannot create \(path): \(reason(errno))", status: .cannotCreate)
         }
     } catch {
         try? FileManager.default.removeItem(atPath: staging)

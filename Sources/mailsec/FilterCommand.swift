@@ -9,10 +9,16 @@ struct FilterCommand: ParsableCommand {
         abstract: "Run as a sendmail/Postfix content filter: message on stdin, copies handed back on.",
         discussion: """
             Invoked like Postfix's simple content filter (pipe(8)): 'mailsec filter --config FILE \
-            -f ${sender} -- ${recipient}'. Exit status: 0 every copy handed on; 65 bad message \
-            (bounced); 69 refused by policy (bounced); 75 anything transient or unexpected, including \
-            an unreadable configuration and wrong arguments (the MTA keeps the mail and retries). On \
-            failure it prints one line, which becomes the bounce or defer text.
+            -f ${sender} -- ${recipient}'. On failure it prints one line, which becomes the bounce \
+            or defer text.
+
+            \(ExitStatus.section([
+                (.success, "every copy handed on"),
+                (.dataError, "bad message (Postfix bounces it)"),
+                (.refused, "refused by policy (Postfix bounces it)"),
+                (.temporary, "anything transient or unexpected, an unreadable configuration and wrong arguments included "
+                    + "(Postfix keeps the mail and retries)"),
+            ]))
             """
     )
 

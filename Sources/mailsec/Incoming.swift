@@ -15,25 +15,35 @@ struct Verify: ParsableCommand {
             also in look-alike characters, fails). A From display name that is not a name on \
             the signer's key, and a Sender beside the From, are warnings ('warning: …' on \
             standard error); --strict makes any warning exit 1. S/MIME is not read ('S/MIME \
-            is not supported'). Exit status 0 when verified; 1 with the reason otherwise. \
-            --json prints the report (README, "mailsec verify --json").
+            is not supported').
+
+            \(ExitStatus.section([
+                (.success, "verified"),
+                (.failure, "not verified (S/MIME included), or a warning under --strict; the reason on standard error"),
+                (.usage, "usage error"),
+                (.dataError, "not a message"),
+                (.noInput, "the mail cannot be read"),
+                (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+            ]))
             """
     )
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-    @Flag(help: "Print the report as JSON on standard output.")
-    var json = false
+    @OptionGroup(title: "Output") var output: JSONOutput<VerifyJSON>
 
     @Flag(help: "Exit 1 on any warning too (a display name not on the signer's key, a Sender beside the From).")
     var strict = false
 
-    @Argument(help: ArgumentHelp("The mail; - (the default) reads standard input.", valueName: "message"))
+    @OptionGroup(title: "Input") var size: MessageSizeOption
+
+    @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func run() throws {
-        let report = try MailVerifier(gnupg: global.gnupg).verify(try readInput(message))
-        if json {
+        let options = size.parseOptions
+        let report = try MailVerifier(gnupg: global.gnupg).verify(try readInput(message, limit: options.maxSize), options: options)
+        if output.json {
             try writeOutput(encodeJSON(report), to: nil)
         } else {
             let who = report.signer.map { "\($0.fingerprint)" + ($0.userID.map { " \($0)" } ?? "") } ?? "-"
@@ -79,27 +89,39 @@ struct Decrypt: ParsableCommand {
             standard error tells the signature: 'signature: STATUS FINGERPRINT'; --strict \
             refuses (exit 1, nothing written) a mail with any warning. --json prints the report \
             on standard output (the message then goes to --output only).
+
+            \(ExitStatus.section([
+                (.success, "decrypted and written"),
+                (.failure, "GnuPG refused for good (no secret key for it, say), or a warning under --strict"),
+                (.usage, "usage error"),
+                (.dataError, "not an encrypted mail"),
+                (.noInput, "the mail cannot be read"),
+                (.refused, "refused: integrity not confirmed, S/MIME, or an encrypted part that is not the whole message"),
+                (.cannotCreate, "the output cannot be written"),
+                (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+            ]))
             """
     )
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-    @Option(name: .shortAndLong, help: ArgumentHelp("Write the decrypted message here.", valueName: "file"))
-    var output: String?
+    @OptionGroup(title: "Output") var destination: DecryptOutput
+    var output: String? { destination.output }
+    var json: Bool { destination.json }
 
-    @Flag(help: "Print the report as JSON on standard output.")
-    var json = false
+    @OptionGroup(title: "Input") var size: MessageSizeOption
 
     @Flag(help: "Exit 1, writing nothing, on any warning (signature warnings, unprotected outer fields left out).")
     var strict = false
 
-    @Argument(help: ArgumentHelp("The mail; - (the default) reads standard input.", valueName: "message"))
+    @Argument(help: messageArgumentHelp)
     var letter = "-"
 
     func run() throws {
-        let decryptor = MailDecryptor(gnupg: global.gnupg)
+        let options = size.parseOptions
+        let decryptor = MailDecryptor(gnupg: global.gnupg, options: options)
         let result: (message: MIMEMessage, report: DecryptionReport)
-        do { result = try decryptor.decrypt(try readInput(letter)) } catch let refusal as DecryptionRefusal {
+        do { result = try decryptor.decrypt(try readInput(letter, limit: options.maxSize)) } catch let refusal as DecryptionRefusal {
             if json {
                 try writeOutput(encodeJSON(DecryptionReport.refusal(refusal.description)), to: nil)
             }
@@ -134,6 +156,16 @@ struct Decrypt: ParsableCommand {
     }
 }
 
+/// Where `decrypt` writes.
+struct DecryptOutput: ParsableArguments {
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write the decrypted message here (0600).", valueName: "file"))
+    var output: String?
+
+    @Flag(help: ArgumentHelp("Print the report as JSON on standard output (the message then goes to --output only): "
+                             + "{decrypted, kind, protectedHeaders, signature: (as verify --json), refused}."))
+    var json = false
+}
+
 struct AutocryptCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "autocrypt",
@@ -151,24 +183,33 @@ struct AutocryptImport: ParsableCommand {
             Autocrypt-Gossip headers only inside the encryption and only for a recipient of the \
             mail. The key must parse and carry a user ID with that address; only such user IDs \
             are imported. One line per header: 'imported ADDR FINGERPRINT' or 'not imported \
-            ADDR: REASON'. Exit status 0 when at least one key was imported, 1 otherwise.
+            ADDR: REASON'.
+
+            \(ExitStatus.section([
+                (.success, "at least one key was imported"),
+                (.failure, "no key imported (the mail has no usable Autocrypt header)"),
+                (.usage, "usage error"),
+                (.dataError, "not a message"),
+                (.noInput, "the mail cannot be read"),
+                (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+            ]))
             """
     )
 
-    @OptionGroup var global: GlobalOptions
+    @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-    @Flag(help: "Print the results as JSON.")
-    var json = false
+    @OptionGroup(title: "Output") var output: JSONOutput<AutocryptJSON>
 
     @Flag(help: "Do not decrypt an encrypted mail for its gossip headers.")
     var noDecrypt = false
 
-    @Argument(help: ArgumentHelp("The mail; - (the default) reads standard input.", valueName: "message"))
+    @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func run() throws {
-        let results = try AutocryptImporter(gnupg: global.gnupg).importKeys(from: try readInput(message), decrypting: !noDecrypt)
-        if json {
+        let results = try AutocryptImporter(gnupg: global.gnupg).importKeys(from: try readInput(message, limit: ParseOptions.standard.maxSize),
+                                                                             decrypting: !noDecrypt)
+        if output.json {
             try writeOutput(encodeJSON(results), to: nil)
         } else {
             for result in results {

@@ -5,6 +5,7 @@ import OpenPGP
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Look up and import OpenPGP keys.",
+        discussion: "'mailsec keys COMMAND --help' describes each command and its exit status.",
         subcommands: [Lookup.self, Import.self]
     )
 }
@@ -17,16 +18,20 @@ extension Keys {
                 All addresses are looked up in one key listing. An address matches a user ID only \
                 exactly (case aside). Of several usable keys the newest is chosen. The exit status \
                 is 0 when the look-up ran, whether or not every address has a usable key.
+
+                \(ExitStatus.section([
+                    (.success, "the look-up ran"),
+                    (.usage, "usage error, or not a plain address"),
+                    (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+                ]))
                 """
         )
 
-        @OptionGroup var global: GlobalOptions
+        @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-        @Flag(help: "Print JSON for machines.")
-        var json = false
+        @OptionGroup(title: "Output") var output: JSONOutput<LookupJSON>
 
-        @Option(help: ArgumentHelp("Least user ID validity a key needs: marginal, full or ultimate.",
-                                   valueName: "validity"))
+        @Option(help: minValidityHelp)
         var minValidity: Validity?
 
         @Argument(help: ArgumentHelp("Mail addresses to look up.", valueName: "address"))
@@ -38,7 +43,7 @@ extension Keys {
 
         func run() throws {
             let results = try global.gnupg.lookup(addresses, requirements: KeyRequirements(minimumValidity: minValidity))
-            if json {
+            if output.json {
                 try writeOutput(encodeJSON(results.map(LookupReport.init)), to: nil)
             } else {
                 for result in results { print(LookupReport(result).line) }
@@ -48,9 +53,21 @@ extension Keys {
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import keys (armored or binary) from files; - reads standard input.")
+            abstract: "Import keys (armored or binary) from files; - reads standard input.",
+            discussion: """
+                Every file is read before any is imported. One line per file: 'FILE: N considered, \
+                N imported, N unchanged, N secret'.
 
-        @OptionGroup var global: GlobalOptions
+                \(ExitStatus.section([
+                    (.success, "every file's keys were imported (or were there already)"),
+                    (.usage, "usage error"),
+                    (.dataError, "a file holds no key, or none of its keys could be imported (named in the line)"),
+                    (.noInput, "a file cannot be read"),
+                    (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+                ]))
+                """)
+
+        @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
         @Argument(help: ArgumentHelp("Key files.", valueName: "file"))
         var files: [String]
@@ -60,20 +77,21 @@ extension Keys {
         }
 
         func run() throws {
-            let inputs = try files.map { ($0, try readInput($0)) }  // all readable before any import
-            for (name, bytes) in inputs {
-                let summary = try global.gnupg.importKeys(bytes)
+            let inputs = try files.map { ($0, try readInput($0, what: "keys")) }  // all readable before any import
+            for (file, bytes) in inputs {
+                let name = file == "-" ? "standard input" : file
+                let summary: ImportSummary
+                do { summary = try global.gnupg.importKeys(bytes) } catch let error as GPGMEError where !error.isTemporary {
+                    switch error.code {
+                    case .noData: throw CommandFailure("\(name) holds no key", status: .dataError)
+                    case .invalidValue: throw CommandFailure("\(name): none of its keys could be imported", status: .dataError)
+                    default: throw error
+                    }
+                }
                 print("\(name): \(summary.considered) considered, \(summary.imported) imported, "
                       + "\(summary.unchanged) unchanged, \(summary.secretRead) secret")
             }
         }
-    }
-}
-
-extension Validity: ExpressibleByArgument {
-    public init?(argument: String) {
-        guard let value = Validity.allCases.first(where: { $0.description == argument.lowercased() }) else { return nil }
-        self = value
     }
 }
 

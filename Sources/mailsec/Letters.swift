@@ -11,7 +11,7 @@ struct PolicyOptions: ParsableArguments {
     @Flag(help: "Everybody gets a postcard, even recipients with keys.")
     var enforcePostcard = false
 
-    @Flag(help: "Everybody must get a letter; a recipient without a usable key refuses the whole mail.")
+    @Flag(help: "Everybody must get a letter; a recipient without a usable key refuses the whole mail (69).")
     var requireLetter = false
 
     @Option(name: .customLong("require-letter-for"),
@@ -26,25 +26,33 @@ struct PolicyOptions: ParsableArguments {
         "What postcards do with marked spans: censored or partially-encrypted.", valueName: "kind"))
     var postcardExtension: PostcardExtension = .censored
 
-    @Option(help: ArgumentHelp("Least user ID validity a key needs: marginal, full or ultimate.", valueName: "validity"))
+    @Option(help: minValidityHelp)
     var minValidity: Validity?
 
     @Option(help: ArgumentHelp("Sign letters with this key: an address or a fingerprint (default: the From address).",
                                valueName: "key"))
     var signAs: String?
 
-    @Option(help: ArgumentHelp("The envelope sender (default: the From address).", valueName: "address"))
+    @Option(help: ArgumentHelp("The envelope sender, a plain address (default: the From address).", valueName: "address"))
     var from: String?
-
-    @OptionGroup var markers: MarkerOptions
 
     func validate() throws {
         if enforcePostcard && requireLetter {
             throw ValidationError("--enforce-postcard cannot be combined with --require-letter")
         }
+        for domain in requireLetterDomains {
+            let name = domain.hasPrefix("*.") ? domain.dropFirst(2) : Substring(domain)
+            guard isDomain(name) else {
+                throw ValidationError("--require-letter-for '\(domain)' is not a domain (example.org, or *.example.org)")
+            }
+        }
+        if let from { try checkAddress(from, option: "--from") }
+        if let signAs, signAs.isEmpty || signAs.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw ValidationError("--sign-as needs an address or a fingerprint")
+        }
     }
 
-    func pipeline(_ global: GlobalOptions, reading: ReadingOptions? = nil) throws -> MailPipeline {
+    func pipeline(_ global: GlobalOptions, markers: MarkerOptions, reading: ReadingOptions? = nil) throws -> MailPipeline {
         let mail = MailOptions(enforcePostcard: enforcePostcard, requireLetter: requireLetter,
                                domainRules: requireLetterDomains.map { DomainRule($0, .requireLetter) }, invite: invite,
                                postcardExtension: postcardExtension)
@@ -66,6 +74,11 @@ struct MarkerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("What a censored span becomes.", valueName: "text"))
     var placeholder = Redactor.standard.placeholder
 
+    /// The markers are checked before any input is read.
+    func validate() throws {
+        do { _ = try redactor() } catch let error as PolicyError { throw ValidationError(error.description) }
+    }
+
     func redactor() throws -> Redactor {
         try Redactor(open: openMarker, close: closeMarker, placeholder: placeholder)
     }
@@ -76,8 +89,7 @@ extension PostcardExtension: ExpressibleByArgument {}
 /// Reads and parses the message argument (`-` or a file). A regular file
 /// is parsed as it is read, never held whole twice over; anything else
 /// (standard input, a pipe given by name) is read into memory first.
-func readMessage(_ path: String, maxSize: Int? = nil) throws -> MIMEMessage {
-    let options = parseOptions(maxSize)
+func readMessage(_ path: String, options: ParseOptions = .standard) throws -> MIMEMessage {
     guard isRegularFile(path) else { return try MIMEMessage.parse(readInput(path, limit: options.maxSize), options: options) }
     return try MIMEMessage.parse(contentsOf: path, options: options)
 }
@@ -88,12 +100,8 @@ func isRegularFile(_ path: String) -> Bool {
     return path != "-" && stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && access(path, R_OK) == 0
 }
 
-/// The parser's limits, with `--max-size` (MiB) when given.
-func parseOptions(_ maxSize: Int?) -> ParseOptions {
-    var options = ParseOptions.standard
-    if let maxSize { options.maxSize = maxSize << 20 }
-    return options
-}
+/// The help of the message argument, the same for every command that reads one.
+let messageArgumentHelp = ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message")
 
 struct PlanCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -101,25 +109,35 @@ struct PlanCommand: ParsableCommand {
         abstract: "Show who gets a letter and who a postcard, and why, before anything is sent.",
         discussion: """
             Looks up every recipient's key in one key listing and prints the decisions, both \
-            security states and the copies that encrypt would write. The exit status is 69 when \
-            the plan is refused (a letter is required but a key is missing). --json prints the \
-            contract documented in the README.
+            security states and the copies that encrypt would write.
+
+            \(ExitStatus.section([
+                (.success, "the plan was printed"),
+                (.usage, "usage error"),
+                (.dataError, "not a message, no recipients, unbalanced markers"),
+                (.noInput, "the message cannot be read"),
+                (.refused, "the plan is refused: a letter is required but a key is missing"),
+                (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
+            ]))
             """
     )
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var policy: PolicyOptions
+    @OptionGroup(title: "Policy") var policy: PolicyOptions
+    @OptionGroup(title: "Markers") var markers: MarkerOptions
+    @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-    @Flag(help: "Print JSON for machines.")
-    var json = false
+    @OptionGroup(title: "Output") var output: JSONOutput<PlanJSON>
 
-    @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
+    @OptionGroup(title: "Input") var size: MessageSizeOption
+
+    @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func run() throws {
-        let prepared = try policy.pipeline(global).prepare(readMessage(message), envelopeSender: policy.from)
+        let prepared = try policy.pipeline(global, markers: markers)
+            .prepare(readMessage(message, options: size.parseOptions), envelopeSender: policy.from)
         let report = PlanReport(prepared.plan)
-        if json {
+        if output.json {
             try writeOutput(encodeJSON(report), to: nil)
         } else {
             print(PlanTable(report: report, colour: isatty(STDOUT_FILENO) != 0
@@ -176,21 +194,32 @@ struct Encrypt: ParsableCommand {
             sender, real headers inside, Subject '...' outside) goes to all To/Cc letter recipients, \
             one to each Bcc letter recipient, one postcard to all others (censored when the mail \
             has marked spans). Mail that is encrypted already is written unchanged. Writes DIR/N-KIND.eml \
-            per copy and DIR/manifest.json; DIR must not exist or be empty. Nothing is written on failure.
+            per copy and DIR/manifest.json ({envelopeSender, copies: [{file, kind, recipients, \
+            fingerprints}], readingPage: {url, expires} or null}); DIR must not exist or be empty. \
+            Nothing is written on failure.
+
+            \(ExitStatus.section([
+                (.success, "every copy was written"),
+                (.usage, "usage error"),
+                (.dataError, "not a message, no recipients, unbalanced markers, a marker redaction cannot reach"),
+                (.noInput, "the message (or the token file) cannot be read"),
+                (.refused, "refused: a letter is required but a key is missing, no signing key, a signed mail would need redaction"),
+                (.cannotCreate, "the --out folder or the --password-to file cannot be made"),
+                (.temporary, "GnuPG or its agent unusable, the reading server unreachable, anything unexpected: try again"),
+            ]))
             """
     )
 
-    @OptionGroup var global: GlobalOptions
-    @OptionGroup var policy: PolicyOptions
-    @OptionGroup var reading: ReadingOptions
+    @OptionGroup(title: "Policy") var policy: PolicyOptions
+    @OptionGroup(title: "Markers") var markers: MarkerOptions
+    @OptionGroup(title: "Partially encrypted postcards") var reading: ReadingOptions
+    @OptionGroup(title: "GnuPG") var global: GlobalOptions
 
-    @Option(name: .customLong("out"), help: ArgumentHelp("Folder for the copies and manifest.json.", valueName: "dir"))
-    var out: String
+    @OptionGroup(title: "Output") var output: OutFolder
 
-    @Option(help: ArgumentHelp("The largest message accepted, in MiB (default 64).", valueName: "MiB"))
-    var maxSize: Int?
+    @OptionGroup(title: "Input") var size: MessageSizeOption
 
-    @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
+    @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func validate() throws {
@@ -198,24 +227,25 @@ struct Encrypt: ParsableCommand {
             throw ValidationError("--extension partially-encrypted needs --publish-url (a running 'mailsec serve')")
         }
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: out, isDirectory: &isDirectory) {
-            let empty = isDirectory.boolValue && ((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false)
-            if !empty { throw ValidationError("--out \(out) exists and is not an empty folder") }
+        if FileManager.default.fileExists(atPath: output.out, isDirectory: &isDirectory) {
+            let empty = isDirectory.boolValue
+                && ((try? FileManager.default.contentsOfDirectory(atPath: output.out))?.isEmpty ?? false)
+            if !empty { throw ValidationError("--out \(output.out) exists and is not an empty folder") }
         }
     }
 
     func run() throws {
-        let pipeline = try policy.pipeline(global, reading: reading)
+        let pipeline = try policy.pipeline(global, markers: markers, reading: reading)
         // The bytes as they came are needed only for a mail that is encrypted
         // already (it goes out unchanged). A file is then read again and checked
         // again (it may have been replaced meanwhile: plaintext must not pass as
         // encrypted); standard input or a pipe, which cannot be read twice, is
         // read into memory once and parsed from there. A large file is never
         // held twice.
-        let options = parseOptions(maxSize)
+        let options = size.parseOptions
         var parsed: MIMEMessage, original: [UInt8]?
         if isRegularFile(message) {
-            parsed = try readMessage(message, maxSize: maxSize)
+            parsed = try readMessage(message, options: options)
             if MailPipeline.isEncrypted(parsed) {
                 let input = try readInput(message, limit: options.maxSize)
                 parsed = try MIMEMessage.parse(input, options: options)
@@ -244,7 +274,7 @@ struct Encrypt: ParsableCommand {
         }
         let manifestBytes = try encodeJSON(manifest)
         files.append(("manifest.json", { try manifestBytes.withUnsafeBytes($0) }))
-        do { try writeFolder(out, files) } catch {
+        do { try writeFolder(output.out, files) } catch {
             pipeline.withdraw(written)
             reading.discardPasswordFile(passwordFile)
             throw error
@@ -255,6 +285,12 @@ struct Encrypt: ParsableCommand {
             reading.discardPasswordFile(passwordFile)
         }
     }
+}
+
+/// Where `encrypt` writes.
+struct OutFolder: ParsableArguments {
+    @Option(name: .customLong("out"), help: ArgumentHelp("Folder for the copies and manifest.json.", valueName: "dir"))
+    var out: String
 }
 
 /// `manifest.json` of `mailsec encrypt` (README, "manifest.json").
@@ -293,20 +329,27 @@ struct Manifest: Encodable {
 struct Redact: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the censored postcard version of a message; no keys needed.",
-        discussion: "Every marked span, in the Subject and in every text part, becomes the placeholder. Bcc is removed."
+        discussion: """
+            Every marked span, in the Subject and in every text part, becomes the placeholder. Bcc is removed.
+
+            \(ExitStatus.section([
+                (.success, "the postcard was written"),
+                (.usage, "usage error"),
+                (.dataError, "not a message, unbalanced markers, a marker redaction cannot reach"),
+                (.noInput, "the message cannot be read"),
+                (.cannotCreate, "standard output cannot be written"),
+            ]))
+            """
     )
 
-    @OptionGroup var markers: MarkerOptions
+    @OptionGroup(title: "Markers") var markers: MarkerOptions
+    @OptionGroup(title: "Input") var size: MessageSizeOption
 
-    @Option(help: ArgumentHelp("The largest message accepted, in MiB (default 64).", valueName: "MiB"))
-    var maxSize: Int?
-
-    @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
+    @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func run() throws {
-        let postcard = try Postcard.censored(readMessage(message, maxSize: maxSize), redactor: markers.redactor())
+        let postcard = try Postcard.censored(readMessage(message, options: size.parseOptions), redactor: markers.redactor())
         try writeOutput(to: nil) { piece in try postcard.write(piece) }
     }
 }
-

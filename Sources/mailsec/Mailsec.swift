@@ -12,13 +12,30 @@ struct Mailsec: ParsableCommand {
         commandName: "mailsec",
         abstract: "Encrypted mail with OpenPGP: letters for recipients with keys, postcards for the rest.",
         discussion: """
-            Errors are one line on standard error. Exit status: 0 success, 64 usage error, \
-            65 bad message (for example unbalanced markers), 66 input not readable, 69 refused by \
-            policy (a letter is required but a key is missing), 73 output cannot be made, \
-            75 temporary failure (try again: agent unreachable), 1 any other failure.
+            Each command reads one message (a file, or - for standard input) and writes its \
+            result on standard output, one file or one folder. Errors are one line on \
+            standard error that never quotes the message. Every command that touches keys \
+            takes --gnupg-home DIR (default: $GNUPGHOME, then ~/.gnupg). 'mailsec COMMAND \
+            --help' describes a command, its options and its exit status.
+
+            \(ExitStatus.section([
+                (.success, "done"),
+                (.failure, "the answer is no: not verified (verify), nothing imported (autocrypt import); GnuPG refused for good"),
+                (.usage, "usage error: an unknown command or option, or an option value that is not acceptable"),
+                (.dataError, "bad input: not a message, unbalanced markers, a file that holds no key"),
+                (.noInput, "an input cannot be read: no such file, a folder, permission denied"),
+                (.refused, "refused by policy: a letter is required but a key is missing, unsafe ciphertext"),
+                (.cannotCreate, "an output cannot be made"),
+                (.temporary, "temporary or unexpected failure: try again (agent unreachable, server down)"),
+            ]))
             """,
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
-        subcommands: [PlanCommand.self, Encrypt.self, Redact.self, Decrypt.self, Keys.self, FilterCommand.self, Serve.self, Reveal.self, Verify.self, AutocryptCommand.self]
+        groupedSubcommands: [
+            CommandGroup(name: "Writing mail", subcommands: [PlanCommand.self, Encrypt.self, Redact.self]),
+            CommandGroup(name: "Reading mail", subcommands: [Verify.self, Decrypt.self, Reveal.self, AutocryptCommand.self]),
+            CommandGroup(name: "Keys", subcommands: [Keys.self]),
+            CommandGroup(name: "Servers", subcommands: [FilterCommand.self, Serve.self]),
+        ]
     )
 
     /// Runs the command; every failure ends as one line on stderr.
@@ -27,22 +44,66 @@ struct Mailsec: ParsableCommand {
         if let filter = FilterCommand.plainInvocation(arguments) {
             FilterCommand.filter(config: filter.config, sender: filter.sender, recipients: filter.recipients)
         }
+        if arguments.first == "help" { help(Array(arguments.dropFirst())) }
+        let leaf = GlobalOptions.movedToLeaf(arguments)
+        let named = commandPath(leaf)
+        let group = named.type.configuration.subcommands.map { $0._commandName }
+        let asksForHelp = leaf.contains { ["-h", "--help", "--version"].contains($0) }
+        if !group.isEmpty && !asksForHelp {  // `mailsec`, `mailsec keys`: a group, no command
+            fail("\(named.name) needs a command: \(group.joined(separator: ", ")) (see '\(named.name) --help')",
+                 status: .usage)
+        }
         do {
-            var command = try parseAsRoot(GlobalOptions.movedToLeaf(arguments))
+            var command = try parseAsRoot(leaf)
             try command.run()
         } catch {
-            if let code = error as? ExitCode { Foundation.exit(code.rawValue) }
-            let code = exitCode(for: error)
-            // As a filter, wrong arguments are a mis-edited master.cf: defer, never bounce.
-            if CommandLine.arguments.dropFirst().first(where: { !$0.hasPrefix("-") }) == "filter", code != .success {
-                fail("deferred: " + message(for: error) + " (check the filter's command line)", status: .temporary)
-            }
-            if code == .success { exit(withError: error) }  // --help, --version
-            if code == .validationFailure {
-                fail(message(for: error) + " (see 'mailsec help')", status: .usage)
-            }
-            fail(describe(error), status: ExitStatus(for: error))
+            finish(error, arguments, leaf)
         }
+    }
+
+    /// Ends with the error's one line and status.
+    static func finish(_ error: any Error, _ arguments: [String], _ leaf: [String]) -> Never {
+        if let code = error as? ExitCode { Foundation.exit(code.rawValue) }
+        let code = exitCode(for: error)
+        // As a filter, wrong arguments are a mis-edited master.cf: defer, never bounce.
+        if arguments.first(where: { !$0.hasPrefix("-") }) == "filter", code != .success {
+            fail("deferred: " + message(for: error) + " (check the filter's command line)", status: .temporary)
+        }
+        if code == .success { exit(withError: error) }  // --help, --version
+        if code == .validationFailure {
+            fail(message(for: error) + " (see '\(commandPath(leaf).name) --help')", status: .usage)
+        }
+        fail(describe(error), status: ExitStatus(for: error))
+    }
+
+    /// The command the arguments name, as far as they name one: its type
+    /// and its words (`mailsec keys lookup`). Options and what follows the
+    /// first word that names no subcommand are not looked at.
+    static func commandPath(_ arguments: [String]) -> (type: ParsableCommand.Type, name: String, rest: [String]) {
+        var current: ParsableCommand.Type = Mailsec.self
+        var name = "mailsec"
+        var words = arguments.prefix { $0 != "--" }.filter { !$0.hasPrefix("-") }[...]
+        while let word = words.first,
+              let next = current.configuration.subcommands.first(where: { $0._commandName == word }) {
+            current = next
+            name += " " + word
+            words.removeFirst()
+        }
+        return (current, name, Array(words))
+    }
+
+    /// `mailsec help [COMMAND…]`: the command's help on standard output, or a
+    /// usage error for a command that does not exist.
+    static func help(_ words: [String]) -> Never {
+        let found = commandPath(words)
+        if let unknown = found.rest.first {
+            fail("\(found.name) has no command '\(unknown)' (see '\(found.name) --help')", status: .usage)
+        }
+        if let option = words.first(where: { $0.hasPrefix("-") }) {
+            fail("help takes command names, not '\(option)' (see 'mailsec --help')", status: .usage)
+        }
+        print(helpMessage(for: found.type))
+        Foundation.exit(0)
     }
 }
 

@@ -1,14 +1,19 @@
 import ArgumentParser
 import Foundation
+import HTTPRequests
 import PartialEncryption
 import Pipeline
 import ReadingServer
 
 /// Where partially encrypted postcards publish, and where their password goes.
 struct ReadingOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The reading server to publish to: http://host:port of a running 'mailsec serve'.",
-                               valueName: "url"))
+    @Option(help: ArgumentHelp("The reading server to publish to: http://host:port of a running 'mailsec serve', "
+                               + "or https:// through its TLS proxy.", valueName: "url"))
     var publishURL: String?
+
+    @Option(help: ArgumentHelp("For an https --publish-url: trust the CA certificates in this PEM file instead of the system's.",
+                               valueName: "file"))
+    var publishCAFile: String?
 
     @Option(help: ArgumentHelp("File with the server's publish token (default: $MAILSEC_PUBLISH_TOKEN).",
                                valueName: "file"))
@@ -18,38 +23,42 @@ struct ReadingOptions: ParsableArguments {
                                valueName: "days"))
     var lifetimeDays: Int?
 
-    @Option(help: ArgumentHelp("Write the reading page's password to this new private file instead of standard error.",
+    @Option(help: ArgumentHelp("Write the reading page's password to this new private file (0600) instead of standard error.",
                                valueName: "file"))
-    var passwordFile: String?
+    var passwordTo: String?
 
     func validate() throws {
         if let lifetimeDays, lifetimeDays <= 0 { throw ValidationError("--lifetime-days must be positive") }
+        if let publishURL {
+            do { _ = try HTTPEndpoint(publishURL) } catch { throw ValidationError("--publish-url \(publishURL): \(error.description)") }
+        }
+        if publishCAFile != nil && publishURL == nil { throw ValidationError("--publish-ca-file needs --publish-url") }
     }
 
     func publisher() throws -> (any SpanPublisher)? {
         guard let publishURL else { return nil }
         let token: String
         if let publishTokenFile {
-            guard let data = FileManager.default.contents(atPath: publishTokenFile) else {
-                throw CommandFailure("cannot read \(publishTokenFile)", status: .noInput)
-            }
-            token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            token = String(decoding: try readSmallFile(publishTokenFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         } else if let fromEnvironment = ProcessInfo.processInfo.environment["MAILSEC_PUBLISH_TOKEN"] {
             token = fromEnvironment
         } else {
             throw ValidationError("--publish-url needs --publish-token-file or MAILSEC_PUBLISH_TOKEN")
         }
-        do { return try HTTPPublisher(url: publishURL, token: token) } catch { throw ValidationError(error.description) }
+        do { return try HTTPPublisher(url: publishURL, token: token, caFile: publishCAFile) } catch {
+            throw ValidationError(error.description)
+        }
     }
 
-    /// Creates the `--password-file` (new, 0600) before anything is
+    /// Creates the `--password-to` file (new, 0600) before anything is
     /// published, so that a path that cannot be made fails early; nil without
     /// the option.
     func openPasswordFile() throws -> Int32? {
-        guard let passwordFile else { return nil }
-        let fd = open(passwordFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard let passwordTo else { return nil }
+        let fd = open(passwordTo, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw CommandFailure("cannot create \(passwordFile): \(String(cString: strerror(errno)))", status: .cannotCreate)
+            throw CommandFailure("cannot create \(passwordTo): \(errno == EEXIST ? "it exists already" : reason(errno))",
+                                 status: .cannotCreate)
         }
         return fd
     }
@@ -57,9 +66,9 @@ struct ReadingOptions: ParsableArguments {
     /// Removes the password file made by `openPasswordFile` when it is not
     /// used (no publication, or a failure).
     func discardPasswordFile(_ fd: Int32?) {
-        guard let fd, let passwordFile else { return }
+        guard let fd, let passwordTo else { return }
         close(fd)
-        unlink(passwordFile)
+        unlink(passwordTo)
     }
 
     /// Gives the password to the sender (the one running the command): into
@@ -73,7 +82,7 @@ struct ReadingOptions: ParsableArguments {
             let bytes = Array((password.grouped + "\n").utf8)
             written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
             close(fd)
-            if !written, let passwordFile { unlink(passwordFile) }
+            if !written, let passwordTo { unlink(passwordTo) }
         }
         if !written { lines.append("mailsec: password: \(password.grouped)") }
         lines.append("mailsec: give the password to the postcard's recipients by phone or messenger, never by mail")
@@ -91,7 +100,16 @@ struct Serve: ParsableCommand {
             the password or the span text) in an SQLite file and serves the reading page at \
             /r/ID, which decrypts in the browser. Binds to 127.0.0.1: put a TLS proxy in front \
             and give its address with --public-url. Prints 'listening on URL' once ready; one \
-            line per request on standard error. Stops on SIGTERM or SIGINT.
+            line per request on standard error. Stops on SIGTERM or SIGINT. POST /api/postcards \
+            answers 201 {id, url, deleteToken, expires}; errors are {error}.
+
+            \(ExitStatus.section([
+                (.success, "stopped by a signal"),
+                (.usage, "usage error, or a publish token shorter than 16 characters"),
+                (.noInput, "the token file cannot be read"),
+                (.cannotCreate, "the store cannot be opened or made"),
+                (.temporary, "the address cannot be bound, or anything unexpected"),
+            ]))
             """
     )
 
@@ -101,39 +119,37 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Port to bind; 0 picks a free one.", valueName: "port"))
     var port = 8080
 
-    @Option(help: ArgumentHelp("The SQLite file of published postcards (created 0600).", valueName: "file"))
-    var store = "/var/lib/mailsec/reading.sqlite"
-
-    @Option(help: ArgumentHelp("File with the token publishers must present.", valueName: "file"))
-    var tokenFile: String
-
     @Option(help: ArgumentHelp("The address readers use, e.g. https://read.example.org (default: http://ADDRESS:PORT).",
                                valueName: "url"))
     var publicURL: String?
 
+    @Option(help: ArgumentHelp("File with the token publishers must present.", valueName: "file"))
+    var tokenFile: String
+
+    @Option(help: ArgumentHelp("Largest document accepted: bytes, or with K, M or G (default 1M).", valueName: "size"))
+    var maxSize = ByteSize(bytes: 1 << 20)
+
     @Option(help: ArgumentHelp("Days a published page lives, at most.", valueName: "days"))
     var lifetimeDays = 30
 
-    @Option(help: ArgumentHelp("Largest document accepted, in bytes.", valueName: "bytes"))
-    var maxSize = 1 << 20
+    @Option(help: ArgumentHelp("The SQLite file of published postcards (created 0600).", valueName: "file"))
+    var store = "/var/lib/mailsec/reading.sqlite"
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        guard lifetimeDays > 0, maxSize > 0 else { throw ValidationError("--lifetime-days and --max-size must be positive") }
+        guard lifetimeDays > 0 else { throw ValidationError("--lifetime-days must be positive") }
+        _ = try maxSize.validate("--max-size")
         if let publicURL, !(publicURL.hasPrefix("https://") || publicURL.hasPrefix("http://")) {
             throw ValidationError("--public-url must start with https:// or http://")
         }
     }
 
     func run() throws {
-        guard let data = FileManager.default.contents(atPath: tokenFile) else {
-            throw CommandFailure("cannot read \(tokenFile)", status: .noInput)
-        }
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = String(decoding: try readSmallFile(tokenFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard token.utf8.count >= 16 else { throw CommandFailure("the publish token in \(tokenFile) is shorter than 16 characters", status: .usage) }
         let configuration = ReadingServerConfiguration(host: listen, port: port, storePath: store, publishToken: token,
                                                        publicURL: publicURL, lifetime: lifetimeDays * 86400,
-                                                       maximumDocument: maxSize)
+                                                       maximumDocument: maxSize.bytes ?? 1 << 20)
         let server: ReadingServer
         do {
             server = try ReadingServer(configuration: configuration) { line in
@@ -174,40 +190,59 @@ struct Reveal: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read a partially encrypted postcard's private parts, as its reading page does.",
         discussion: """
-            Fetches the document at URL (http:// only; /r/ID as in the postcard), derives the key from \
-            the password and prints the From, Subject and text with the private parts filled in. \
-            The password is read from --password-file or the first line of standard input. \
-            Exit status 69 for a wrong password.
+            Fetches the document at URL (the link in the postcard, https://…/r/ID or http://), \
+            derives the key from the password and prints the From, Subject and text with the \
+            private parts filled in. The password is read from --password-from, else from the \
+            first line of standard input (asked for without echo on a terminal).
+
+            \(ExitStatus.section([
+                (.success, "the private parts were printed"),
+                (.usage, "usage error: not a reading page address, an empty password"),
+                (.dataError, "the server's answer is not a reading document"),
+                (.noInput, "the password file cannot be read; the page does not exist (expired, deleted)"),
+                (.refused, "wrong password"),
+                (.temporary, "the server cannot be reached, its certificate is not trusted, or anything unexpected"),
+            ]))
             """
     )
 
-    @Option(help: ArgumentHelp("File holding the password.", valueName: "file"))
-    var passwordFile: String?
+    @Option(help: ArgumentHelp("Read the password from this file (its first line).", valueName: "file"))
+    var passwordFrom: String?
 
-    @Argument(help: ArgumentHelp("The reading page's address.", valueName: "url"))
+    @Option(help: ArgumentHelp("Trust the CA certificates in this PEM file (instead of the system's) for https.",
+                               valueName: "file"))
+    var caFile: String?
+
+    @Argument(help: ArgumentHelp("The reading page's address, as in the postcard.", valueName: "url"))
     var url: String
 
+    func validate() throws {
+        do { _ = try DocumentFetcher(pageURL: url) } catch { throw ValidationError(error.description) }
+    }
+
     func run() throws {
-        guard let range = url.range(of: "/r/") else { throw ValidationError("\(url) is not a reading page address (…/r/ID)") }
-        let base = String(url[..<range.lowerBound])
-        let id = String(url[range.upperBound...])
-        let typed = try passwordFile.map { path -> String in
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw CommandFailure("cannot read \(path)", status: .noInput)
-            }
-            return String(decoding: data, as: UTF8.self)
-        } ?? (readLine() ?? "")
-        guard let password = SpanPassword(typed: typed.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        let fetcher: DocumentFetcher
+        do { fetcher = try DocumentFetcher(pageURL: url, caFile: caFile) } catch { throw ValidationError(error.description) }
+        let typed: String
+        if let passwordFrom {
+            typed = String(decoding: try readSmallFile(passwordFrom), as: UTF8.self)
+                .split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        } else if isatty(STDIN_FILENO) != 0, let entered = getpass("password: ") {
+            typed = String(cString: entered)
+        } else {
+            typed = readLine() ?? ""
+        }
+        let trimmed = typed.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else {  // before any network use
+            throw ValidationError("no password given (on standard input, or --password-from FILE)")
+        }
+        guard let password = SpanPassword(typed: trimmed) else {
             throw CommandFailure("wrong password", status: .refused)
         }
-        let server = try HTTPEndpoint(base)
-        let response = try HTTPExchange.send(host: server.host, port: server.port, timeout: 30, method: "GET",
-                                             path: server.prefix + "/api/postcards/" + id, bearer: nil,
-                                             contentType: nil, body: [])
-        guard response.status == 200 else {
-            throw CommandFailure("the reading server answered HTTP \(response.status)", status: response.status == 404 ? .noInput : .temporary)
+        let document: ReadingDocument
+        do { document = try fetcher.fetch() } catch {
+            throw CommandFailure(error.description, status: error.status == 404 ? .noInput : error.status == 200 ? .dataError : .temporary)
         }
-        let document = try ReadingDocument.decode(response.body)
         let spans = try SpanBlob(base64URL: document.blob).open(password: password)
         var text = "From: \(ReadingDocument.fill(document.from, spans))\n"
         text += "Subject: \(ReadingDocument.fill(document.subject, spans))\n\n"

@@ -98,7 +98,7 @@ struct CLITests {
             #expect(missing.status == 66)
             expectOneLine(missing)
             let garbage = try mailsec(["keys", "import", "-"], input: Array("not a key".utf8), home: home)
-            #expect(garbage.status == 1)
+            #expect(garbage.status == 65)
             expectOneLine(garbage)
         }
     }

@@ -48,9 +48,9 @@ struct ReadingCLITests {
             #expect(wrong.status == 69 && !wrong.output.contains("saffron"))
             expectOneLine(wrong)
 
-            // --password-file: a new private file instead of stderr.
+            // --password-to: a new private file instead of stderr; reveal reads it back with --password-from.
             let second = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", out + "2", "--extension", "partially-encrypted",
-                                      "--publish-url", server.url, "--password-file", home.path + "/pw", "-"],
+                                      "--publish-url", server.url, "--password-to", home.path + "/pw", "-"],
                                      input: dinnerMail, environment: ["MAILSEC_PUBLISH_TOKEN": server.token, "GNUPGHOME": home.path])
             #expect(second.status == 0, "\(second.errors)")
             #expect(!second.errors.contains("password: "))
@@ -58,9 +58,13 @@ struct ReadingCLITests {
             #expect(mode == 0o600)
             let stored = try String(contentsOfFile: home.path + "/pw", encoding: .utf8)
             #expect(SpanPasswordShape.matches(stored))
+            let secondManifest = try JSONSerialization.jsonObject(with: FileManager.default.contents(atPath: out + "2/manifest.json")!) as! [String: Any]
+            let secondURL = try #require((secondManifest["readingPage"] as? [String: Any])?["url"] as? String)
+            let fromFile = try mailsec(["reveal", "--password-from", home.path + "/pw", secondURL])
+            #expect(fromFile.status == 0 && fromFile.output.contains("saffron and zqvanilla"), "\(fromFile.errors)")
             // An existing password file is refused before anything is published.
             let exists = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", out + "3", "--extension", "partially-encrypted",
-                                      "--publish-url", server.url, "--password-file", home.path + "/pw", "-"],
+                                      "--publish-url", server.url, "--password-to", home.path + "/pw", "-"],
                                      input: dinnerMail, environment: ["MAILSEC_PUBLISH_TOKEN": server.token, "GNUPGHOME": home.path])
             #expect(exists.status == 73 && !FileManager.default.fileExists(atPath: out + "3"))
             let log = try String(contentsOfFile: server.logPath, encoding: .utf8)
@@ -69,6 +73,51 @@ struct ReadingCLITests {
         server.stop()
         let everything = String(decoding: server.everythingStored(), as: UTF8.self)
         #expect(!everything.contains("saffron") && !everything.contains("Zqxwv"))
+    }
+
+    @Test("https: publish and reveal through a TLS proxy whose CA is given; refused (75) without it; an empty password is a usage error before any request")
+    func overTLS() throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        let proxy = try TLSProxy(backendPort: server.port)
+        defer { proxy.stop() }
+        let secure = "https://localhost:\(proxy.port)"
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let environment = ["MAILSEC_PUBLISH_TOKEN": server.token, "GNUPGHOME": home.path]
+            let out = home.path + "/out"
+            let published = try mailsec(["encrypt", "--out", out, "--extension", "partially-encrypted", "--publish-url", secure,
+                                         "--publish-ca-file", proxy.caFile, "-"], input: dinnerMail, environment: environment)
+            #expect(published.status == 0, "\(published.errors)")
+            let password = try #require(published.errors.split(separator: "\n").first { $0.hasPrefix("mailsec: password: ") }
+                .map { String($0.dropFirst("mailsec: password: ".count)) })
+            let manifest = try JSONSerialization.jsonObject(with: FileManager.default.contents(atPath: out + "/manifest.json")!) as! [String: Any]
+            let link = try #require((manifest["readingPage"] as? [String: Any])?["url"] as? String)
+            let id = try #require(link.components(separatedBy: "/r/").last)
+            for page in [secure + "/r/" + id, "https://127.0.0.1:\(proxy.port)/r/" + id] {
+                let revealed = try mailsec(["reveal", "--ca-file", proxy.caFile, page], input: Array((password + "\n").utf8))
+                #expect(revealed.status == 0, "\(page): \(revealed.errors)")
+                #expect(revealed.output.contains("The secret ingredient is saffron and zqvanilla."))
+            }
+            // The system's roots do not hold the test CA: no answer is taken from that server.
+            let untrusted = try mailsec(["reveal", secure + "/r/" + id], input: Array((password + "\n").utf8))
+            #expect(untrusted.status == 75, "\(untrusted.errors)")
+            expectOneLine(untrusted)
+            #expect(untrusted.errors.contains("not trusted") && untrusted.stdout.isEmpty)
+            let unpublished = try mailsec(["encrypt", "--out", out + "2", "--extension", "partially-encrypted", "--publish-url", secure,
+                                           "-"], input: dinnerMail, environment: environment)
+            #expect(unpublished.status == 75 && !FileManager.default.fileExists(atPath: out + "2"), "\(unpublished.errors)")
+            // An empty password: 64, and the server saw no request for it.
+            let fetches = { (try? String(contentsOfFile: server.logPath, encoding: .utf8))?.components(separatedBy: "GET /api/postcards/").count }
+            let before = fetches()
+            for typed in ["\n", "   \n", ""] {
+                let empty = try mailsec(["reveal", "--ca-file", proxy.caFile, secure + "/r/" + id], input: Array(typed.utf8))
+                #expect(empty.status == 64, "\(empty.errors)")
+                expectOneLine(empty)
+            }
+            FileManager.default.createFile(atPath: home.path + "/empty", contents: Data("\n".utf8))
+            #expect(try mailsec(["reveal", "--password-from", home.path + "/empty", "https://127.0.0.1:9/r/" + id]).status == 64)
+            #expect(fetches() == before)
+        }
     }
 
     @Test("without a publish URL it is a usage error; with the server down 75 and nothing written")

@@ -275,12 +275,13 @@ struct FilterReadingTests {
         return config
     }
 
-    @Test("[reading] is read; without it, or with an https URL or a missing token file, the configuration is refused")
+    @Test("[reading] is read (http or, through a TLS proxy, https); a bad URL or a missing token file is refused")
     func configuration() throws {
         try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
             let config = try self.config(home, publish: "http://127.0.0.1:8080", mustBeLetter: true)
             #expect(config.publisher?.port == 8080 && config.readingLifetime == 3 * 86400 && config.noticeMustBeLetter)
-            #expect(throws: ConfigError.self) { try self.config(home, publish: "https://read.example.org") }
+            #expect(try self.config(home, publish: "https://read.example.org").publisher?.endpoint.tls == true)
+            #expect(throws: ConfigError.self) { try self.config(home, publish: "ftp://read.example.org") }
             #expect(throws: ConfigError.self) {
                 try FilterConfig.parse("[reading]\npublish_url = \"http://x\"\ntoken_file = \"/nonexistent\"")
             }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPRequests
 import MIME
 import OpenPGP
 import PartialEncryption

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPRequests
 import PartialEncryption
 @testable import ReadingServer
 import TestSupport

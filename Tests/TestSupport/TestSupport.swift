@@ -321,3 +321,137 @@ public final class RecordingSMTPServer: @unchecked Sendable {
         }
     }
 }
+
+/// A TLS front for a plain-http server on 127.0.0.1, as an operator's proxy
+/// would be: a throwaway CA and a certificate for `localhost` and 127.0.0.1
+/// made with `openssl`, and a small forwarding proxy in python3's `ssl`.
+/// `stop()` ends the proxy and removes the folder.
+public final class TLSProxy: @unchecked Sendable {
+    // @unchecked: all properties are set in init; `process` is only used to stop it.
+    public let folder: String
+    /// The port the proxy listens on (TLS).
+    public let port: Int
+    /// The CA certificate (PEM) that signed the proxy's certificate.
+    public var caFile: String { folder + "/ca.pem" }
+    private let process: Process
+
+    static let proxy = """
+        import socket, ssl, sys, threading
+        backend, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        print(listener.getsockname()[1], flush=True)
+        def forward(source, target, secure_target):
+            try:
+                while True:
+                    data = source.recv(65536)
+                    if not data:
+                        break
+                    target.sendall(data)
+            except OSError:
+                pass
+            try:
+                if secure_target:
+                    target.unwrap()
+                target.shutdown(socket.SHUT_RDWR)
+            except (OSError, ValueError):
+                pass
+        def serve(client):
+            try:
+                secure = context.wrap_socket(client, server_side=True)
+            except (ssl.SSLError, OSError):
+                client.close()
+                return
+            upstream = socket.create_connection(("127.0.0.1", backend))
+            threading.Thread(target=forward, args=(secure, upstream, False), daemon=True).start()
+            forward(upstream, secure, True)
+        while True:
+            connection, _ = listener.accept()
+            threading.Thread(target=serve, args=(connection,), daemon=True).start()
+        """
+
+    public init(backendPort: Int) throws {
+        let folder = try makePrivateDirectory(prefix: "ms-tls")
+        self.folder = folder
+        let ext = "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+        try ext.write(toFile: folder + "/ext.cnf", atomically: true, encoding: .utf8)
+        let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        for step in [["req", "-x509"] + key + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=mailsec test CA",
+                                                "-addext", "basicConstraints=critical,CA:TRUE",
+                                                "-addext", "keyUsage=critical,keyCertSign"],
+                     ["req"] + key + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"],
+                     ["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                      "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf"]] {
+            let result = try run("openssl", step.map { $0.hasSuffix(".key") || $0.hasSuffix(".pem") || $0.hasSuffix(".csr")
+                                                        || $0.hasSuffix(".cnf") ? folder + "/" + $0 : $0 })
+            guard result.status == 0 else { throw FixtureError(message: "openssl \(step[0]) failed: \(result.errors)") }
+        }
+        FileManager.default.createFile(atPath: folder + "/port", contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", Self.proxy, String(backendPort), folder + "/server.pem", folder + "/server.key"]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/port"))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var found: Int?
+        for _ in 0..<200 where found == nil && process.isRunning {
+            found = Int(String(decoding: FileManager.default.contents(atPath: folder + "/port") ?? Data(), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+            if found == nil { usleep(50_000) }
+        }
+        guard let found else {
+            if process.isRunning { process.terminate() }
+            throw FixtureError(message: "the TLS proxy did not start")
+        }
+        port = found
+    }
+
+    public func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)  // it may have inherited a mask that blocks SIGTERM
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    deinit { stop() }
+}
+
+/// Runs `arguments` with standard input, output and error on a new
+/// pseudo-terminal (python3's `pty`), as a person at a terminal would, types
+/// nothing, and returns what the terminal showed within `seconds`; the
+/// command is then ended (SIGKILL).
+public func runOnTerminal(_ arguments: [String], seconds: Double, environment: [String: String]? = nil) throws -> String {
+    let script = """
+        import os, pty, select, signal, sys, time
+        pid, fd = pty.fork()
+        if pid == 0:
+            # The test runner blocks signals in its threads; the command gets the defaults.
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+                signal.signal(number, signal.SIG_DFL)
+            os.execv(sys.argv[2], sys.argv[2:])
+        seen, end = b"", time.time() + float(sys.argv[1])
+        while time.time() < end:
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if ready:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(pid, 0)
+        sys.stdout.buffer.write(seen)
+        """
+    let result = try run("python3", ["-c", script, String(seconds)] + arguments, environment: environment)
+    return result.output
+}
