@@ -52,7 +52,7 @@ public final class Password: @unchecked Sendable {
     /// standard output into a pipe; the password is what it prints, less one
     /// final line break. The command is not in our argv (only the shell's),
     /// and what it prints appears nowhere. Killed after `timeout` seconds.
-    static func run(_ command: String, timeout: TimeInterval) throws(PasswordError) -> Password {
+    package static func run(_ command: String, timeout: TimeInterval) throws(PasswordError) -> Password {
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else { throw PasswordError(description: "password_command: cannot make a pipe") }
         // Neither end may leak into the child beyond its standard output (no
