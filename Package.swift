@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "Incoming", targets: ["Incoming"]),
         .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
         .library(name: "ReadingServer", targets: ["ReadingServer"]),
+        .library(name: "SMTP", targets: ["SMTP"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "Sending", targets: ["Sending"]),
@@ -28,6 +29,10 @@ let package = Package(
         // Both come with Hummingbird; named here because the server uses their types.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The SMTP client: sockets, DNS with every address tried, and TLS (BoringSSL).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // The user's store (outbox): SQLite.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
@@ -66,6 +71,16 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
+        // The SMTP client (submission and the filter's re-injection): TLS,
+        // AUTH, per-recipient results, RFC 5321 time-outs. MIME only to
+        // re-encode 8-bit or long-lined mail for a server without 8BITMIME.
+        .target(name: "SMTP", dependencies: [
+            "MIME",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOTLS", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        ]),
         .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "PartialEncryption"]),
         // Reading mail that comes in: signatures with coverage and the From
         // check, safe decryption, Autocrypt import.
@@ -74,7 +89,7 @@ let package = Package(
         // typed keys that name themselves in errors, and the policy defaults.
         .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "TOMLKit"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
-        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "Settings", "TOMLKit"]),
+        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
         // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
         // the folder, the file modes and the migrations every feature adds to.
         .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
@@ -83,7 +98,7 @@ let package = Package(
         // Sending as a person does: the user configuration, the password, the
         // delivery of the outbox, the sender's own copy, the connection state.
         .target(name: "Sending", dependencies: ["Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
-                                                "PartialEncryption", "CMailsecShims", "TOMLKit"]),
+                                                "PartialEncryption", "SMTP", "CMailsecShims", "TOMLKit"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
@@ -100,6 +115,7 @@ let package = Package(
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "PartialEncryption", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
+        .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
@@ -111,7 +127,7 @@ let package = Package(
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport"]),
-        .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "TestSupport"]),
+        .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport"]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -49,7 +49,8 @@ public enum LogDestination: String, Sendable {
 /// sendmail = ["/usr/sbin/sendmail", "-G", "-i"]
 /// host = "127.0.0.1"
 /// port = 10026
-/// timeout = 60                 # seconds for one hand-over
+/// timeout = 60                 # seconds for one hand-over (smtp: for each step)
+/// final_timeout = 90           # smtp: seconds for the reply after the message (default 1.5 × timeout)
 ///
 /// [journal]
 /// directory = "/var/spool/mailsec/journal"
@@ -73,6 +74,10 @@ public struct FilterConfig: Sendable {
     public var log: LogDestination
     public var reinjection: Reinjection
     public var reinjectionTimeout: TimeInterval
+    /// SMTP re-injection: how long the reply after the message is awaited.
+    /// Longer than the other steps (RFC 1047): a copy the server takes after
+    /// we gave up is sent again on retry. Nil: 1.5 × `reinjectionTimeout`.
+    public var reinjectionFinalTimeout: TimeInterval?
     public var journalDirectory: String
     public var journalExpiry: TimeInterval
     /// Where partially encrypted postcards publish their spans; nil when `[reading]` is absent.
@@ -151,7 +156,7 @@ public struct FilterConfig: Sendable {
         }
 
         if let reinject = try top.table("reinject") {
-            try reinject.allow(["method", "sendmail", "host", "port", "timeout"])
+            try reinject.allow(["method", "sendmail", "host", "port", "timeout", "final_timeout"])
             // Every value is checked, also those the chosen method does not use.
             let command = try reinject.strings("sendmail")
             let host = try reinject.string("host") ?? "127.0.0.1"
@@ -166,6 +171,7 @@ public struct FilterConfig: Sendable {
                 throw ConfigError("reinject.method: unknown value \"\(other)\"")
             }
             config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout") ?? 60)
+            config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout").map(TimeInterval.init)
         }
 
         if let journal = try top.table("journal") {

@@ -1,4 +1,5 @@
 import Foundation
+import SMTP
 
 /// A copy could not be handed on. Always temporary for the filter (75).
 public struct HandoverError: Error, Sendable, CustomStringConvertible {
@@ -12,11 +13,16 @@ public struct HandoverError: Error, Sendable, CustomStringConvertible {
 final class Handover {
     private let method: Reinjection
     private let timeout: TimeInterval
-    private var connection: SMTPClient?
+    private let finalReplyTimeout: TimeInterval
+    private var connection: BlockingSMTPConnection?
 
-    init(via method: Reinjection, timeout: TimeInterval) {
+    /// `timeout` for each step (a sendmail run: the whole of it);
+    /// `finalReplyTimeout` for the SMTP reply after the message, longer on
+    /// purpose (RFC 1047: a copy taken after we stopped waiting is sent again).
+    init(via method: Reinjection, timeout: TimeInterval, finalReplyTimeout: TimeInterval? = nil) {
         self.method = method
         self.timeout = timeout
+        self.finalReplyTimeout = finalReplyTimeout ?? timeout
     }
 
     deinit { close() }
@@ -27,25 +33,30 @@ final class Handover {
         case .sendmail(let command):
             try Self.sendmail(command, bytes, sender: sender, recipients: recipients, timeout: timeout)
         case .smtp(let host, let port):
-            let client: SMTPClient
+            let client: BlockingSMTPConnection
             if let connection { client = connection } else {
-                client = try SMTPClient(host: host, port: port, timeout: timeout)
-                do { try client.greet() } catch {
-                    client.close()  // no QUIT on a session that never began
-                    throw error
+                // Loopback re-injection: no TLS, no AUTH, and our own name
+                // needs no DNS look-up.
+                let server = SMTPServer(host: host, port: port, security: .none, heloName: "localhost",
+                                        timeouts: .uniform(step: timeout, finalReply: finalReplyTimeout))
+                do { client = try BlockingSMTPConnection.open(server) } catch {
+                    throw HandoverError(description: error.description)  // closed; no QUIT on a session that never began
                 }
                 connection = client
             }
-            do { try client.send(bytes, sender: sender, recipients: recipients) } catch {
-                // A connection in an unknown state is not used again.
-                client.close()
-                connection = nil
-                throw error
+            // All or nothing: the journal records a copy as a whole, so a
+            // copy some of whose recipients were refused is not sent at all.
+            do { _ = try client.send(from: sender, to: recipients, message: bytes, allOrNothing: true) } catch {
+                // A connection after a failed transaction is not used again.
+                close()
+                throw HandoverError(description: error.description)
             }
         }
     }
 
-    /// Ends the SMTP session, if one is open.
+    /// Ends the SMTP session, if one is open: QUIT without waiting for its
+    /// answer (every copy was taken already; a peer stalling on QUIT must not
+    /// hold the filter past its time limit, which would send everything again).
     func close() {
         connection?.quit()
         connection = nil
@@ -87,121 +98,6 @@ final class Handover {
         }
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             throw HandoverError(description: "\(executable) failed with status \(process.terminationStatus)")
-        }
-    }
-}
-
-/// A small SMTP client for re-injection on loopback: one connection, one
-/// transaction per copy.
-final class SMTPClient {
-    private let fd: Int32
-    private var buffer: [UInt8] = []
-    private let peer: String
-
-    init(host: String, port: Int, timeout: TimeInterval) throws(HandoverError) {
-        peer = "\(host):\(port)"
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let info = list else {
-            throw HandoverError(description: "cannot resolve \(host)")
-        }
-        defer { freeaddrinfo(list) }
-        fd = socket(info.pointee.ai_family, info.pointee.ai_socktype, info.pointee.ai_protocol)
-        guard fd >= 0 else { throw HandoverError(description: "cannot open a socket") }
-        var limit = timeval(tv_sec: Int(timeout), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        guard connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
-            Glibc.close(fd)
-            throw HandoverError(description: "cannot connect to \(peer)")
-        }
-    }
-
-    private var isOpen = true
-
-    func close() {
-        if isOpen { Glibc.close(fd) }
-        isOpen = false
-    }
-
-    /// The greeting and EHLO, once per connection.
-    func greet() throws(HandoverError) {
-        try expect(220, after: nil)
-        try expect(250, after: "EHLO localhost")
-    }
-
-    /// One transaction: the copy is taken when the final 250 arrives.
-    func send(_ bytes: [UInt8], sender: String, recipients: [String]) throws(HandoverError) {
-        try expect(250, after: "MAIL FROM:<\(sender)>")
-        for recipient in recipients { try expect(250, after: "RCPT TO:<\(recipient)>") }
-        try expect(354, after: "DATA")
-        try write(Self.dotStuffed(bytes))
-        try expect(250, after: nil)
-    }
-
-    /// QUIT and close at once. Every copy was taken already (its 250 came),
-    /// so the answer is not awaited: a peer that stalls here must not hold
-    /// the filter past its time limit, which would send everything again.
-    func quit() {
-        if isOpen { try? write(Array("QUIT\r\n".utf8)) }
-        close()
-    }
-
-    /// CRLF line endings, leading dots doubled, and the final `.` line.
-    static func dotStuffed(_ bytes: [UInt8]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + bytes.count / 40 + 8)
-        var lineStart = true
-        var previous: UInt8 = 0
-        for byte in bytes {
-            if lineStart && byte == UInt8(ascii: ".") { out.append(UInt8(ascii: ".")) }
-            if byte == 10 && previous != 13 { out.append(13) }
-            out.append(byte)
-            lineStart = byte == 10
-            previous = byte
-        }
-        if !lineStart { out += [13, 10] }
-        return out + Array(".\r\n".utf8)
-    }
-
-    private func write(_ bytes: [UInt8]) throws(HandoverError) {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { throw HandoverError(description: "connection to \(peer) lost") }
-            offset += sent
-        }
-    }
-
-    /// Sends `command` (if any) and reads a reply, which must have `code`.
-    private func expect(_ code: Int, after command: String?) throws(HandoverError) {
-        if let command { try write(Array((command + "\r\n").utf8)) }
-        while true {
-            let line = try readLine()
-            guard line.count >= 3, let got = Int(line.prefix(3)) else {
-                throw HandoverError(description: "\(peer) answered with something that is not SMTP")
-            }
-            if line.count > 3 && line[line.index(line.startIndex, offsetBy: 3)] == "-" { continue }
-            guard got == code else {
-                let verb = command?.split(separator: " ").first.map(String.init) ?? "the data"
-                throw HandoverError(description: "\(peer) answered \(got) to \(verb)")
-            }
-            return
-        }
-    }
-
-    private func readLine() throws(HandoverError) -> String {
-        while true {
-            if let newline = buffer.firstIndex(of: 10) {
-                let line = buffer[..<newline]
-                buffer.removeSubrange(...newline)
-                return String(decoding: line.last == 13 ? line.dropLast() : line, as: UTF8.self)
-            }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { throw HandoverError(description: "no answer from \(peer)") }
-            buffer += chunk[..<count]
         }
     }
 }

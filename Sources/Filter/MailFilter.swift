@@ -69,7 +69,8 @@ public struct MailFilter: Sendable {
 
             // A copy this filter wrote came back: pass it on as it is.
             if let tag = message.header(Self.tagHeader), tag == Self.tag(secret, message.messageID ?? "", recipients, Self.body(of: bytes)) {
-                try Handover(via: config.reinjection, timeout: config.reinjectionTimeout)
+                try Handover(via: config.reinjection, timeout: config.reinjectionTimeout,
+                         finalReplyTimeout: config.reinjectionFinalTimeout ?? config.reinjectionTimeout * 1.5)
                     .send(bytes, sender: sender, recipients: recipients)
                 counts.unchanged = 1
                 return result(0, nil, "sent-loop")
@@ -106,7 +107,8 @@ public struct MailFilter: Sendable {
             }
 
             var handed = 0
-            let handover = Handover(via: config.reinjection, timeout: config.reinjectionTimeout)
+            let handover = Handover(via: config.reinjection, timeout: config.reinjectionTimeout,
+                         finalReplyTimeout: config.reinjectionFinalTimeout ?? config.reinjectionTimeout * 1.5)
             defer { handover.close() }
             for copy in copies {
                 if copy.kind == .postcard, let pending = notice {

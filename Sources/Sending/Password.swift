@@ -1,4 +1,5 @@
 import Foundation
+import SMTP
 
 /// The password could not be had. Never carries the password or the
 /// command's output; names the command's exit status at most.
@@ -6,40 +7,13 @@ public struct PasswordError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
 
-/// A password in memory: kept in one buffer of our own (never a String,
-/// which Swift may copy anywhere), zeroed with `explicit_bzero` (which the
-/// optimiser keeps) when it is no longer referenced.
-public final class Password: @unchecked Sendable {
-    // @unchecked: the buffer is written only in init and read only through
-    // withBytes; it is never shared mutably.
-    private let buffer: UnsafeMutableRawBufferPointer
-    public let count: Int
-
-    init(taking bytes: UnsafeMutableRawBufferPointer, count: Int) {
-        buffer = bytes
-        self.count = count
-    }
-
-    /// Copies `bytes` in; the caller zeroes its own copy.
-    public convenience init(copying bytes: [UInt8]) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
-        bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
-        self.init(taking: buffer, count: bytes.count)
-    }
-
-    deinit {
-        explicit_bzero(buffer.baseAddress!, buffer.count)
-        buffer.deallocate()
-    }
-
-    /// Lends the bytes; do not keep them.
-    public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
-        try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-    }
-
+/// Gets the password for the submission server, into the SMTP module's
+/// ``SecretBytes`` (its own memory, zeroed with `explicit_bzero` when the
+/// last reference goes; never a String, which Swift may copy anywhere).
+public enum Password {
     /// Gets the password for `config`: runs `password_command` once, or takes
     /// the one in the (private) file; nil when none is configured.
-    public static func obtain(for config: UserConfig, timeout: TimeInterval = 120) throws(PasswordError) -> Password? {
+    public static func obtain(for config: UserConfig, timeout: TimeInterval = 120) throws(PasswordError) -> SecretBytes? {
         switch config.submission.password {
         case .none: return nil
         case .inFile:
@@ -52,7 +26,7 @@ public final class Password: @unchecked Sendable {
     /// standard output into a pipe; the password is what it prints, less one
     /// final line break. The command is not in our argv (only the shell's),
     /// and what it prints appears nowhere. Killed after `timeout` seconds.
-    package static func run(_ command: String, timeout: TimeInterval) throws(PasswordError) -> Password {
+    package static func run(_ command: String, timeout: TimeInterval) throws(PasswordError) -> SecretBytes {
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else { throw PasswordError(description: "password_command: cannot make a pipe") }
         // Neither end may leak into the child beyond its standard output (no
@@ -107,8 +81,12 @@ public final class Password: @unchecked Sendable {
             if count > 0 && buffer[count - 1] == 13 { count -= 1 }
             if count == 0 { failure = "password_command: printed no password" }
         }
-        let password = Password(taking: buffer, count: count)  // zeroes the buffer, failure or not
+        defer {
+            explicit_bzero(buffer.baseAddress!, buffer.count)
+            buffer.deallocate()
+        }
         if let failure { throw PasswordError(description: failure) }
-        return password
+        var bytes = Array(buffer[..<count])
+        return SecretBytes(consuming: &bytes)  // zeroes the array
     }
 }

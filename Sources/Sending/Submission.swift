@@ -42,7 +42,7 @@ public final class Submission: Sendable {
     public init(config: UserConfig, store: LocalStore? = nil, transport: (any SubmissionTransport)? = nil) throws {
         self.config = config
         outbox = Outbox(store: try store ?? LocalStore())
-        courier = Courier(outbox: outbox, transport: transport!,  // TEMP until SMTP merges
+        courier = Courier(outbox: outbox, transport: transport ?? SMTPTransport(config: config),
                           sentFolder: config.sentMaildir.map(SentFolder.init(path:)))
         (stateStream, states) = AsyncStream<ConnectionState>.makeStream(bufferingPolicy: .bufferingNewest(16))
     }

@@ -2,6 +2,7 @@ import Foundation
 import OpenPGP
 import Policy
 import Settings
+import SMTP
 import TOMLKit
 
 /// How the connection to the submission server is protected. There is no
@@ -85,7 +86,7 @@ public struct UserConfig: Sendable {
     public var policy: PolicySettings
     /// The password written in the file, when `password` is used. Only the
     /// ``Password`` type reads it out.
-    var filePassword: Password?
+    var filePassword: SecretBytes?
 
     public init(from: String, submission: SubmissionSettings, gnupgHome: String? = nil, sentMaildir: String? = nil,
                 policy: PolicySettings = PolicySettings()) {
@@ -187,7 +188,7 @@ public struct UserConfig: Sendable {
         }
 
         var submission: SubmissionSettings?
-        var filePassword: Password?
+        var filePassword: SecretBytes?
         step {
             guard let table = try top.table("submission") else {
                 throw ConfigError("[submission]: required (host, port, security, username, password_command)", path: "submission")
@@ -200,7 +201,7 @@ public struct UserConfig: Sendable {
         return (config, [])
     }
 
-    private static func submission(_ table: TOMLKeys, privateFile: Bool, password: inout Password?,
+    private static func submission(_ table: TOMLKeys, privateFile: Bool, password: inout SecretBytes?,
                                    note: (ConfigError) -> Void) throws(ConfigError) -> SubmissionSettings? {
         var ok = true
         func step<T>(_ body: () throws -> T?) -> T? {
@@ -261,7 +262,8 @@ public struct UserConfig: Sendable {
                                  path: "submission.password"))
             } else {
                 source = .inFile
-                password = Password(copying: Array(inline.utf8))
+                var bytes = Array(inline.utf8)
+                password = SecretBytes(consuming: &bytes)
             }
         }
         if source != .none && username == nil {

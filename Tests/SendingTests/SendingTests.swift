@@ -2,6 +2,7 @@ import Foundation
 import Outbox
 import Sending
 import Settings
+import SMTP
 import Store
 import Testing
 import TestSupport
@@ -81,7 +82,7 @@ struct UserConfigTests {
         #expect(UserConfig.check(path: path).isEmpty)
         let config = try UserConfig.load(path: path)
         let password = try #require(try Password.obtain(for: config))
-        #expect(password.withBytes { Array($0) } == Array(secret.utf8))
+        #expect(password.withUnsafeBytes { Array($0) } == Array(secret.utf8))
     }
 
     @Test("unknown and wrongly typed keys in the policy part are reported too")
@@ -95,7 +96,7 @@ struct UserConfigTests {
 @Suite("Password command")
 struct PasswordTests {
     func password(_ command: String, timeout: TimeInterval = 10) throws -> [UInt8] {
-        try Password.run(command, timeout: timeout).withBytes { Array($0) }
+        try Password.run(command, timeout: timeout).withUnsafeBytes { Array($0) }
     }
 
     @Test("the output less one final line break is the password, whatever bytes it holds")

@@ -1,0 +1,47 @@
+import Dispatch
+
+/// ``SMTPConnection`` for synchronous callers (the filter: one process per
+/// mail, no async code): each call blocks the calling thread until done.
+/// Never call it from a Swift concurrency task.
+public final class BlockingSMTPConnection {
+    public let connection: SMTPConnection
+
+    private init(_ connection: SMTPConnection) { self.connection = connection }
+
+    /// ``SMTPConnection/open(_:credentials:)``, blocking.
+    public static func open(_ server: SMTPServer, credentials: SMTPCredentials? = nil) throws(SMTPError) -> BlockingSMTPConnection {
+        BlockingSMTPConnection(try runBlocking { () async throws(SMTPError) in try await SMTPConnection.open(server, credentials: credentials) })
+    }
+
+    /// ``SMTPConnection/send(from:to:message:allOrNothing:)``, blocking.
+    public func send(from sender: String, to recipients: [String], message: [UInt8],
+                     allOrNothing: Bool = false) throws(SMTPError) -> SMTPDelivery {
+        let connection = self.connection
+        return try runBlocking { () async throws(SMTPError) in
+            try await connection.send(from: sender, to: recipients, message: message, allOrNothing: allOrNothing)
+        }
+    }
+
+    /// ``SMTPConnection/quit()``, blocking.
+    public func quit() {
+        let connection = self.connection
+        _ = try? runBlocking { () async throws(SMTPError) in await connection.quit() }
+    }
+}
+
+/// Runs `body` as a task and waits for it on this thread.
+private func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(SMTPError) -> T) throws(SMTPError) -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do throws(SMTPError) { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try box.result!.get()
+}
+
+/// Written by the task before `signal()`, read only after `wait()`: never at once.
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    var result: Result<T, SMTPError>?
+}

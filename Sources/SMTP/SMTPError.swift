@@ -1,0 +1,62 @@
+/// Why an SMTP session or transaction failed. The code tells a caller what
+/// to do next: ``isTemporary`` means "try again later", anything else waits
+/// for a person (or bounces). The text never holds a password or message
+/// content; a server's reply in it is sanitised (``SMTPReply/text``).
+public struct SMTPError: Error, Sendable, CustomStringConvertible, Equatable {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The server answered 4xx to the transaction (MAIL, DATA or the final reply).
+        public static let temporary = Code(rawValue: "temporary")
+        /// The server answered 5xx, or the message cannot be sent to this server
+        /// as it is (too large for its SIZE, an address that needs SMTPUTF8).
+        public static let permanent = Code(rawValue: "permanent")
+        /// AUTH was refused (535 and other 5xx), or would have needed an
+        /// unencrypted connection.
+        public static let authenticationFailed = Code(rawValue: "authentication-failed")
+        /// TLS was begun and failed: certificate not trusted, wrong name,
+        /// expired, handshake error.
+        public static let tlsFailed = Code(rawValue: "tls-failed")
+        /// TLS was configured and the server did not offer STARTTLS.
+        public static let tlsUnavailable = Code(rawValue: "tls-unavailable")
+        /// No address of the server could be reached, or the connection was lost.
+        public static let connectionFailed = Code(rawValue: "connection-failed")
+        /// A step took longer than its time-out (``SMTPTimeouts``).
+        public static let timeout = Code(rawValue: "timeout")
+        /// The server said something that is not SMTP, or out of turn.
+        public static let protocolError = Code(rawValue: "protocol-error")
+    }
+
+    public let code: Code
+    /// One line, for a person: what failed, where, and the server's words.
+    public let description: String
+    /// The server's reply, when the failure is one.
+    public let reply: SMTPReply?
+
+    public init(_ code: Code, _ description: String, reply: SMTPReply? = nil) {
+        self.code = code
+        self.description = description
+        self.reply = reply
+    }
+
+    /// True when trying again later may succeed: 4xx replies (AUTH's 454
+    /// included), lost or refused connections, time-outs, garbled replies.
+    /// False for 5xx, authentication and TLS failures: those wait for a person.
+    public var isTemporary: Bool {
+        switch code {
+        case .temporary, .connectionFailed, .timeout, .protocolError: return true
+        case .authenticationFailed: return reply.map { $0.isTemporary } ?? false
+        default: return false
+        }
+    }
+}
+
+extension SMTPError {
+    /// The error for a reply that was not the success `step` needed.
+    static func rejected(_ reply: SMTPReply, step: String, peer: String, code: Code? = nil) -> SMTPError {
+        let kind: Code = code ?? (reply.isTemporary ? .temporary : .permanent)
+        return SMTPError(kind, "\(peer) answered \(step) with \(reply)", reply: reply)
+    }
+}
