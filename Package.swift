@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
         .library(name: "ReadingServer", targets: ["ReadingServer"]),
         .library(name: "SMTP", targets: ["SMTP"]),
+        .library(name: "Store", targets: ["Store"]),
+        .library(name: "Outbox", targets: ["Outbox"]),
+        .library(name: "Sending", targets: ["Sending"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
     dependencies: [
@@ -32,6 +35,8 @@ let package = Package(
         // The SMTP client: sockets, DNS with every address tried, and TLS (BoringSSL).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // The user's store (outbox): SQLite.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -96,12 +101,25 @@ let package = Package(
         // Reading mail that comes in: signatures with coverage and the From
         // check, safe decryption, Autocrypt import.
         .target(name: "Incoming", dependencies: ["OpenPGP", "MIME"]),
+        // TOML reading shared by the filter's and the user's configuration:
+        // typed keys that name themselves in errors, and the policy defaults.
+        .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "TOMLKit"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
-        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "TOMLKit"]),
+        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
+        // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
+        // the folder, the file modes and the migrations every feature adds to.
+        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        // The outbox: copies and their recipients with their states, durably.
+        .target(name: "Outbox", dependencies: ["Store", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Sending as a person does: the user configuration, the password, the
+        // delivery of the outbox, the sender's own copy, the connection state.
+        .target(name: "Sending", dependencies: ["Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
+                                                "PartialEncryption", "SMTP", "CMailsecShims", "TOMLKit"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
                 "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
+                "Settings", "Store", "Outbox", "Sending",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -128,6 +146,8 @@ let package = Package(
         // Issue 12 A as an attacker: hostile mails through the built CLI, every copy read by GMime and Python.
         .testTarget(name: "AdversarialTests", dependencies: ["MIME", "TestSupport"], exclude: ["mail_views.py"]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
+        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport"]),
+        .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

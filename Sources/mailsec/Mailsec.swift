@@ -34,6 +34,7 @@ struct Mailsec: ParsableCommand {
             CommandGroup(name: "Writing mail", subcommands: [PlanCommand.self, Encrypt.self, Redact.self]),
             CommandGroup(name: "Reading mail", subcommands: [Verify.self, Decrypt.self, Reveal.self, AutocryptCommand.self]),
             CommandGroup(name: "Keys", subcommands: [Keys.self]),
+            CommandGroup(name: "Sending", subcommands: [SendCommand.self, SendmailHelp.self, OutboxCommand.self, ConfigCommand.self]),
             CommandGroup(name: "Servers", subcommands: [FilterCommand.self, Serve.self]),
         ]
     )
@@ -41,6 +42,7 @@ struct Mailsec: ParsableCommand {
     /// Runs the command; every failure ends as one line on stderr.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "sendmail" && !arguments.contains("--help") { SendmailCommand.run(Array(arguments.dropFirst())) }
         if let filter = FilterCommand.plainInvocation(arguments) {
             FilterCommand.filter(config: filter.config, sender: filter.sender, recipients: filter.recipients)
         }

@@ -5,6 +5,7 @@ import Foundation
 public struct SeededRandom: RandomNumberGenerator, Sendable {
     public var state: UInt64
     public init(state: UInt64) { self.state = state }
+    public init(seed: UInt64) { state = seed }
     public mutating func next() -> UInt64 {
         state &+= 0x9E3779B97F4A7C15
         var z = state

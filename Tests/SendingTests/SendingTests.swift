@@ -1,0 +1,172 @@
+import Foundation
+import Outbox
+import Sending
+import Settings
+import SMTP
+import Store
+import Testing
+import TestSupport
+
+let goodConfig = """
+    from = "alice@example.org"
+    sent_maildir = "/tmp/never-used"
+    mode = "standard"
+
+    [submission]
+    host = "smtp.example.org"
+    security = "tls"
+    username = "alice"
+    password_command = "printf secret"
+
+    [markers]
+    open = "{{p}}"
+    close = "{{/p}}"
+    """
+
+@Suite("User configuration")
+struct UserConfigTests {
+    @Test("a good file reads as written, with defaults where it is silent")
+    func good() throws {
+        let (config, problems) = UserConfig.parse(goodConfig)
+        #expect(problems.isEmpty)
+        let read = try #require(config)
+        #expect(read.from == "alice@example.org")
+        #expect(read.submission.host == "smtp.example.org")
+        #expect(read.submission.port == 465)  // tls's port
+        #expect(read.submission.security == .tls)
+        #expect(read.submission.password == .command("printf secret"))
+        #expect(read.policy.redactor.open == "{{p}}")
+        #expect(read.sentMaildir == "/tmp/never-used")
+    }
+
+    /// Each broken line, put into the good file, is reported on its own line
+    /// number, and the others are still checked (several at once).
+    @Test("every problem is reported with its line, several at once", arguments: [
+        ("port = 70000", "submission.port"), ("helo = 3", "submission.helo"),
+        ("port = \"587\"", "submission.port"), ("colour = \"blue\"", "submission.colour"),
+        ("password = \"x\"", "submission.password"),
+    ])
+    func problems(line: String, key: String) throws {
+        var lines = goodConfig.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let at = try #require(lines.firstIndex(of: "[submission]")) + 1
+        lines.insert(line, at: at)
+        lines[0] = "from = \"not an address\""
+        let (config, problems) = UserConfig.parse(lines.joined(separator: "\n"))
+        #expect(config == nil)
+        #expect(problems.contains { $0.path == "from" && $0.line == 1 })
+        let problem = try #require(problems.first { $0.path == key })
+        #expect(problem.line == at + 1, "\(problem.description)")
+    }
+
+    @Test("a TOML syntax error names its line")
+    func syntax() {
+        let (_, problems) = UserConfig.parse("from = \"a@b.org\"\n\n[submission\nhost = 1\n")
+        #expect(problems.count == 1)
+        #expect(problems.first?.line == 3)
+    }
+
+    @Test("a password in a file others can read is refused, and no error shows it")
+    func passwordInOpenFile() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-config")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/config.toml"
+        let secret = "Tr0ub4dor-\(UInt32.random(in: 0...UInt32.max))"
+        let text = "from = \"a@example.org\"\n[submission]\nhost = \"h\"\nusername = \"a\"\npassword = \"\(secret)\"\n"
+        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o644])
+        let problems = UserConfig.check(path: path)
+        #expect(problems.count == 1)
+        #expect(problems.first?.description.contains("submission.password") == true)
+        #expect(problems.first?.description.contains(":5:") == true)
+        #expect(!problems.contains { $0.description.contains(secret) })
+        chmod(path, 0o600)
+        #expect(UserConfig.check(path: path).isEmpty)
+        let config = try UserConfig.load(path: path)
+        let password = try #require(try Password.obtain(for: config))
+        #expect(password.withUnsafeBytes { Array($0) } == Array(secret.utf8))
+    }
+
+    @Test("unknown and wrongly typed keys in the policy part are reported too")
+    func policyProblems() {
+        let (_, problems) = UserConfig.parse("from = \"a@b.org\"\nmode = \"loud\"\ninvite = 3\n[submission]\nhost = \"h\"\n")
+        #expect(problems.map(\.path) == ["mode", "invite"])
+        #expect(problems.map(\.line) == [2, 3])
+    }
+}
+
+@Suite("Password command")
+struct PasswordTests {
+    func password(_ command: String, timeout: TimeInterval = 10) throws -> [UInt8] {
+        try Password.run(command, timeout: timeout).withUnsafeBytes { Array($0) }
+    }
+
+    @Test("the output less one final line break is the password, whatever bytes it holds")
+    func output() throws {
+        #expect(try password("printf 'secret\\n'") == Array("secret".utf8))
+        #expect(try password("printf 'two\\nlines\\r\\n'") == Array("two\nlines".utf8))
+        for _ in 0..<5 {
+            let bytes = (0..<Int.random(in: 1...200)).map { _ in UInt8.random(in: 1...255) }.filter { $0 != 10 && $0 != 13 }
+            guard !bytes.isEmpty else { continue }
+            let octal = bytes.map { String(format: "\\%03o", $0) }.joined()
+            #expect(try password("printf '\(octal)'") == bytes)
+        }
+    }
+
+    @Test("a failing, silent, endless or talkative command is an error that shows none of its output")
+    func failures() {
+        let cases = ["echo leaked-word; exit 3", "true", "sleep 30", "yes leaked-word | head -c 10000"]
+        for command in cases {
+            do {
+                _ = try password(command, timeout: 1)
+                Issue.record("\(command) gave a password")
+            } catch {
+                #expect(!"\(error)".contains("leaked-word"))
+            }
+        }
+    }
+
+    @Test("the command does not read our standard input and is not in our argv")
+    func isolation() throws {
+        #expect(try password("cat; printf x") == Array("x".utf8))
+    }
+}
+
+@Suite("Sent folder")
+struct SentFolderTests {
+    @Test("a copy lands in new/ whole, private, with nothing left in tmp/")
+    func filing() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-sent")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sent = SentFolder(path: folder + "/Sent")
+        var paths: Set<String> = []
+        for size in [0, 1, 4096, 300_000] {
+            let bytes = (0..<size).map { _ in UInt8.random(in: 0...255) }
+            let path = try sent.file(bytes)
+            paths.insert(path)
+            #expect(path.hasPrefix(folder + "/Sent/new/"))
+            #expect(Array(FileManager.default.contents(atPath: path) ?? Data()) == bytes)
+            var info = stat()
+            stat(path, &info)
+            #expect(info.st_mode & 0o777 == 0o600)
+        }
+        #expect(paths.count == 4)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder + "/Sent/tmp").isEmpty)
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder + "/Sent")) == ["tmp", "new", "cur"])
+    }
+
+    @Test("a folder that cannot be made is an error naming it")
+    func unwritable() {
+        #expect(throws: SentFolderError.self) { try SentFolder(path: "/proc/nope/Sent").file([1]) }
+    }
+}
+
+@Suite("User configuration, security")
+struct SecurityChoiceTests {
+    @Test("security must be starttls or tls: plain is no choice")
+    func noPlain() {
+        for value in ["none", "plain", "STARTTLS", ""] {
+            let (_, problems) = UserConfig.parse("from = \"a@b.org\"\n[submission]\nhost = \"h\"\nsecurity = \"\(value)\"\n")
+            #expect(problems.map(\.path) == ["submission.security"], "\(value)")
+            #expect(problems.first?.line == 4)
+        }
+    }
+}
