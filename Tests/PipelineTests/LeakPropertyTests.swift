@@ -6,18 +6,6 @@ import Policy
 import TestSupport
 import Testing
 
-/// SplitMix64: small, seedable, the same sequence on every machine.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Makes random mails with marked spans and remembers every secret word.
 struct MailGenerator {
     var random: SeededRandom
