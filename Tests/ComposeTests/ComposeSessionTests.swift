@@ -266,4 +266,33 @@ struct ComposeSessionTests {
             await #expect(throws: ComposeError(.noDraftStore)) { try await noStore.saveAsDraft() }
         }
     }
+
+    @Test("twenty recipients: one by one, one listing each and nothing else; in one change, one listing")
+    func twentyRecipients() async throws {
+        let addresses = ["bob@example.org", "carol@example.org", "expired@example.org", "revoked@example.org"]
+            + (1...16).map { "person\($0)@example.net" }
+        for oneByOne in [true, false] {
+            try await withHome { home in
+                let counted = try CountedGnuPG(home)
+                let session = try await ComposeSession(ComposeDraft(from: alice), gnupg: counted.gnupg, outbox: HeldOutbox())
+                let before = counted.processes
+                let clock = ContinuousClock()
+                let elapsed = try await clock.measure {
+                    if oneByOne {
+                        for address in addresses { try await session.add([person(address)], as: .to) }
+                    } else {
+                        try await session.add(addresses.map(person), as: .to)
+                    }
+                }
+                let state = await session.state
+                #expect(state.recipients.count == 20 && state.recipientState == .mixed)
+                #expect(counted.listings == (oneByOne ? 20 : 1))
+                // Besides the listings, only GPGME's one engine probe (`gpg --version`) per process.
+                #expect(counted.processes - before - counted.versionProbes == counted.listings, "\(counted.calls)")
+                #expect(counted.versionProbes <= 1)
+                // Reported, not judged: timing targets live in scripts/bench.
+                print("compose: 20 recipients \(oneByOne ? "one by one" : "in one change"): \(counted.processes - before) gpg processes, \(elapsed)")
+            }
+        }
+    }
 }

@@ -29,16 +29,17 @@ struct CountedGnuPG {
         gnupg = GnuPG(home: home.path, executable: wrapper)
     }
 
+    /// The argument lists of every gpg process so far.
+    var calls: [Substring] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") }
+
     /// gpg processes that listed keys so far.
-    var listings: Int {
-        let calls = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        return calls.split(separator: "\n").filter { $0.contains("--list-keys") || $0.contains("--list-secret-keys") }.count
-    }
+    var listings: Int { calls.filter { $0.contains("--list-keys") || $0.contains("--list-secret-keys") }.count }
+
+    /// `gpg --version` runs (GPGME asks the engine's version once).
+    var versionProbes: Int { calls.filter { $0.contains("--version") }.count }
 
     /// Every gpg process so far.
-    var processes: Int {
-        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").count
-    }
+    var processes: Int { calls.count }
 }
 
 /// Runs `body` with a fresh home holding `fixtures`; the agent is stopped afterwards.
