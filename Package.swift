@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "Compose", targets: ["Compose"]),
         .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
         .library(name: "ReadingServer", targets: ["ReadingServer"]),
+        .library(name: "Store", targets: ["Store"]),
+        .library(name: "Outbox", targets: ["Outbox"]),
+        .library(name: "Sending", targets: ["Sending"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
     dependencies: [
@@ -26,6 +29,7 @@ let package = Package(
         // Both come with Hummingbird; named here because the server uses their types.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .systemLibrary(
@@ -70,12 +74,25 @@ let package = Package(
         // Composing: a session whose security states are the pipeline's own
         // plan, recomputed on every change; reply, forward, drafts' content.
         .target(name: "Compose", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "Incoming"]),
+        // TOML reading shared by the filter's and the user's configuration:
+        // typed keys that name themselves in errors, and the policy defaults.
+        .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "TOMLKit"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
-        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "TOMLKit"]),
+        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "Settings", "TOMLKit"]),
+        // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
+        // the folder, the file modes and the migrations every feature adds to.
+        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        // The outbox: copies and their recipients with their states, durably.
+        .target(name: "Outbox", dependencies: ["Store", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Sending as a person does: the user configuration, the password, the
+        // delivery of the outbox, the sender's own copy, the connection state.
+        .target(name: "Sending", dependencies: ["Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
+                                                "PartialEncryption", "CMailsecShims", "TOMLKit"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
                 "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer", "Incoming",
+                "Settings", "Store", "Outbox", "Sending",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -98,6 +115,8 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
+        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport"]),
+        .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "TestSupport"]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,14 +2,12 @@ import Foundation
 import OpenPGP
 import PartialEncryption
 import Policy
+import Settings
 import TOMLKit
 
-/// A configuration that cannot be used. The filter defers mail on it (75):
-/// a mis-edited file must never bounce mail.
-public struct ConfigError: Error, Sendable, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
-}
+/// A configuration that cannot be used (from `Settings`, shared with the
+/// user's configuration). The filter defers mail on it (75).
+public typealias ConfigError = Settings.ConfigError
 
 /// How copies are handed back to the mail system.
 public enum Reinjection: Sendable, Equatable {
@@ -138,50 +136,18 @@ public struct FilterConfig: Sendable {
     public static func parse(_ text: String) throws -> FilterConfig {
         let root = try TOMLTable(string: text)
         var config = FilterConfig()
-        let top = Keys(root, "")
-        try top.allow(["gnupg_home", "sign_as", "mode", "invite", "extension", "min_validity", "timeout", "log", "reading",
-                       "markers", "rules", "reinject", "journal"])
+        let top = TOMLKeys(root, "")
+        try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "reading", "reinject", "journal"]))
         config.gnupgHome = try top.string("gnupg_home")
-        if let signAs = try top.string("sign_as"), signAs != "from" { config.signAs = signAs }
-        switch try top.string("mode") ?? "standard" {
-        case "standard": break
-        case "enforce-postcard": config.mail.enforcePostcard = true
-        case "require-letter": config.mail.requireLetter = true
-        case let other: throw ConfigError("mode: unknown value \"\(other)\"")
-        }
-        config.mail.invite = try top.bool("invite") ?? false
-        if let value = try top.string("extension") {
-            guard let ext = PostcardExtension(rawValue: value) else { throw ConfigError("extension: unknown value \"\(value)\"") }
-            // Accepting it now would bounce every mail with marked spans.
-            config.mail.postcardExtension = ext
-        }
-        if let value = try top.string("min_validity") {
-            guard let validity = Validity.allCases.first(where: { $0.description == value }) else {
-                throw ConfigError("min_validity: unknown value \"\(value)\"")
-            }
-            config.minimumValidity = validity
-        }
+        let policy = try PolicySettings.read(top)
+        config.mail = policy.mail
+        config.redactor = policy.redactor
+        config.signAs = policy.signAs
+        config.minimumValidity = policy.minimumValidity
         config.timeout = TimeInterval(try top.positiveInt("timeout") ?? 120)
         if let value = try top.string("log") {
             guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value \"\(value)\"") }
             config.log = log
-        }
-
-        if let markers = try top.table("markers") {
-            try markers.allow(["open", "close", "placeholder"])
-            config.redactor = try Redactor(open: try markers.string("open") ?? Redactor.standard.open,
-                                           close: try markers.string("close") ?? Redactor.standard.close,
-                                           placeholder: try markers.string("placeholder") ?? Redactor.standard.placeholder)
-        }
-
-        for rule in try top.tables("rules") {
-            try rule.allow(["domains", "mode"])
-            guard let modeName = try rule.string("mode"), let mode = DomainRule.Mode(rawValue: modeName) else {
-                throw ConfigError("\(rule.path).mode: must be require-letter or enforce-postcard")
-            }
-            let domains = try rule.strings("domains")
-            if domains.isEmpty { throw ConfigError("\(rule.path).domains: give at least one domain") }
-            config.mail.domainRules += domains.map { DomainRule($0, mode) }
         }
 
         if let reinject = try top.table("reinject") {
@@ -229,68 +195,6 @@ public struct FilterConfig: Sendable {
         if config.mail.postcardExtension == .partiallyEncrypted && config.publisher == nil {
             throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file")
         }
-        if config.mail.enforcePostcard && config.mail.requireLetter {
-            throw ConfigError("mode: cannot both enforce postcards and require letters")
-        }
         return config
-    }
-}
-
-/// Typed access to one TOML table, naming the key in every error.
-private struct Keys {
-    let table: TOMLTable
-    let path: String
-
-    init(_ table: TOMLTable, _ path: String) {
-        self.table = table
-        self.path = path
-    }
-
-    func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
-
-    func allow(_ keys: Set<String>) throws {
-        for (key, _) in table where !keys.contains(key) { throw ConfigError("\(name(key)): unknown key") }
-    }
-
-    func string(_ key: String) throws -> String? {
-        guard let value = table[key] else { return nil }
-        guard let string = value.string else { throw ConfigError("\(name(key)): must be a string") }
-        return string
-    }
-
-    func bool(_ key: String) throws -> Bool? {
-        guard let value = table[key] else { return nil }
-        guard let bool = value.bool else { throw ConfigError("\(name(key)): must be true or false") }
-        return bool
-    }
-
-    func positiveInt(_ key: String) throws -> Int? {
-        guard let value = table[key] else { return nil }
-        guard let int = value.int, int > 0 else { throw ConfigError("\(name(key)): must be a positive whole number") }
-        return int
-    }
-
-    func strings(_ key: String) throws -> [String] {
-        guard let value = table[key] else { return [] }
-        guard let array = value.array else { throw ConfigError("\(name(key)): must be a list of strings") }
-        return try array.map { item in
-            guard let string = item.string else { throw ConfigError("\(name(key)): must be a list of strings") }
-            return string
-        }
-    }
-
-    func table(_ key: String) throws -> Keys? {
-        guard let value = table[key] else { return nil }
-        guard let table = value.table else { throw ConfigError("\(name(key)): must be a table") }
-        return Keys(table, name(key))
-    }
-
-    func tables(_ key: String) throws -> [Keys] {
-        guard let value = table[key] else { return [] }
-        guard let array = value.array else { throw ConfigError("\(name(key)): must be [[\(key)]] tables") }
-        return try array.enumerated().map { index, item in
-            guard let table = item.table else { throw ConfigError("\(name(key)): must be [[\(key)]] tables") }
-            return Keys(table, "\(name(key))[\(index + 1)]")
-        }
     }
 }

@@ -3,7 +3,11 @@ import MIME
 import OpenPGP
 import PartialEncryption
 import Pipeline
+import Outbox
 import ReadingServer
+import Sending
+import Settings
+import Store
 import Policy
 
 /// sysexits.h codes the tool exits with.
@@ -21,6 +25,10 @@ enum ExitStatus: Int32 {
     case cannotCreate = 73
     /// EX_TEMPFAIL: try again later (agent unreachable, time-out).
     case temporary = 75
+    /// EX_PROTOCOL: the submission server refused recipients for good.
+    case serverRefused = 76
+    /// EX_CONFIG: the configuration has problems (`config check`).
+    case config = 78
 
     init(for error: any Error) {
         switch error {
@@ -39,6 +47,7 @@ enum ExitStatus: Int32 {
         case is PublishError, is StreamingError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
+        case is OutboxError, is LocalStoreError, is ConfigError, is PasswordError: self = .temporary
         default: self = .failure
         }
     }
@@ -71,6 +80,10 @@ func describe(_ error: any Error) -> String {
     case let error as StoreError: error.description
     case let error as IntegrityError: error.description
     case let error as StreamingError: error.description
+    case let error as OutboxError: error.description
+    case let error as LocalStoreError: error.description
+    case let error as ConfigError: error.description
+    case let error as PasswordError: error.description
     default: "unexpected error (\(type(of: error)))"
     }
 }

@@ -18,12 +18,14 @@ struct Mailsec: ParsableCommand {
             75 temporary failure (try again: agent unreachable), 1 any other failure.
             """,
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
-        subcommands: [PlanCommand.self, Encrypt.self, Redact.self, Decrypt.self, Keys.self, FilterCommand.self, Serve.self, Reveal.self, Verify.self, AutocryptCommand.self]
+        subcommands: [PlanCommand.self, Encrypt.self, Redact.self, Decrypt.self, Keys.self, FilterCommand.self, Serve.self, Reveal.self, Verify.self, AutocryptCommand.self,
+                      SendCommand.self, SendmailHelp.self, OutboxCommand.self, ConfigCommand.self]
     )
 
     /// Runs the command; every failure ends as one line on stderr.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "sendmail" && !arguments.contains("--help") { SendmailCommand.run(Array(arguments.dropFirst())) }
         if let filter = FilterCommand.plainInvocation(arguments) {
             FilterCommand.filter(config: filter.config, sender: filter.sender, recipients: filter.recipients)
         }

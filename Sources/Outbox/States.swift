@@ -1,0 +1,104 @@
+import Foundation
+
+/// Where a copy, or one recipient of it, stands.
+///
+/// `pending` → `sending` → `sent`; or `failed` (with the reason), which waits
+/// for the person: resend (back to `pending`) or discard. A temporary failure
+/// (no network, refused connection, time-out, 4xx) leaves `pending` with a
+/// later next try.
+public enum DeliveryState: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Waiting for its next try.
+    case pending
+    /// Handed to the server right now (or interrupted by a crash: see ``Outbox/recoverInterrupted()``).
+    case sending
+    /// The server accepted it (250/251/252).
+    case sent
+    /// Refused for good (5xx, authentication failed, TLS verification failed), or given up.
+    case failed
+}
+
+/// What one delivery attempt did for one recipient.
+public enum RecipientOutcome: Sendable, Hashable {
+    /// Accepted by the server.
+    case accepted
+    /// Not this time; try again later. The reason is one line, never content.
+    case temporary(String)
+    /// Refused for good; the person decides (resend or discard).
+    case permanent(String)
+}
+
+/// One recipient of a copy in the outbox.
+public struct OutboxRecipient: Sendable, Hashable, Codable {
+    public let address: String
+    public let state: DeliveryState
+    /// Why it failed, or why its last try did not succeed; nil once sent.
+    public let reason: String?
+}
+
+/// One copy in the outbox (a letter, a postcard or a mail passed on
+/// unchanged), with its recipients. Its ``id`` is what `outbox resend ID`
+/// and `outbox discard ID` take.
+public struct OutboxEntry: Sendable, Hashable, Identifiable {
+    public let id: Int64
+    /// The mail it is a copy of (several copies share one).
+    public let mailID: Int64
+    public let created: Date
+    /// `letter`, `postcard` or `unchanged`.
+    public let kind: String
+    public let envelopeSender: String
+    public let messageID: String?
+    public let recipients: [OutboxRecipient]
+    public let attempts: Int
+    public let lastError: String?
+    /// When it is tried next; nil when nothing is pending.
+    public let nextTry: Date?
+    /// True for the copy filed in `sent_maildir` after delivery.
+    public let isOwnCopy: Bool
+
+    /// The copy's state, from its recipients': `sending` while any is being
+    /// sent, else `pending` while any waits, else `failed` when any failed,
+    /// else `sent`.
+    public var state: DeliveryState {
+        let states = Set(recipients.map(\.state))
+        if states.contains(.sending) { return .sending }
+        if states.contains(.pending) { return .pending }
+        if states.contains(.failed) { return .failed }
+        return .sent
+    }
+}
+
+/// A change to the outbox, as ``Outbox/changes()`` reports it.
+public enum OutboxChange: Sendable, Hashable {
+    /// A copy was added or changed state; it is given as it is now.
+    case updated(OutboxEntry)
+    /// A copy was discarded (or removed after it was sent).
+    case removed(id: Int64)
+}
+
+/// A copy to put into the outbox.
+public struct NewCopy: Sendable {
+    public var kind: String
+    public var recipients: [String]
+    public var message: [UInt8]
+    /// The copy to file in `sent_maildir` once delivered.
+    public var isOwnCopy: Bool
+
+    public init(kind: String, recipients: [String], message: [UInt8], isOwnCopy: Bool = false) {
+        self.kind = kind
+        self.recipients = recipients
+        self.message = message
+        self.isOwnCopy = isOwnCopy
+    }
+}
+
+/// A copy claimed for one delivery attempt: its recipients are `sending`
+/// until ``Outbox/record(_:outcomes:)`` says how it went.
+public struct ClaimedCopy: Sendable {
+    public let id: Int64
+    public let kind: String
+    public let envelopeSender: String
+    /// The recipients claimed (those that were pending), in the stored order.
+    public let recipients: [String]
+    public let message: [UInt8]
+    public let isOwnCopy: Bool
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Outbox
+
+/// What one delivery run did.
+public struct DeliveryReport: Sendable, Hashable {
+    /// Recipients the server accepted in this run.
+    public var delivered = 0
+    /// Recipients left pending (a temporary failure), to be tried later.
+    public var pending = 0
+    /// Recipients that failed for good in this run.
+    public var failed = 0
+    /// The reasons seen, each once, in order.
+    public var reasons: [String] = []
+    /// True when another process held the delivery lock throughout the wait:
+    /// the copies stay queued for it (or the next run).
+    public var busy = false
+    /// Problems filing the sender's own copy (the mail itself went out).
+    public var filingProblems: [String] = []
+
+    mutating func note(_ reason: String) { if !reasons.contains(reason) { reasons.append(reason) } }
+}
+
+/// Delivers the outbox: takes the delivery lock, repairs what a crash left
+/// (``Outbox/recoverInterrupted()``), then claims copy after copy, hands it to
+/// the server over one session and records each recipient's outcome before
+/// the next. A failure that ends the session (no connection, authentication
+/// or TLS refused) is recorded for every copy of the run without another
+/// connection attempt. The sender's own copy is filed in `sent_maildir`
+/// once every one of its recipients has it.
+public struct Courier: Sendable {
+    public let outbox: Outbox
+    public let transport: any SubmissionTransport
+    public let sentFolder: SentFolder?
+
+    public init(outbox: Outbox, transport: any SubmissionTransport, sentFolder: SentFolder?) {
+        self.outbox = outbox
+        self.transport = transport
+        self.sentFolder = sentFolder
+    }
+
+    /// One run. `only`: just these copies; `ignoringSchedule`: due or not
+    /// (a person's flush, or the network came back); `lockWait`: how long to
+    /// wait for another process's run to end.
+    public func deliver(only: Set<Int64>? = nil, ignoringSchedule: Bool = false, lockWait: TimeInterval = 60,
+                        now: @Sendable () -> Date = { Date() }) async throws(OutboxError) -> DeliveryReport {
+        var report = DeliveryReport()
+        guard let lock = try DeliveryLock(folder: outbox.store.folder, wait: lockWait) else {
+            report.busy = true
+            report.note("another mailsec is delivering the outbox")
+            return report
+        }
+        defer { withExtendedLifetime(lock) {} }
+        try outbox.recoverInterrupted()
+        fileOwnCopies(&report)
+
+        var session: (any SubmissionSession)?
+        var sessionFailure: SubmissionFailure?
+        var tried = Set<Int64>()
+        while let copy = try outbox.claim(now: now(), ignoringSchedule: ignoringSchedule, only: only, skipping: tried) {
+            tried.insert(copy.id)
+            var outcomes: [String: RecipientOutcome] = [:]
+            if let failure = sessionFailure {
+                for address in copy.recipients { outcomes[address] = failure.outcome }
+            } else {
+                do {
+                    if session == nil { session = try await transport.open() }
+                    outcomes = try await session!.send(from: copy.envelopeSender, to: copy.recipients, message: copy.message)
+                } catch {
+                    for address in copy.recipients { outcomes[address] = error.outcome }
+                    if error.endsSession || session == nil {
+                        sessionFailure = error
+                        if let open = session { await open.quit() }
+                        session = nil
+                    }
+                }
+            }
+            let entry = try outbox.record(copy, outcomes: outcomes, now: now())
+            for address in copy.recipients {
+                switch outcomes[address] ?? .temporary("no answer for this recipient") {
+                case .accepted: report.delivered += 1
+                case .temporary(let reason):
+                    if entry?.recipients.first(where: { $0.address == address })?.state == .failed {
+                        report.failed += 1
+                    } else {
+                        report.pending += 1
+                    }
+                    report.note(reason)
+                case .permanent(let reason):
+                    report.failed += 1
+                    report.note(reason)
+                }
+            }
+            if copy.isOwnCopy, entry?.state == .sent { fileOwnCopy(copy.id, &report) }
+        }
+        if let session { await session.quit() }
+        return report
+    }
+
+    /// Own copies delivered earlier whose filing failed (the folder was
+    /// missing, say) are filed now.
+    private func fileOwnCopies(_ report: inout DeliveryReport) {
+        guard sentFolder != nil, let entries = try? outbox.entries() else { return }
+        for entry in entries where entry.isOwnCopy && entry.state == .sent { fileOwnCopy(entry.id, &report) }
+    }
+
+    private func fileOwnCopy(_ id: Int64, _ report: inout DeliveryReport) {
+        guard let sentFolder else { return }
+        do {
+            guard let bytes = try outbox.unfiledOwnCopy(id) else { return }
+            try sentFolder.file(bytes)
+            try outbox.markFiled(id)
+        } catch let error as SentFolderError {
+            report.filingProblems.append(error.description)
+        } catch {
+            report.filingProblems.append("\(error)")
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+/// The password could not be had. Never carries the password or the
+/// command's output; names the command's exit status at most.
+public struct PasswordError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// A password in memory: kept in one buffer of our own (never a String,
+/// which Swift may copy anywhere), zeroed with `explicit_bzero` (which the
+/// optimiser keeps) when it is no longer referenced.
+public final class Password: @unchecked Sendable {
+    // @unchecked: the buffer is written only in init and read only through
+    // withBytes; it is never shared mutably.
+    private let buffer: UnsafeMutableRawBufferPointer
+    public let count: Int
+
+    init(taking bytes: UnsafeMutableRawBufferPointer, count: Int) {
+        buffer = bytes
+        self.count = count
+    }
+
+    /// Copies `bytes` in; the caller zeroes its own copy.
+    public convenience init(copying bytes: [UInt8]) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
+        bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        self.init(taking: buffer, count: bytes.count)
+    }
+
+    deinit {
+        explicit_bzero(buffer.baseAddress!, buffer.count)
+        buffer.deallocate()
+    }
+
+    /// Lends the bytes; do not keep them.
+    public func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+    }
+
+    /// Gets the password for `config`: runs `password_command` once, or takes
+    /// the one in the (private) file; nil when none is configured.
+    public static func obtain(for config: UserConfig, timeout: TimeInterval = 120) throws(PasswordError) -> Password? {
+        switch config.submission.password {
+        case .none: return nil
+        case .inFile:
+            return config.filePassword
+        case .command(let command): return try run(command, timeout: timeout)
+        }
+    }
+
+    /// Runs `/bin/sh -c COMMAND` with standard input from /dev/null and
+    /// standard output into a pipe; the password is what it prints, less one
+    /// final line break. The command is not in our argv (only the shell's),
+    /// and what it prints appears nowhere. Killed after `timeout` seconds.
+    static func run(_ command: String, timeout: TimeInterval) throws(PasswordError) -> Password {
+        var pipeFDs: [Int32] = [-1, -1]
+        guard pipe(&pipeFDs) == 0 else { throw PasswordError(description: "password_command: cannot make a pipe") }
+        // Neither end may leak into the child beyond its standard output (no
+        // pipe2 in Glibc's module map; dup2 onto 1 clears the flag there).
+        for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
+        defer {
+            for pointer in argv { if let pointer { explicit_bzero(pointer, strlen(pointer)); free(pointer) } }
+        }
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ)
+        close(pipeFDs[1])
+        guard spawned == 0 else {
+            close(pipeFDs[0])
+            throw PasswordError(description: "password_command: cannot run /bin/sh")
+        }
+
+        let limit = 4096
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: limit, alignment: 1)
+        var count = 0
+        var failure: String?
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            var poller = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
+            let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+            let ready = poll(&poller, 1, left)
+            if ready < 0 && errno == EINTR { continue }
+            if ready <= 0 { failure = "password_command: no answer within \(Int(timeout)) s"; break }
+            if count == limit { failure = "password_command: printed more than \(limit) bytes"; break }
+            let got = read(pipeFDs[0], buffer.baseAddress! + count, limit - count)
+            if got < 0 && errno == EINTR { continue }
+            if got <= 0 { break }
+            count += got
+        }
+        close(pipeFDs[0])
+        if failure != nil { kill(pid, SIGKILL) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        if failure == nil {
+            let exited = status & 0x7f == 0
+            let code = (status >> 8) & 0xff
+            if !exited { failure = "password_command: killed by signal \(status & 0x7f)" }
+            else if code != 0 { failure = "password_command: failed with status \(code)" }
+        }
+        if failure == nil {
+            if count > 0 && buffer[count - 1] == 10 { count -= 1 }
+            if count > 0 && buffer[count - 1] == 13 { count -= 1 }
+            if count == 0 { failure = "password_command: printed no password" }
+        }
+        let password = Password(taking: buffer, count: count)  // zeroes the buffer, failure or not
+        if let failure { throw PasswordError(description: failure) }
+        return password
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// The sentence for a copy that could not be filed; it names the folder only.
+public struct SentFolderError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// The sender's own copies, in a Maildir (`sent_maildir`) a mail client
+/// shows: each is written to `tmp/` under a unique name, synced, then renamed
+/// into `new/` (Maildir delivery as qmail defines it), so a reader never sees
+/// half a mail. The
+/// folder and its `tmp`, `new`, `cur` are made (0700) when missing.
+public struct SentFolder: Sendable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Files `message`; returns the file's path.
+    @discardableResult
+    public func file(_ message: [UInt8], now: Date = Date()) throws(SentFolderError) -> String {
+        for sub in ["", "/tmp", "/new", "/cur"] {
+            let folder = path + sub
+            if mkdir(folder, 0o700) != 0 && errno != EEXIST {
+                throw SentFolderError(description: "cannot make the Maildir \(folder): \(String(cString: strerror(errno)))")
+            }
+        }
+        var random = [UInt8](repeating: 0, count: 8)
+        _ = getentropy(&random, random.count)
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        // Maildir names: "/" and ":" in the host name would break them.
+        let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).replacingOccurrences(of: "/", with: "\\057").replacingOccurrences(of: ":", with: "\\072")
+        let seconds = Int(now.timeIntervalSince1970)
+        let micros = Int((now.timeIntervalSince1970 - Double(seconds)) * 1_000_000)
+        let unique = "\(seconds).M\(micros)P\(getpid())R\(random.map { String(format: "%02x", $0) }.joined()).\(hostName)"
+        let temporary = path + "/tmp/" + unique
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SentFolderError(description: "cannot write into \(path)/tmp: \(String(cString: strerror(errno)))") }
+        var offset = 0
+        var ok = true
+        message.withUnsafeBytes { bytes in
+            while offset < bytes.count {
+                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { ok = false; return }
+                offset += written
+            }
+        }
+        if ok && fsync(fd) != 0 { ok = false }
+        close(fd)
+        guard ok else {
+            unlink(temporary)
+            throw SentFolderError(description: "cannot write into \(path)/tmp")
+        }
+        let final = path + "/new/" + unique
+        guard rename(temporary, final) == 0 else {
+            unlink(temporary)
+            throw SentFolderError(description: "cannot move the copy into \(path)/new")
+        }
+        let folder = open(path + "/new", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 { fsync(folder); close(folder) }
+        return final
+    }
+}

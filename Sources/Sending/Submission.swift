@@ -1,0 +1,143 @@
+import Foundation
+import MIME
+import OpenPGP
+import Outbox
+import Pipeline
+import Policy
+import Store
+
+/// A change an application may show: the outbox's copies, and the
+/// connection to the submission server.
+public enum SendingEvent: Sendable, Hashable {
+    case outbox(OutboxChange)
+    case connection(ConnectionState)
+}
+
+/// The mail as queued: its plan and the ids of its copies in the outbox.
+public struct QueuedMail: Sendable {
+    public let plan: Plan
+    /// One id per copy, in the order they are sent.
+    public let copies: [Int64]
+}
+
+/// Sending as a person does. `queue` plans the mail, writes every copy with
+/// the pipeline (all cryptography before anything is stored) and stores them
+/// in the outbox durably; `deliver` hands them to the submission server;
+/// `watch` follows the connection and delivers when it can.
+///
+/// ```swift
+/// let submission = try Submission(config: UserConfig.load())
+/// let queued = try submission.queue(bytes)
+/// let report = try await submission.deliver(only: Set(queued.copies))
+/// ```
+public final class Submission: Sendable {
+    public let config: UserConfig
+    public let outbox: Outbox
+    public let courier: Courier
+    private let states: AsyncStream<ConnectionState>.Continuation
+    private let stateStream: AsyncStream<ConnectionState>
+
+    /// Opens the store (`LocalStore()` by default) and uses `transport`
+    /// (by default SMTP to the configured `[submission]` server).
+    public init(config: UserConfig, store: LocalStore? = nil, transport: (any SubmissionTransport)? = nil) throws {
+        self.config = config
+        outbox = Outbox(store: try store ?? LocalStore())
+        courier = Courier(outbox: outbox, transport: transport!,  // TEMP until SMTP merges
+                          sentFolder: config.sentMaildir.map(SentFolder.init(path:)))
+        (stateStream, states) = AsyncStream<ConnectionState>.makeStream(bufferingPolicy: .bufferingNewest(16))
+    }
+
+    /// The pipeline as the configuration sets it up.
+    public var pipeline: MailPipeline {
+        MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
+            mail: config.policy.mail, redactor: config.policy.redactor, signAs: config.policy.signAs,
+            requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity)))
+    }
+
+    /// Plans and writes every copy of the mail in `bytes`, and stores them
+    /// all in the outbox (or none). Recipients: `envelopeRecipients` when
+    /// given (those not in To/Cc are Bcc), else To, Cc and Bcc. The envelope
+    /// sender: `envelopeSender`, else `from` of the configuration. Throws the
+    /// pipeline's errors (bad message, refused by policy) before anything is stored.
+    public func queue(_ bytes: [UInt8], envelopeSender: String? = nil, envelopeRecipients: [String]? = nil,
+                      origin: String = "library", parseOptions: ParseOptions = .standard) throws -> QueuedMail {
+        let message = try MIMEMessage.parse(bytes, options: parseOptions)
+        let pipeline = pipeline
+        let prepared = try pipeline.prepare(message, original: MailPipeline.withoutBcc(bytes),
+                                            envelopeSender: envelopeSender ?? config.from,
+                                            envelopeRecipients: envelopeRecipients)
+        if prepared.plan.isRefused { throw PipelineError(.refused(prepared.plan.refused.map(\.recipient.address))) }
+        let written = try pipeline.write(prepared)
+        let own = Self.ownCopy(written.copies, plan: prepared.plan)
+        var copies: [NewCopy] = []
+        for (index, copy) in written.copies.enumerated() {
+            copies.append(NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes,
+                                  isOwnCopy: config.sentMaildir != nil && index == own))
+        }
+        let ids = try outbox.enqueue(sender: prepared.envelopeSender, messageID: message.messageID, origin: origin, copies: copies)
+        return QueuedMail(plan: prepared.plan, copies: ids)
+    }
+
+    /// Which copy the sender keeps: the To/Cc letter (encrypted to the
+    /// sender's key too), else the postcard, else the mail as it came, else a
+    /// letter to a Bcc recipient.
+    static func ownCopy(_ copies: [WrittenCopy], plan: Plan) -> Int? {
+        let bcc = Set(plan.decisions.filter { $0.recipient.role == .bcc }.map { $0.recipient.address.lowercased() })
+        if let index = copies.firstIndex(where: { $0.kind == .letter && $0.recipients.contains { !bcc.contains($0.lowercased()) } }) {
+            return index
+        }
+        return copies.firstIndex { $0.kind == .postcard } ?? copies.firstIndex { $0.kind == .unchanged }
+            ?? copies.firstIndex { $0.kind == .letter }
+    }
+
+    /// One delivery run (see ``Courier/deliver(only:ignoringSchedule:lockWait:now:)``).
+    public func deliver(only: Set<Int64>? = nil, ignoringSchedule: Bool = false, lockWait: TimeInterval = 60)
+        async throws(OutboxError) -> DeliveryReport {
+        try await courier.deliver(only: only, ignoringSchedule: ignoringSchedule, lockWait: lockWait)
+    }
+
+    /// Changes of the outbox (made by this process) and of the connection state.
+    public func events() -> AsyncStream<SendingEvent> {
+        let changes = outbox.changes()
+        let states = stateStream
+        return AsyncStream { continuation in
+            let first = Task { for await change in changes { continuation.yield(.outbox(change)) } }
+            let second = Task { for await state in states { continuation.yield(.connection(state)) } }
+            continuation.onTermination = { _ in first.cancel(); second.cancel() }
+        }
+    }
+
+    /// Follows the connection until cancelled: reports each state change to
+    /// `report` (and ``events()``), delivers everything pending as soon as the
+    /// state becomes online, and delivers what falls due while online. It
+    /// looks again on every netlink link, address or route event, and at
+    /// least every `interval` seconds.
+    public func watch(interval: TimeInterval = 30, report: @Sendable (ConnectionState, DeliveryReport?) -> Void) async {
+        let events = NetworkEvents()
+        var last: ConnectionState?
+        while !Task.isCancelled {
+            let state = await courier.transport.probe()
+            var delivered: DeliveryReport?
+            if state == .online {
+                let due = (try? outbox.nextTry()).flatMap { $0 } 
+                if last != .online || (due.map { $0 <= Date() } ?? false) {
+                    delivered = try? await deliver(ignoringSchedule: last != .online, lockWait: 5)
+                }
+            }
+            if state != last || (delivered.map { $0.delivered + $0.failed + $0.pending > 0 } ?? false) {
+                if state != last { states.yield(state) }
+                report(state, delivered)
+            }
+            last = state
+            var wait = interval
+            if state == .online, let due = (try? outbox.nextTry()).flatMap({ $0 }) {
+                wait = max(1, min(interval, due.timeIntervalSinceNow))
+            }
+            // The netlink wait blocks a thread: keep it off the cooperative pool.
+            let waited = wait
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread.detachNewThread { _ = events.wait(timeout: waited); done.resume() }
+            }
+        }
+    }
+}

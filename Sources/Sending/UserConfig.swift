@@ -1,0 +1,289 @@
+import Foundation
+import OpenPGP
+import Policy
+import Settings
+import TOMLKit
+
+/// How the connection to the submission server is protected. There is no
+/// plain choice: a password and mail never cross the network in clear.
+public enum SubmissionSecurity: String, Sendable, Hashable, CaseIterable {
+    /// Port 587: plain at first, then STARTTLS before anything else (RFC 3207).
+    case startTLS = "starttls"
+    /// Port 465: TLS from the first byte (RFC 8314).
+    case tls
+}
+
+/// Where the password for the submission server comes from.
+public enum PasswordSource: Sendable, Hashable {
+    /// Run once with `/bin/sh -c`; its standard output (less one final line
+    /// break) is the password, read from a pipe (as msmtp's `passwordeval`).
+    case command(String)
+    /// Written in the configuration file, which must then be private (0600).
+    case inFile
+    /// No authentication.
+    case none
+}
+
+/// The `[submission]` table: the server a person submits mail to.
+public struct SubmissionSettings: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    public var security: SubmissionSecurity
+    public var username: String?
+    public var password: PasswordSource
+    /// Certificates to trust instead of the system's (a private CA, say).
+    public var caFile: String?
+    /// The name to greet with (EHLO); nil: the host's own name.
+    public var heloName: String?
+    /// Seconds to wait for the server at each step (nil: RFC 5321's own).
+    public var timeout: Int?
+
+    public init(host: String, port: Int? = nil, security: SubmissionSecurity = .startTLS, username: String? = nil,
+                password: PasswordSource = .none, caFile: String? = nil, heloName: String? = nil, timeout: Int? = nil) {
+        self.host = host
+        self.port = port ?? (security == .tls ? 465 : 587)
+        self.security = security
+        self.username = username
+        self.password = password
+        self.caFile = caFile
+        self.heloName = heloName
+        self.timeout = timeout
+    }
+}
+
+/// The person's configuration, `$XDG_CONFIG_HOME/mailsec/config.toml`
+/// (by default `~/.config/mailsec/config.toml`). Every key but `from` and
+/// `[submission]`'s `host` is optional; an unknown key or a wrong type is an
+/// error, so that a typo is noticed (`mailsec config check`).
+///
+/// ```toml
+/// from = "alice@example.org"          # the envelope sender and signing identity
+/// gnupg_home = "~/.gnupg"             # default: $GNUPGHOME, then ~/.gnupg
+/// sent_maildir = "~/Mail/Sent"        # optional: the sender's own copy, after delivery
+///
+/// [submission]
+/// host = "smtp.example.org"
+/// port = 587                          # default 587 for starttls, 465 for tls
+/// security = "starttls"               # or "tls"
+/// username = "alice@example.org"
+/// password_command = "pass show mail/example.org"
+/// # password = "…"                    # only in a file nobody else can read (0600)
+/// # ca_file = "/etc/ssl/private-ca.pem"
+/// # helo = "laptop.example.org"
+/// # timeout = 60                      # seconds per step; default: RFC 5321's
+///
+/// # Policy defaults, as the filter's: sign_as, mode, invite, extension,
+/// # min_validity, [markers], [[rules]].
+/// ```
+public struct UserConfig: Sendable {
+    /// The file it was read from.
+    public var path: String?
+    public var from: String
+    public var gnupgHome: String?
+    public var sentMaildir: String?
+    public var submission: SubmissionSettings
+    public var policy: PolicySettings
+    /// The password written in the file, when `password` is used. Only the
+    /// ``Password`` type reads it out.
+    var filePassword: Password?
+
+    public init(from: String, submission: SubmissionSettings, gnupgHome: String? = nil, sentMaildir: String? = nil,
+                policy: PolicySettings = PolicySettings()) {
+        self.from = from
+        self.submission = submission
+        self.gnupgHome = gnupgHome
+        self.sentMaildir = sentMaildir
+        self.policy = policy
+    }
+
+    /// `$XDG_CONFIG_HOME/mailsec/config.toml`, or `~/.config/mailsec/config.toml`.
+    public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") { return config + "/mailsec/config.toml" }
+        return (environment["HOME"] ?? NSHomeDirectory()) + "/.config/mailsec/config.toml"
+    }
+
+    /// Reads the file; the first problem throws (with its line when known).
+    public static func load(path: String = UserConfig.defaultPath()) throws(ConfigError) -> UserConfig {
+        let (config, problems) = read(path: path)
+        if let first = problems.first { throw first }
+        guard let config else { throw ConfigError("configuration \(path) cannot be used") }
+        return config
+    }
+
+    /// Every problem of the file, each with its line where known (for
+    /// `mailsec config check`); an empty list means the file is fine.
+    public static func check(path: String = UserConfig.defaultPath()) -> [ConfigError] {
+        read(path: path).problems
+    }
+
+    static func read(path: String) -> (UserConfig?, problems: [ConfigError]) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return (nil, [ConfigError("cannot read configuration \(path) (no such file)")]) }
+        guard (info.st_mode & S_IFMT) == S_IFREG, let data = FileManager.default.contents(atPath: path) else {
+            return (nil, [ConfigError("cannot read configuration \(path)")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else { return (nil, [ConfigError("configuration \(path) is not UTF-8")]) }
+        let privateFile = info.st_mode & 0o077 == 0 && info.st_uid == getuid()
+        var (config, problems) = parse(text, privateFile: privateFile)
+        config?.path = path
+        problems = problems.map { problem in
+            var located = problem
+            located = ConfigError("\(path)\(problem.line.map { ":\($0)" } ?? ""): \(problem.description)", path: problem.path,
+                                  line: problem.line)
+            return located
+        }
+        return (problems.isEmpty ? config : nil, problems)
+    }
+
+    /// Reads configuration text. `privateFile` tells whether the file it came
+    /// from is readable by its owner only (a `password` is refused otherwise).
+    /// Returns the configuration (nil when unusable) and every problem found.
+    public static func parse(_ text: String, privateFile: Bool = true) -> (UserConfig?, problems: [ConfigError]) {
+        let lines = SourceLines(text)
+        var problems: [ConfigError] = []
+        func note(_ error: ConfigError) {
+            var error = error
+            if error.line == nil, let path = error.path { error.line = lines.line(of: path) }
+            problems.append(error)
+        }
+        func step(_ body: () throws -> Void) {
+            do { try body() } catch { note(error as? ConfigError ?? ConfigError("\(error)")) }
+        }
+        let root: TOMLTable
+        do { root = try TOMLTable(string: text) } catch let error as TOMLParseError {
+            return (nil, [ConfigError("not TOML: \(error.description)", line: error.source.begin.line)])
+        } catch {
+            return (nil, [ConfigError("not TOML")])
+        }
+        let top = TOMLKeys(root, "")
+        step { try top.allow(PolicySettings.keys.union(["from", "gnupg_home", "sent_maildir", "submission"])) }
+
+        var from: String?
+        step {
+            guard let value = try top.string("from") else { throw ConfigError("from: required (your address)", path: "from") }
+            guard Self.isAddress(value) else { throw ConfigError("from: \"\(value)\" is not a mail address", path: "from") }
+            from = value
+        }
+        var gnupgHome: String?
+        step {
+            guard let value = try top.string("gnupg_home") else { return }
+            let home = expandTilde(value)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: home, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ConfigError("gnupg_home: \(home) is not a folder", path: "gnupg_home")
+            }
+            gnupgHome = home
+        }
+        var sentMaildir: String?
+        step {
+            guard let value = try top.string("sent_maildir") else { return }
+            guard !value.isEmpty else { throw ConfigError("sent_maildir: give a folder", path: "sent_maildir") }
+            sentMaildir = expandTilde(value)
+        }
+        var policy = PolicySettings()
+        step { policy = try PolicySettings.read(top, collect: note) }
+        if policy.mail.postcardExtension == .partiallyEncrypted {
+            note(ConfigError("extension: partially-encrypted is not yet available for sending; use censored", path: "extension"))
+        }
+
+        var submission: SubmissionSettings?
+        var filePassword: Password?
+        step {
+            guard let table = try top.table("submission") else {
+                throw ConfigError("[submission]: required (host, port, security, username, password_command)", path: "submission")
+            }
+            try submission = Self.submission(table, privateFile: privateFile, password: &filePassword, note: note)
+        }
+        guard problems.isEmpty, let from, let submission else { return (nil, problems) }
+        var config = UserConfig(from: from, submission: submission, gnupgHome: gnupgHome, sentMaildir: sentMaildir, policy: policy)
+        config.filePassword = filePassword
+        return (config, [])
+    }
+
+    private static func submission(_ table: TOMLKeys, privateFile: Bool, password: inout Password?,
+                                   note: (ConfigError) -> Void) throws(ConfigError) -> SubmissionSettings? {
+        var ok = true
+        func step<T>(_ body: () throws -> T?) -> T? {
+            do { return try body() } catch {
+                ok = false
+                note(error as? ConfigError ?? ConfigError("\(error)"))
+                return nil
+            }
+        }
+        _ = step { try table.allow(["host", "port", "security", "username", "password_command", "password", "ca_file",
+                                     "helo", "timeout"]) }
+        let host: String? = step {
+            guard let host = try table.string("host"), !host.isEmpty else {
+                throw ConfigError("submission.host: required (the submission server's name)", path: "submission.host")
+            }
+            return host
+        }
+        let security: SubmissionSecurity? = step {
+            guard let value = try table.string("security") else { return .startTLS }
+            guard let security = SubmissionSecurity(rawValue: value) else {
+                throw ConfigError("submission.security: must be \"starttls\" or \"tls\" (never plain)", path: "submission.security")
+            }
+            return security
+        }
+        let port: Int? = step {
+            guard let port = try table.positiveInt("port") else { return nil }
+            guard port < 65536 else { throw ConfigError("submission.port: out of range", path: "submission.port") }
+            return port
+        }
+        let username = step { try table.string("username") }
+        let command = step { try table.string("password_command") }
+        let inline = step { try table.string("password") }
+        let caFile: String? = step {
+            guard let value = try table.string("ca_file") else { return nil }
+            let path = expandTilde(value)
+            guard access(path, R_OK) == 0 else { throw ConfigError("submission.ca_file: cannot read \(path)", path: "submission.ca_file") }
+            return path
+        }
+        let helo = step { try table.string("helo") }
+        let timeout = step { try table.positiveInt("timeout") }
+
+        var source = PasswordSource.none
+        if let command, inline != nil {
+            _ = command
+            ok = false
+            note(ConfigError("submission.password: give either password or password_command, not both", path: "submission.password"))
+        } else if let command {
+            if command.trimmingCharacters(in: .whitespaces).isEmpty {
+                ok = false
+                note(ConfigError("submission.password_command: empty", path: "submission.password_command"))
+            }
+            source = .command(command)
+        } else if let inline {
+            if !privateFile {
+                ok = false
+                // Never the value itself: only where it is.
+                note(ConfigError("submission.password: refused, the file can be read by others (chmod 600 it, or use password_command)",
+                                 path: "submission.password"))
+            } else {
+                source = .inFile
+                password = Password(copying: Array(inline.utf8))
+            }
+        }
+        if source != .none && username == nil {
+            ok = false
+            note(ConfigError("submission.username: required with a password", path: "submission.username"))
+        }
+        guard ok, let host, let security else { return nil }
+        return SubmissionSettings(host: host, port: port, security: security, username: username, password: source,
+                                  caFile: caFile, heloName: helo, timeout: timeout)
+    }
+
+    /// A plain check of the form local@domain (the pipeline checks further).
+    static func isAddress(_ text: String) -> Bool {
+        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
+        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty
+            && !text.unicodeScalars.contains { $0.value <= 0x20 || $0 == "<" || $0 == ">" || $0.value == 0x7F }
+    }
+}
+
+/// `~` and `~/…` as the person's home.
+func expandTilde(_ path: String) -> String {
+    guard path == "~" || path.hasPrefix("~/") else { return path }
+    let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+    return home + path.dropFirst()
+}

@@ -1,0 +1,68 @@
+import TOMLKit
+
+/// Typed access to one TOML table, naming the key in every error.
+package struct TOMLKeys {
+    package let table: TOMLTable
+    package let path: String
+
+    package init(_ table: TOMLTable, _ path: String) {
+        self.table = table
+        self.path = path
+    }
+
+    package func name(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    private func error(_ key: String, _ text: String) -> ConfigError {
+        ConfigError("\(name(key)): \(text)", path: name(key))
+    }
+
+    package func allow(_ keys: Set<String>) throws(ConfigError) {
+        for (key, _) in table where !keys.contains(key) { throw error(key, "unknown key") }
+    }
+
+    package func string(_ key: String) throws(ConfigError) -> String? {
+        guard let value = table[key] else { return nil }
+        guard let string = value.string else { throw error(key, "must be a string") }
+        return string
+    }
+
+    package func bool(_ key: String) throws(ConfigError) -> Bool? {
+        guard let value = table[key] else { return nil }
+        guard let bool = value.bool else { throw error(key, "must be true or false") }
+        return bool
+    }
+
+    package func positiveInt(_ key: String) throws(ConfigError) -> Int? {
+        guard let value = table[key] else { return nil }
+        guard let int = value.int, int > 0 else { throw error(key, "must be a positive whole number") }
+        return int
+    }
+
+    package func strings(_ key: String) throws(ConfigError) -> [String] {
+        guard let value = table[key] else { return [] }
+        guard let array = value.array else { throw error(key, "must be a list of strings") }
+        var strings: [String] = []
+        for item in array {
+            guard let string = item.string else { throw error(key, "must be a list of strings") }
+            strings.append(string)
+        }
+        return strings
+    }
+
+    package func table(_ key: String) throws(ConfigError) -> TOMLKeys? {
+        guard let value = table[key] else { return nil }
+        guard let table = value.table else { throw error(key, "must be a table") }
+        return TOMLKeys(table, name(key))
+    }
+
+    package func tables(_ key: String) throws(ConfigError) -> [TOMLKeys] {
+        guard let value = table[key] else { return [] }
+        guard let array = value.array else { throw error(key, "must be [[\(key)]] tables") }
+        var tables: [TOMLKeys] = []
+        for (index, item) in array.enumerated() {
+            guard let table = item.table else { throw error(key, "must be [[\(key)]] tables") }
+            tables.append(TOMLKeys(table, "\(name(key))[\(index + 1)]"))
+        }
+        return tables
+    }
+}

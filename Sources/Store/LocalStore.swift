@@ -1,0 +1,86 @@
+import Foundation
+import GRDB
+
+/// The user's store could not be opened or used. Never carries stored content.
+public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) { self.description = description }
+}
+
+/// The user's local store: one SQLite database (WAL) in a private folder,
+/// `$XDG_DATA_HOME/mailsec/` (by default `~/.local/share/mailsec/`). The
+/// folder is 0700 and every file in it 0600, also those SQLite makes later
+/// (its `-wal` and `-shm` files take the database file's mode, and the
+/// process's umask is narrowed while the store opens).
+///
+/// Several processes may use it at once (`send` while `outbox watch` runs):
+/// SQLite serialises the writers, and a writer waits up to ``busyTimeout``
+/// for another. Every commit is durable (`synchronous = FULL`): what a call
+/// returned having written survives a crash or a power cut.
+public final class LocalStore: Sendable {
+    /// The folder that holds the database.
+    public let folder: String
+    /// The database file.
+    public var path: String { folder + "/mailsec.sqlite" }
+    /// How long a writer waits for another process's write.
+    public static let busyTimeout: TimeInterval = 30
+
+    /// The database, for the targets that keep their tables here.
+    package let database: DatabasePool
+
+    /// `$XDG_DATA_HOME/mailsec`, or `$HOME/.local/share/mailsec` (XDG Base Directory).
+    public static func defaultFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/mailsec" }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return home + "/.local/share/mailsec"
+    }
+
+    /// Opens the store in `folder` (made 0700 when missing), creating the
+    /// database and bringing its tables up to date (``Schema``).
+    public init(folder: String = LocalStore.defaultFolder()) throws(LocalStoreError) {
+        self.folder = folder
+        let old = umask(0o077)
+        defer { umask(old) }
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw LocalStoreError("cannot make the store folder \(folder)")
+        }
+        var info = stat()
+        guard lstat(folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw LocalStoreError("the store folder \(folder) is not a folder")
+        }
+        guard info.st_uid == getuid() else { throw LocalStoreError("the store folder \(folder) belongs to another user") }
+        // A folder others can read would show who one writes to: close it.
+        if info.st_mode & 0o077 != 0 { chmod(folder, 0o700) }
+
+        // The file is made 0600 before SQLite opens it, so it never exists wider.
+        let file = folder + "/mailsec.sqlite"
+        let fd = open(file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw LocalStoreError("cannot open the store \(file): \(String(cString: strerror(errno)))") }
+        fchmod(fd, 0o600)
+        close(fd)
+
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(Self.busyTimeout)
+        configuration.label = "mailsec"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        do {
+            database = try DatabasePool(path: file, configuration: configuration)
+            try Schema.migrator.migrate(database)
+        } catch {
+            throw LocalStoreError("cannot open the store \(file) (\(Self.describe(error)))")
+        }
+        for suffix in ["-wal", "-shm"] { chmod(file + suffix, 0o600) }
+    }
+
+    /// A database error without its SQL arguments (they may be mail content).
+    package static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError { return "SQLite: \(error.message ?? "error \(error.resultCode.rawValue)")" }
+        return "\(type(of: error))"
+    }
+}

@@ -1,0 +1,204 @@
+import ArgumentParser
+import Foundation
+import Outbox
+import Sending
+
+struct OutboxCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outbox",
+        abstract: "Show and deliver the outbox: copies waiting, sent, or failed.",
+        discussion: """
+            Every copy 'send' and 'sendmail' write waits here until the server has it. A copy and \
+            each of its recipients is pending (waiting for its next try), sending, sent, or failed \
+            (refused for good: 5xx, authentication, TLS verification; or no delivery for 5 days). \
+            A temporary failure (no network, refused connection, time-out, 4xx) stays pending and \
+            is tried again after 1, 2, 4 … minutes, at most an hour apart.
+            """,
+        subcommands: [OutboxList.self, OutboxFlush.self, OutboxResend.self, OutboxDiscard.self, OutboxWatch.self],
+        defaultSubcommand: OutboxList.self
+    )
+}
+
+struct OutboxList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List the copies in the outbox: id, created, kind, recipients, state, attempts, last error, next try.")
+
+    @OptionGroup var configOption: ConfigOption
+
+    @Flag(help: "Print JSON for machines.")
+    var json = false
+
+    func run() throws {
+        let entries = try configOption.submission().outbox.entries()
+        if json {
+            try writeOutput(encodeJSON(entries.map(EntryJSON.init)), to: nil)
+            return
+        }
+        if entries.isEmpty {
+            print("the outbox is empty")
+            return
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        for entry in entries {
+            let next = entry.nextTry.map { formatter.string(from: $0) } ?? "-"
+            print("\(entry.id)  \(formatter.string(from: entry.created))  \(entry.kind)  \(entry.state.rawValue)  "
+                  + "attempts=\(entry.attempts)  next-try=\(next)")
+            for recipient in entry.recipients {
+                print("    \(recipient.address)  \(recipient.state.rawValue)" + (recipient.reason.map { "  (\($0))" } ?? ""))
+            }
+            if let error = entry.lastError { print("    last error: \(error)") }
+        }
+    }
+}
+
+/// One copy in `outbox list --json` (README, "The outbox").
+struct EntryJSON: Encodable {
+    struct Recipient: Encodable {
+        let address: String
+        let state: String
+        let reason: String?
+    }
+
+    let id: Int64
+    let created: Date
+    let kind: String
+    let state: String
+    let envelopeSender: String
+    let messageID: String?
+    let recipients: [Recipient]
+    let attempts: Int
+    let lastError: String?
+    let nextTry: Date?
+
+    init(_ entry: OutboxEntry) {
+        id = entry.id
+        created = entry.created
+        kind = entry.kind
+        state = entry.state.rawValue
+        envelopeSender = entry.envelopeSender
+        messageID = entry.messageID
+        recipients = entry.recipients.map { Recipient(address: $0.address, state: $0.state.rawValue, reason: $0.reason) }
+        attempts = entry.attempts
+        lastError = entry.lastError
+        nextTry = entry.nextTry
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, created, kind, state, envelopeSender, messageID, recipients, attempts, lastError, nextTry
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(created, forKey: .created)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(state, forKey: .state)
+        try container.encode(envelopeSender, forKey: .envelopeSender)
+        try container.encode(messageID, forKey: .messageID)  // explicit nulls, as the README's contracts
+        try container.encode(recipients, forKey: .recipients)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encode(lastError, forKey: .lastError)
+        try container.encode(nextTry, forKey: .nextTry)
+    }
+}
+
+struct OutboxFlush: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "flush",
+        abstract: "Try every pending copy now, whatever its next try.",
+        discussion: "Exit status: 0 all delivered; 75 some still pending; 76 the server refused some for good.")
+
+    @OptionGroup var configOption: ConfigOption
+
+    func run() throws {
+        let submission = try configOption.submission()
+        let report = try runAsync { try await submission.deliver(ignoringSchedule: true) }
+        if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
+        print(report.delivered == 0 ? "nothing to deliver" : "delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")")
+    }
+}
+
+/// The copy an action is for, and the configuration.
+struct CopyChoice: ParsableArguments {
+    @OptionGroup var configOption: ConfigOption
+
+    @Argument(help: ArgumentHelp("The copy's id (see 'mailsec outbox').", valueName: "id"))
+    var id: Int64
+
+    /// Opens the outbox and applies `action` to the copy; a wrong id is a usage error.
+    func apply(_ action: (Outbox, Int64) throws(OutboxError) -> Void) throws -> Submission {
+        let submission = try configOption.submission()
+        do { try action(submission.outbox, id) } catch { throw CommandFailure(error.description, status: .usage) }
+        return submission
+    }
+}
+
+struct OutboxResend: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resend",
+        abstract: "Send a failed copy again (to its failed recipients), now.")
+
+    @OptionGroup var copy: CopyChoice
+
+    func run() throws {
+        let submission = try copy.apply { outbox, id throws(OutboxError) in _ = try outbox.resend(id) }
+        let only: Set<Int64> = [copy.id]
+        let report = try runAsync { try await submission.deliver(only: only, ignoringSchedule: true) }
+        if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
+        print("delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")")
+    }
+}
+
+struct OutboxDiscard: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "discard",
+        abstract: "Remove a copy from the outbox for good (it is not sent).")
+
+    @OptionGroup var copy: CopyChoice
+
+    func run() throws {
+        _ = try copy.apply { outbox, id throws(OutboxError) in try outbox.discard(id) }
+    }
+}
+
+struct OutboxWatch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Stay running: report the connection (online, offline, unreachable) and deliver when online.",
+        discussion: """
+            Prints one line per change of the connection to the submission server: online (it \
+            answers), offline (no route to anywhere), unreachable (the network is up, the server \
+            does not answer); and one line per delivery. Delivers every pending copy as soon as the \
+            state becomes online, and what falls due while it stays online. Looks again on every \
+            network change (netlink link, address and route events) and at least every --interval \
+            seconds. Stops on SIGINT or SIGTERM.
+            """)
+
+    @OptionGroup var configOption: ConfigOption
+
+    @Option(help: ArgumentHelp("Seconds between looks when nothing changes (default 30).", valueName: "seconds"))
+    var interval: Int = 30
+
+    func validate() throws {
+        guard interval > 0 else { throw ValidationError("--interval must be positive") }
+    }
+
+    func run() throws {
+        let submission = try configOption.submission()
+        let seconds = TimeInterval(interval)
+        try runAsync {
+            await submission.watch(interval: seconds) { state, report in
+                var line = state.rawValue
+                if let report, report.delivered + report.pending + report.failed > 0 {
+                    line += ": delivered \(report.delivered), pending \(report.pending), failed \(report.failed)"
+                    if !report.reasons.isEmpty { line += " (\(report.reasons.prefix(2).joined(separator: "; ")))" }
+                }
+                // A line at a time, also into a pipe or a journal.
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            }
+        }
+    }
+}

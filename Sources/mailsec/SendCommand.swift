@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import Outbox
+import Sending
+
+struct SendCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Encrypt where keys allow, queue every copy in the outbox, and deliver now.",
+        discussion: """
+            Plans the mail as 'encrypt' does (recipients from To, Cc and Bcc; settings from the \
+            configuration), writes every copy, stores them all in the outbox, and hands them to the \
+            submission server. Exit status: 0 every copy was delivered; 75 copies are queued for a \
+            later try (one line says how many and why; 'mailsec outbox flush' or a running 'mailsec \
+            outbox watch' sends them); 76 the server refused recipients for good (they wait in the \
+            outbox: resend or discard); 65 bad message and 69 refused by policy, with nothing queued.
+            """
+    )
+
+    @OptionGroup var configOption: ConfigOption
+
+    @Option(help: ArgumentHelp("The largest message accepted, in MiB (default 64).", valueName: "MiB"))
+    var maxSize: Int?
+
+    @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
+    var message = "-"
+
+    func run() throws {
+        let submission = try configOption.submission()
+        let input = try readInput(message, limit: parseOptions(maxSize).maxSize)
+        let bytes = try completedHeaders(input, sender: submission.config.from, fullName: nil)
+        let queued = try submission.queue(bytes, origin: "send", parseOptions: parseOptions(maxSize))
+        let report = try runAsync { try await submission.deliver(only: Set(queued.copies), ignoringSchedule: true) }
+        if let status = deliveryStatus(report) {
+            throw CommandFailure(deliveryLine(report, queuedCopies: queued.copies.count) ?? "not delivered", status: status)
+        }
+        for problem in report.filingProblems { FileHandle.standardError.write(Data("mailsec: sent, but \(problem)\n".utf8)) }
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import Foundation
+import MIME
+import Outbox
+import Sending
+import Settings
+import Store
+
+/// `--config` of the sending commands.
+struct ConfigOption: ParsableArguments {
+    @Option(help: ArgumentHelp("The configuration (default: $XDG_CONFIG_HOME/mailsec/config.toml).", valueName: "file"))
+    var config: String?
+
+    var path: String { config ?? UserConfig.defaultPath() }
+
+    func load() throws -> UserConfig { try loadConfig(path: path) }
+
+    func submission() throws -> Submission { try openSubmission(configPath: path) }
+}
+
+/// The configuration, or a failure that says what is wrong (75: a mis-edited
+/// file never loses a mail; `mailsec config check` tells more).
+func loadConfig(path: String) throws -> UserConfig {
+    do { return try UserConfig.load(path: path) } catch {
+        throw CommandFailure("\(error.description) (see 'mailsec config check')", status: .temporary)
+    }
+}
+
+/// The configuration's submission, with the store opened.
+func openSubmission(configPath: String) throws -> Submission {
+    let config = try loadConfig(path: configPath)
+    do { return try Submission(config: config) } catch let error as LocalStoreError {
+        throw CommandFailure(error.description, status: .temporary)
+    }
+}
+
+/// Runs async work from a synchronous command, on the cooperative pool.
+func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var result: Result<T, any Error>?
+    Task {
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    return try result!.get()
+}
+
+/// sysexits.h for a delivery: 0 every recipient tried was delivered; 76
+/// EX_PROTOCOL when the server refused some for good (they wait in the
+/// outbox: resend or discard); 75 when some wait for a later try.
+func deliveryStatus(_ report: DeliveryReport) -> ExitStatus? {
+    if report.failed > 0 { return .serverRefused }
+    if report.pending > 0 || report.busy { return .temporary }
+    return nil
+}
+
+/// One line about a delivery that did not deliver everything; nil when it did.
+func deliveryLine(_ report: DeliveryReport, queuedCopies: Int? = nil) -> String? {
+    let why = report.reasons.isEmpty ? "" : ": " + report.reasons.prefix(2).joined(separator: "; ")
+    if report.failed > 0 {
+        return "\(report.failed) recipient\(report.failed == 1 ? "" : "s") failed\(why)"
+            + (report.pending > 0 ? "; \(report.pending) queued for a later try" : "")
+            + (report.delivered > 0 ? "; \(report.delivered) delivered" : "")
+            + "; see 'mailsec outbox' (resend ID or discard ID)"
+    }
+    if report.busy {
+        return "queued\(queuedCopies.map { " (\($0) cop\($0 == 1 ? "y" : "ies"))" } ?? ""): another mailsec is delivering the outbox"
+    }
+    if report.pending > 0 {
+        return "\(report.pending) recipient\(report.pending == 1 ? "" : "s") queued for a later try\(why)"
+            + (report.delivered > 0 ? "; \(report.delivered) delivered" : "")
+    }
+    return nil
+}
+
+/// A mail as a mail client hands it: a missing From (from the envelope
+/// sender, with `-F`'s name), Date or Message-ID is added, as sendmail does.
+/// Everything else is left as it is.
+func completedHeaders(_ bytes: [UInt8], sender: String, fullName: String?) throws -> [UInt8] {
+    let message = try MIMEMessage.parse(bytes)
+    var added = ""
+    if message.header("From") == nil {
+        let name = fullName.map { "\"\($0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\" " } ?? ""
+        added += "From: \(name)<\(sender)>\r\n"
+    }
+    if message.header("Date") == nil {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
+        added += "Date: \(formatter.string(from: Date()))\r\n"
+    }
+    if message.header("Message-ID") == nil {
+        var random = [UInt8](repeating: 0, count: 12)
+        _ = getentropy(&random, random.count)
+        let domain = sender.split(separator: "@").last.map(String.init) ?? "localhost"
+        added += "Message-ID: <\(random.map { String(format: "%02x", $0) }.joined())@\(domain)>\r\n"
+    }
+    guard !added.isEmpty else { return bytes }
+    // Line endings as the mail has them.
+    let lf = !bytes.prefix(4096).contains(13)
+    return Array((lf ? added.replacingOccurrences(of: "\r\n", with: "\n") : added).utf8) + bytes
+}
