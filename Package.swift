@@ -83,8 +83,9 @@ let package = Package(
         // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
         // the folder, the file modes and the migrations every feature adds to.
         .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
-        // Drafts kept in the store, sealed to the sender's own key.
-        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "OpenPGP", .product(name: "GRDB", package: "GRDB.swift")]),
+        // A compose session's persistence: drafts sealed to the sender's own
+        // key in the store, and the outbox as where a sent mail goes.
+        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "Outbox", "Pipeline", "OpenPGP", .product(name: "GRDB", package: "GRDB.swift")]),
         // The outbox: copies and their recipients with their states, durably.
         .target(name: "Outbox", dependencies: ["Store", .product(name: "GRDB", package: "GRDB.swift")]),
         // Sending as a person does: the user configuration, the password, the
@@ -108,7 +109,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "PartialEncryption", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
-        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Store", "Pipeline", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
+        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Store", "Outbox", "Pipeline", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
         .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Incoming"], path: "Fuzz/Checks"),

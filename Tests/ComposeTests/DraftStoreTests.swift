@@ -2,6 +2,7 @@ import Compose
 import ComposeStore
 import Foundation
 import OpenPGP
+import Outbox
 import Store
 import TestSupport
 import Testing
@@ -40,13 +41,17 @@ struct DraftStoreTests {
             let second = SealedDraftStore(store: try LocalStore(folder: folder), gnupg: gnupg, owner: "alice@example.org")
             let listed = try second.list()
             #expect(listed.count == 2 && listed.contains { $0.id == id && $0.draft == draft })
-            let outbox = HeldOutbox()
+            // Sent into the real outbox of the same store.
+            let outbox = Outbox(store: try LocalStore(folder: folder))
             let again = try await ComposeSession(editing: try #require(try second.draft(id)), id: id, gnupg: gnupg,
-                                                 outbox: outbox, drafts: second)
+                                                 outbox: OutboxQueue(outbox), drafts: second)
             try await again.remove(draft.recipients[0].address)
-            try await again.add([person("bob@example.org")], as: .to)
-            try await again.send()
-            #expect(outbox.queued.count == 1)
+            try await again.add([person("bob@example.org"), person("nobody@example.org")], as: .to)
+            guard case .sent(let ids) = try await again.send().phase else { Issue.record("not sent"); return }
+            let entries = try outbox.entries()
+            #expect(ids.count == 2 && Set(entries.map { String($0.id) }) == Set(ids))
+            #expect(Set(entries.map(\.kind)) == ["letter", "postcard"] && entries.allSatisfy { $0.state == .pending })
+            #expect(entries.allSatisfy { $0.messageID == draft.mail.messageID })
             #expect(try first.draft(id) == nil && (try first.list().count) == 1, "a draft that is sent is removed")
             try first.delete(try #require(try first.list().first).id)
             #expect(try second.list().isEmpty)
