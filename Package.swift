@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "Pipeline", targets: ["Pipeline"]),
         .library(name: "Filter", targets: ["Filter"]),
         .library(name: "Incoming", targets: ["Incoming"]),
+        .library(name: "Compose", targets: ["Compose"]),
+        .library(name: "ComposeStore", targets: ["ComposeStore"]),
         .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
         .library(name: "ReadingServer", targets: ["ReadingServer"]),
         .library(name: "SMTP", targets: ["SMTP"]),
@@ -101,6 +103,9 @@ let package = Package(
         // Reading mail that comes in: signatures with coverage and the From
         // check, safe decryption, Autocrypt import.
         .target(name: "Incoming", dependencies: ["OpenPGP", "MIME"]),
+        // Composing: a session whose security states are the pipeline's own
+        // plan, recomputed on every change; reply, forward, drafts' content.
+        .target(name: "Compose", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "Incoming"]),
         // TOML reading shared by the filter's and the user's configuration:
         // typed keys that name themselves in errors, and the policy defaults.
         .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "TOMLKit"]),
@@ -109,6 +114,9 @@ let package = Package(
         // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
         // the folder, the file modes and the migrations every feature adds to.
         .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        // A compose session's persistence: drafts sealed to the sender's own
+        // key in the store, and the outbox as where a sent mail goes.
+        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "Outbox", "Pipeline", "OpenPGP", .product(name: "GRDB", package: "GRDB.swift")]),
         // The outbox: copies and their recipients with their states, durably.
         .target(name: "Outbox", dependencies: ["Store", .product(name: "GRDB", package: "GRDB.swift")]),
         // Sending as a person does: the user configuration, the password, the
@@ -134,6 +142,7 @@ let package = Package(
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Store", "Outbox", "Pipeline", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
         .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming"], path: "Fuzz/Checks"),

@@ -14,7 +14,7 @@ public struct Header: Sendable, Hashable {
 }
 
 /// A mailbox: display name and address.
-public struct MailAddress: Sendable, Hashable, CustomStringConvertible {
+public struct MailAddress: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The display name, decoded; empty when there is none.
     public let name: String
     /// The address, `local@domain`.

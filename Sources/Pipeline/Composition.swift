@@ -4,11 +4,11 @@ import Policy
 import Redaction
 
 /// A mail composed in code rather than parsed: the pipeline's other input.
-public struct Composition: Sendable {
+public struct Composition: Sendable, Hashable, Codable {
     /// An attached file.
-    public struct Attachment: Sendable {
+    public struct Attachment: Sendable, Hashable, Codable {
         public var filename: String
-        /// Media type, e.g. `application/pdf`.
+        /// Media type, e.g. `application/pdf`; `message/rfc822` for a forwarded mail.
         public var contentType: String
         public var data: [UInt8]
 
@@ -64,6 +64,13 @@ public struct Composition: Sendable {
             let parts = try attachments.map { attachment in
                 let type = attachment.contentType.split(separator: "/", maxSplits: 1).map(String.init)
                 guard type.count == 2 else { throw MIMEError(.invalidArgument("media type \(attachment.contentType)")) }
+                // A forwarded mail is carried as a mail (message/rfc822 may not
+                // be base64- or quoted-printable-encoded), so readers open it as one.
+                if attachment.contentType.lowercased() == "message/rfc822" {
+                    let part = MIMEEntity.message(try MIMEMessage.parse(attachment.data))
+                    part.setHeader("Content-Disposition", "attachment")
+                    return part
+                }
                 return try MIMEEntity.part(attachment.data, type: type[0], subtype: type[1], filename: attachment.filename)
             }
             body = .multipart("mixed", [body] + parts)

@@ -264,6 +264,49 @@ public struct MailPipeline: Sendable {
     /// exactly those bytes (Bcc aside) rather than written anew.
     public func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
                         envelopeRecipients: [String]? = nil) throws -> PreparedMail {
+        let wanted = try keysWanted(for: message, envelopeSender: envelopeSender, envelopeRecipients: envelopeRecipients)
+        let book = try lookUp(wanted)
+        return try prepare(message, original: original, envelopeSender: envelopeSender,
+                           envelopeRecipients: envelopeRecipients, keys: book)
+    }
+
+    /// The addresses (and a signer's fingerprint) whose keys ``prepare(_:original:envelopeSender:envelopeRecipients:keys:)``
+    /// needs for `message`: what a caller that keeps a ``KeyBook`` looks up when it lacks some.
+    public func keysWanted(for message: MIMEMessage, envelopeSender: String? = nil,
+                           envelopeRecipients: [String]? = nil) throws -> KeyBook.Wanted {
+        let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
+        guard !recipients.isEmpty else { throw PipelineError(.noRecipients) }
+        let from = message.addresses(.from).first?.address
+        guard let sender = envelopeSender ?? from else { throw PipelineError(.noSender) }
+        let signer = options.signAs ?? from ?? sender
+        let signerIsFingerprint = GnuPG.isFingerprint(signer)
+        // A sender like MAILER-DAEMON has no key to look for: letters then fail
+        // for want of a signing key, postcards go out as they should.
+        let signerIsAddress = !signerIsFingerprint && GnuPG.isLookupAddress(signer)
+        // An address gpg cannot look up ("john doe"@example.net) simply has no key.
+        var addresses = recipients.map(\.address).filter(GnuPG.isLookupAddress) + (signerIsAddress ? [signer] : [])
+        // The envelope sender may get a password notice, as a letter when it has a key.
+        if GnuPG.isLookupAddress(sender) && !addresses.contains(where: { $0.lowercased() == sender.lowercased() }) {
+            addresses.append(sender)
+        }
+        return KeyBook.Wanted(addresses: addresses, fingerprints: signerIsFingerprint ? [signer] : [])
+    }
+
+    /// One key-listing operation for everything in `wanted`.
+    public func lookUp(_ wanted: KeyBook.Wanted) throws -> KeyBook {
+        var book = KeyBook()
+        guard !wanted.isEmpty else { return book }
+        let (lookups, listed) = try gnupg.lookup(wanted.addresses, requirements: options.requirements,
+                                                  fingerprints: wanted.fingerprints)
+        book.add(lookups, listed: listed, fingerprints: wanted.fingerprints)
+        return book
+    }
+
+    /// Makes the plan from keys looked up before (`keys` must hold every
+    /// address and fingerprint of ``keysWanted(for:envelopeSender:envelopeRecipients:)``;
+    /// one it lacks counts as having no key). No gpg process runs.
+    public func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
+                        envelopeRecipients: [String]? = nil, keys book: KeyBook) throws -> PreparedMail {
         let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
         guard !recipients.isEmpty else { throw PipelineError(.noRecipients) }
         let from = message.addresses(.from).first?.address
@@ -282,41 +325,22 @@ public struct MailPipeline: Sendable {
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)
-        // A sender like MAILER-DAEMON has no key to look for: letters then fail
-        // for want of a signing key, postcards go out as they should.
-        let signerIsAddress = !signerIsFingerprint && GnuPG.isLookupAddress(signer)
-        // An address gpg cannot look up ("john doe"@example.net) simply has no key.
-        var addresses = recipients.map(\.address).filter(GnuPG.isLookupAddress) + (signerIsAddress ? [signer] : [])
-        // The envelope sender may get a password notice, as a letter when it has a key.
-        if GnuPG.isLookupAddress(sender) && !addresses.contains(where: { $0.lowercased() == sender.lowercased() }) {
-            addresses.append(sender)
-        }
-        let (lookups, listed) = try gnupg.lookup(addresses, requirements: options.requirements,
-                                                  fingerprints: signerIsFingerprint ? [signer] : [])
         var availability: [String: KeyAvailability] = [:]
         var keys: [String: Key] = [:]
-        for lookup in lookups {
-            if let key = lookup.chosen {
-                availability[lookup.address.lowercased()] = .usable(fingerprint: key.fingerprint, source: "keyring")
-                keys[key.fingerprint] = key
-            } else if lookup.candidates.isEmpty {
-                availability[lookup.address.lowercased()] = .missing
-            } else {
-                availability[lookup.address.lowercased()] = .unusable(lookup.candidates.compactMap {
-                    guard case .unusable(let problem) = $0.verdict else { return nil }
-                    return KeyRefusal(fingerprint: $0.key.fingerprint, reason: problem.code, detail: problem.description)
-                })
-            }
+        for recipient in recipients {
+            let address = recipient.address.lowercased()
+            guard let found = book.availability(address) else { continue }
+            availability[address] = found
+            if case .usable = found, let key = book.lookup(address)?.chosen { keys[key.fingerprint] = key }
         }
-        let signerKeys = signerIsFingerprint ? listed
-            : lookups.first { $0.address.lowercased() == signer.lowercased() }?.candidates.map(\.key) ?? []
+        let signerKeys = signerIsFingerprint ? book.listed(signer) : book.lookup(signer)?.candidates.map(\.key) ?? []
         let signingKey = signerKeys.first { key in
             !key.isRevoked && !key.isExpired && !key.isDisabled && !key.isInvalid
                 && key.subkeys.contains(where: \.isUsableForSigning)
         }
         let plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
                             alreadyEncrypted: alreadyEncrypted, options: options.mail)
-        let senderKey = lookups.first { $0.address.lowercased() == sender.lowercased() }?.chosen
+        let senderKey = book.lookup(sender)?.chosen
         return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey,
                             senderKey: senderKey, keys: keys, readings: readings)
     }

@@ -39,6 +39,7 @@ enum Schema {
             }
             try db.create(index: "outboxRecipient_state", on: "outboxRecipient", columns: ["state"])
         }
+        registerDrafts(&migrator)
         return migrator
     }
 }

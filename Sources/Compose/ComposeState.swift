@@ -1,0 +1,102 @@
+import OpenPGP
+import Pipeline
+import Policy
+
+/// Where a session stands.
+public enum ComposePhase: Sendable, Hashable {
+    /// Open for changes.
+    case editing
+    /// A send runs: a second send and every change are refused.
+    case sendInProgress
+    /// Output: thrown away.
+    case discarded
+    /// Output: kept as the draft with this id.
+    case savedAsDraft(id: String)
+    /// Output: queued in the outbox, one id per copy.
+    case sent(outboxIDs: [String])
+
+    /// True for the three output states, after which the session takes no change.
+    public var isFinished: Bool {
+        switch self {
+        case .editing, .sendInProgress: false
+        case .discarded, .savedAsDraft, .sent: true
+        }
+    }
+}
+
+/// One recipient as the person sees it while typing: the key found for the
+/// address (or why none is usable) and what the plan decides.
+public struct RecipientStatus: Sendable, Hashable {
+    public let person: ComposeDraft.Person
+    /// What the key look-up found.
+    public let key: KeyAvailability
+    /// Letter, postcard or refused, with the reason; nil when no plan could
+    /// be made (see ``ComposeState/problem``).
+    public let decision: Decision?
+}
+
+/// A snapshot of a session after a step: what an application shows.
+public struct ComposeState: Sendable {
+    public let phase: ComposePhase
+    public let mode: ComposeMode
+    public let draft: ComposeDraft
+    public let recipients: [RecipientStatus]
+    /// The pipeline's plan for the mail as it stands; nil without recipients
+    /// or when the mail cannot be planned (``problem`` says why).
+    public let plan: Plan?
+    /// Why the mail cannot be sent as it stands (unbalanced markers, a letter
+    /// required without a key, no signing key); nil when it can.
+    public let problem: String?
+    /// Postcard recipients who would get content that arrived as a letter;
+    /// sending needs ``downgradeConfirmed`` while this is not empty.
+    public let downgrade: [String]
+    public let downgradeConfirmed: Bool
+    /// How many key listings (gpg processes) the session has run so far.
+    public let keyLookups: Int
+
+    /// `none` without recipients; nil when no plan could be made.
+    public var recipientState: RecipientSecurityState? {
+        draft.recipients.isEmpty ? RecipientSecurityState.none : plan?.recipientState
+    }
+
+    /// `letter`, `postcard` or `extendedPostcard`; nil without a plan.
+    public var mailState: MailSecurityState? { plan?.mailState }
+}
+
+/// Why a session refused a step. The description never quotes mail content.
+public struct ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: Sendable, Equatable {
+        /// A send runs; nothing else may happen until it ends.
+        case sendInProgress
+        /// The session ended (discarded, saved as draft, or sent).
+        case finished
+        /// Postcard recipients (named) would get content that arrived as a letter.
+        case downgrade([String])
+        /// The mail cannot be sent as it stands (the reason, without content).
+        case notSendable(String)
+        /// A range to mark lies outside the text, or would cut into a marker.
+        case badRange
+        /// A recipient address that is not `local@domain`.
+        case badAddress(String)
+        /// Saving needs a draft store, and the session has none.
+        case noDraftStore
+    }
+
+    public let code: Code
+
+    public init(_ code: Code) { self.code = code }
+
+    public var description: String {
+        switch code {
+        case .sendInProgress: "a send is in progress"
+        case .finished: "the composition is finished (sent, saved or discarded)"
+        case .downgrade(let who):
+            "content that arrived encrypted would reach " + who.joined(separator: ", ")
+                + " as a postcard (unencrypted); confirm the downgrade, or mark it private"
+        case .notSendable(let why): why
+        case .badRange: "the range lies outside the text or cuts into a marker"
+        case .badAddress(let address): "not a mail address: \(address)"
+        case .noDraftStore: "there is no draft store"
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Compose
+import Foundation
+import GRDB
+import OpenPGP
+import Store
+
+/// Drafts in the user's store, each sealed to the owner's own key
+/// (``DraftSeal``): they survive restarts, and neither the SQLite file nor
+/// its WAL shows anything of them without the secret key.
+public final class SealedDraftStore: DraftStore, Sendable {
+    public let store: LocalStore
+    public let gnupg: GnuPG
+    /// The address whose key seals and opens the drafts.
+    public let owner: String
+
+    public init(store: LocalStore, gnupg: GnuPG, owner: String) {
+        self.store = store
+        self.gnupg = gnupg
+        self.owner = owner
+    }
+
+    /// A draft as listed: its id, when it was last saved, and the draft itself.
+    public struct Entry: Sendable {
+        public let id: String
+        public let updated: Date
+        public let draft: ComposeDraft
+    }
+
+    /// Why the drafts could not be read or written. Never carries draft content.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    public func save(_ draft: ComposeDraft, replacing id: String?) throws -> String {
+        let sealed = try DraftSeal.seal(draft, key: try DraftSeal.ownKey(owner, gnupg: gnupg), gnupg: gnupg)
+        let key = id ?? UUID().uuidString.lowercased()
+        try run("write") {
+            try store.database.write { db in
+                try db.execute(sql: "INSERT OR REPLACE INTO draft (id, sealed, updated) VALUES (?, ?, ?)",
+                               arguments: [key, Data(sealed), Date().timeIntervalSince1970])
+            }
+        }
+        return key
+    }
+
+    /// The draft `id`, opened; nil when there is none.
+    public func draft(_ id: String) throws -> ComposeDraft? {
+        let sealed = try run("read") {
+            try store.database.read { db in try Data.fetchOne(db, sql: "SELECT sealed FROM draft WHERE id = ?", arguments: [id]) }
+        }
+        guard let sealed else { return nil }
+        return try DraftSeal.open(Array(sealed), key: try DraftSeal.ownKey(owner, gnupg: gnupg), gnupg: gnupg)
+    }
+
+    /// Every draft, newest first, opened (one key look-up for all).
+    public func list() throws -> [Entry] {
+        let rows = try run("read") {
+            try store.database.read { db in try Row.fetchAll(db, sql: "SELECT id, sealed, updated FROM draft ORDER BY updated DESC") }
+        }
+        guard !rows.isEmpty else { return [] }
+        let key = try DraftSeal.ownKey(owner, gnupg: gnupg)
+        return try rows.map { row in
+            let sealed: Data = row["sealed"]
+            return Entry(id: row["id"], updated: Date(timeIntervalSince1970: row["updated"]),
+                         draft: try DraftSeal.open(Array(sealed), key: key, gnupg: gnupg))
+        }
+    }
+
+    public func delete(_ id: String) throws {
+        try run("write") {
+            try store.database.write { db in try db.execute(sql: "DELETE FROM draft WHERE id = ?", arguments: [id]) }
+        }
+    }
+
+    private func run<T>(_ what: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch {
+            throw Failure(description: "cannot \(what) the drafts (\(LocalStore.describe(error)))")
+        }
+    }
+}
