@@ -19,17 +19,16 @@ struct SendCommand: ParsableCommand {
 
     @OptionGroup var configOption: ConfigOption
 
-    @Option(help: ArgumentHelp("The largest message accepted, in MiB (default 64).", valueName: "MiB"))
-    var maxSize: Int?
+    @OptionGroup(title: "Input") var size: MessageSizeOption
 
     @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
     var message = "-"
 
     func run() throws {
         let submission = try configOption.submission()
-        let input = try readInput(message, limit: parseOptions(maxSize).maxSize)
+        let input = try readInput(message, limit: size.parseOptions.maxSize)
         let bytes = try completedHeaders(input, sender: submission.config.from, fullName: nil)
-        let queued = try submission.queue(bytes, origin: "send", parseOptions: parseOptions(maxSize))
+        let queued = try submission.queue(bytes, origin: "send", parseOptions: size.parseOptions)
         let report = try runAsync { try await submission.deliver(only: Set(queued.copies), ignoringSchedule: true) }
         if let status = deliveryStatus(report) {
             throw CommandFailure(deliveryLine(report, queuedCopies: queued.copies.count) ?? "not delivered", status: status)

@@ -33,20 +33,6 @@ public enum Paths {
     }
 }
 
-/// SplitMix64: small, seedable, the same sequence on every machine, so a
-/// failing random run can be repeated from its seed.
-public struct SeededRandom: RandomNumberGenerator {
-    public var state: UInt64
-    public init(state: UInt64) { self.state = state }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// What a finished process printed and how it ended.
 public struct ProcessResult: Sendable {
     public let status: Int32
