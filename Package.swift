@@ -43,7 +43,8 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
-        .target(name: "OpenPGP", dependencies: ["CGPGME", "CMailsecShims"]),
+        // Crypto: the SHA-1 checksums of GnuPG's keybox, checked before a look-up is believed.
+        .target(name: "OpenPGP", dependencies: ["CGPGME", "CMailsecShims", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
         // Pure Swift: decisions, plans and redaction. No C, no GnuPG.
         .target(name: "Policy"),
