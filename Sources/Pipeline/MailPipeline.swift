@@ -252,6 +252,15 @@ public struct MailPipeline: Sendable {
     /// exactly those bytes (Bcc aside) rather than written anew.
     public func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
                         envelopeRecipients: [String]? = nil) throws -> PreparedMail {
+        // Envelope addresses reach argv and SMTP: checked here for every caller.
+        let envelopeSender = try envelopeSender.map { address throws(EnvelopeAddressError) in
+            try EnvelopeAddress.normalised(address, which: "sender", mayBeEmpty: true)
+        }
+        let envelopeRecipients = try envelopeRecipients.map { list throws(EnvelopeAddressError) in
+            try list.enumerated().map { index, address throws(EnvelopeAddressError) in
+                try EnvelopeAddress.normalised(address, which: "recipient \(index + 1)")
+            }
+        }
         let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
         guard !recipients.isEmpty else { throw PipelineError(.noRecipients) }
         let from = message.addresses(.from).first?.address
