@@ -25,6 +25,9 @@ let package = Package(
         // Both come with Hummingbird; named here because the server uses their types.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // Hummingbird's own: the reading server's connection limits are NIO channel handlers.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
     ],
     targets: [
         .systemLibrary(
@@ -60,8 +63,11 @@ let package = Package(
             "PartialEncryption", "CSQLite",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         ]),
         .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "PartialEncryption"]),
         // Reading mail that comes in: signatures with coverage and the From
