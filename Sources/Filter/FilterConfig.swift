@@ -1,5 +1,6 @@
 import Foundation
 import OpenPGP
+import Pipeline
 import PartialEncryption
 import Policy
 import TOMLKit
@@ -57,6 +58,10 @@ public enum LogDestination: String, Sendable {
 /// directory = "/var/spool/mailsec/journal"
 /// expire_days = 7
 ///
+/// on_key_loss = "defer"        # or postcard: a remembered key now revoked or expired
+/// [continuity]                 # key continuity (default: "continuity" beside the journal)
+/// directory = "/var/spool/mailsec/continuity"
+///
 /// [reading]                    # for extension = "partially-encrypted"
 /// publish_url = "http://127.0.0.1:8080"     # where `mailsec serve` listens
 /// token_file = "/etc/mailsec/publish-token"
@@ -83,6 +88,15 @@ public struct FilterConfig: Sendable {
     public var readingLifetime: Int?
     /// True when the password notice may only go to the sender as a letter.
     public var noticeMustBeLetter: Bool
+    /// Key continuity's folder: the key each recipient last got a letter with.
+    /// Default: `continuity` beside the journal folder.
+    public var continuityDirectory: String?
+
+    /// Where key continuity is kept: the configured folder, or beside the journal.
+    public var continuity: KeyContinuity {
+        KeyContinuity(directory: continuityDirectory
+                      ?? (journalDirectory as NSString).deletingLastPathComponent + "/continuity")
+    }
 
     /// The defaults: sendmail re-injection, journal under /var/spool/mailsec.
     public init() {
@@ -100,6 +114,7 @@ public struct FilterConfig: Sendable {
         publisher = nil
         readingLifetime = nil
         noticeMustBeLetter = false
+        continuityDirectory = nil
     }
 
     /// Reads the file at `path`.
@@ -140,7 +155,7 @@ public struct FilterConfig: Sendable {
         var config = FilterConfig()
         let top = Keys(root, "")
         try top.allow(["gnupg_home", "sign_as", "mode", "invite", "extension", "min_validity", "timeout", "log", "reading",
-                       "markers", "rules", "reinject", "journal"])
+                       "markers", "rules", "reinject", "journal", "on_key_loss", "continuity"])
         config.gnupgHome = try top.string("gnupg_home")
         if let signAs = try top.string("sign_as"), signAs != "from" { config.signAs = signAs }
         switch try top.string("mode") ?? "standard" {
@@ -150,6 +165,14 @@ public struct FilterConfig: Sendable {
         case let other: throw ConfigError("mode: unknown value \"\(other)\"")
         }
         config.mail.invite = try top.bool("invite") ?? false
+        if let value = try top.string("on_key_loss") {
+            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value \"\(value)\"") }
+            config.mail.onKeyLoss = rule
+        }
+        if let continuity = try top.table("continuity") {
+            try continuity.allow(["directory"])
+            config.continuityDirectory = try continuity.string("directory")
+        }
         if let value = try top.string("extension") {
             guard let ext = PostcardExtension(rawValue: value) else { throw ConfigError("extension: unknown value \"\(value)\"") }
             // Accepting it now would bounce every mail with marked spans.

@@ -91,10 +91,13 @@ public struct MailFilter: Sendable {
                 record.clear()
                 return result(0, nil, "sent-before")
             }
-            let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
+            var pipelineOptions = PipelineOptions(
                 mail: options, redactor: config.redactor, signAs: config.signAs,
                 requirements: KeyRequirements(minimumValidity: config.minimumValidity),
-                publisher: config.publisher, readingLifetime: config.readingLifetime))
+                publisher: config.publisher, readingLifetime: config.readingLifetime)
+            let continuity = config.continuity
+            pipelineOptions.continuity = continuity
+            let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))
             let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
@@ -153,6 +156,12 @@ public struct MailFilter: Sendable {
                                   + "the mail stays queued and only the rest is sent on retry", "deferred")
                 }
                 try record.markSent(copy.recipients)
+                // Key continuity remembers a key only once its letter was handed on.
+                if copy.kind == .letter && copy.fingerprints.count >= copy.recipients.count {  // the sender's own key comes last
+                    for (address, fingerprint) in zip(copy.recipients, copy.fingerprints) {
+                        try continuity.record(address, fingerprint: fingerprint)
+                    }
+                }
                 handed += 1
                 switch copy.kind {
                 case .letter: counts.letters += 1
@@ -186,6 +195,10 @@ public struct MailFilter: Sendable {
             return (dataError, "rejected: \(error.description)")
         case let error as EnvelopeAddressError:
             return (dataError, "rejected: \(error.description)")
+        case let error as KeyLossError:
+            return (deferred, "deferred: \(error.description); the mail stays queued")
+        case let error as KeyContinuityError:
+            return (deferred, "deferred: \(error.description); the mail stays queued")
         case let error as KeyringError:
             return (deferred, "deferred: \(error.description); the mail stays queued")
         case let error as PipelineError:

@@ -74,6 +74,9 @@ public struct PipelineOptions: Sendable {
     /// more than this many bytes that is 7-bit clean stays there instead of
     /// being read into memory (see ``WrittenCopy/forEachPiece(_:)``).
     public var spoolAbove: Int = 8 << 20
+    /// Key continuity: where the keys recipients last got letters with are
+    /// remembered (nil: not used). The plan holds a mail whose remembered key vanished.
+    public var continuity: KeyContinuity?
 
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
                 requirements: KeyRequirements = .anyValidity, outerSubject: String = "...",
@@ -213,6 +216,13 @@ public struct MailPipeline: Sendable {
         self.options = options
     }
 
+    /// The same pipeline with key continuity kept in `continuity`.
+    public func with(continuity: KeyContinuity?) -> MailPipeline {
+        var options = options
+        options.continuity = continuity
+        return MailPipeline(gnupg: gnupg, options: options)
+    }
+
     /// The recipients of `message`: To, Cc and Bcc. With `envelope`, exactly
     /// those addresses, each with its role from the header fields; an envelope
     /// recipient in neither To nor Cc counts as Bcc.
@@ -303,11 +313,25 @@ public struct MailPipeline: Sendable {
             !key.isRevoked && !key.isExpired && !key.isDisabled && !key.isInvalid
                 && key.subkeys.contains(where: \.isUsableForSigning)
         }
+        let remembered = try options.continuity?.remembered(recipients.map(\.address)) ?? [:]
         let plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
-                            alreadyEncrypted: alreadyEncrypted, options: options.mail)
+                            alreadyEncrypted: alreadyEncrypted, options: options.mail, remembered: remembered)
         let senderKey = lookups.first { $0.address.lowercased() == sender.lowercased() }?.chosen
         return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey,
                             senderKey: senderKey, keys: keys)
+    }
+
+    /// Throws for a refused plan: ``KeyLossError`` when key continuity holds
+    /// it (temporary), `PipelineError.refused` otherwise.
+    public static func checkNotRefused(_ plan: Plan) throws {
+        let lost = plan.keyLoss
+        if !lost.isEmpty {
+            throw KeyLossError(losses: lost.map { item in
+                guard case .refused(let why) = item.decision else { return (item.recipient.address, "") }
+                return (item.recipient.address, why.description)
+            })
+        }
+        if plan.isRefused { throw PipelineError(.refused(plan.refused.map(\.recipient.address))) }
     }
 
     /// Writes every copy of the plan. All cryptography happens here, before
@@ -319,7 +343,7 @@ public struct MailPipeline: Sendable {
     /// publication is withdrawn again.
     public func write(_ prepared: PreparedMail) throws -> WrittenMail {
         let plan = prepared.plan
-        if plan.isRefused { throw PipelineError(.refused(plan.refused.map(\.recipient.address))) }
+        try Self.checkNotRefused(plan)
         let kinds = Set(plan.copies.map(\.kind))
         let body = prepared.message.body
         let isSigned = body?.walk().contains { $0.entity.contentType.is("multipart", "signed") } ?? false

@@ -26,7 +26,7 @@ enum ExitStatus: Int32 {
         switch error {
         case let error as CommandFailure: self = error.status
         case let error as GPGMEError: self = error.isTemporary ? .temporary : .failure
-        case is KeyringError: self = .temporary
+        case is KeyringError, is KeyLossError, is KeyContinuityError: self = .temporary
         case is EnvelopeAddressError: self = .dataError
         case let error as PolicyError: self = error.code == .conflictingOptions ? .usage : .dataError
         case let error as PipelineError:
@@ -64,6 +64,8 @@ func describe(_ error: any Error) -> String {
     case let error as CommandFailure: error.description
     case let error as GPGMEError: error.description
     case let error as KeyringError: error.description
+    case let error as KeyLossError: error.description
+    case let error as KeyContinuityError: error.description
     case let error as EnvelopeAddressError: error.description
     case let error as MIMEError: error.description
     case let error as LetterError: error.description

@@ -113,11 +113,18 @@ struct PlanCommand: ParsableCommand {
     @Flag(help: "Print JSON for machines.")
     var json = false
 
+    @Option(help: ArgumentHelp("Key continuity: the filter's folder of remembered keys (see 'keys forget'); "
+                               + "recipients whose remembered key is gone or lapsed are shown with that reason.",
+                               valueName: "folder"))
+    var continuity: String?
+
     @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
     var message = "-"
 
     func run() throws {
-        let prepared = try policy.pipeline(global).prepare(readMessage(message), envelopeSender: policy.from)
+        var pipeline = try policy.pipeline(global)
+        if let continuity { pipeline = pipeline.with(continuity: KeyContinuity(directory: continuity)) }
+        let prepared = try pipeline.prepare(readMessage(message), envelopeSender: policy.from)
         let report = PlanReport(prepared.plan)
         if json {
             try writeOutput(encodeJSON(report), to: nil)
@@ -125,9 +132,7 @@ struct PlanCommand: ParsableCommand {
             print(PlanTable(report: report, colour: isatty(STDOUT_FILENO) != 0
                                 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil).text)
         }
-        if prepared.plan.isRefused {
-            throw PipelineError(.refused(prepared.plan.refused.map(\.recipient.address)))
-        }
+        try MailPipeline.checkNotRefused(prepared.plan)
     }
 }
 
