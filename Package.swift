@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // The user's store (outbox): SQLite.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Hummingbird's own: the reading server's connection limits are NIO channel handlers.
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         .systemLibrary(
@@ -57,7 +59,8 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
-        .target(name: "OpenPGP", dependencies: ["CGPGME", "CMailsecShims"]),
+        // Crypto: the SHA-1 checksums of GnuPG's keybox, checked before a look-up is believed.
+        .target(name: "OpenPGP", dependencies: ["CGPGME", "CMailsecShims", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
         // Pure Swift: decisions, plans and redaction. No C, no GnuPG.
         .target(name: "Policy"),
@@ -82,8 +85,11 @@ let package = Package(
             "PartialEncryption", "CSQLite",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         ]),
         // Marked spans across whole messages: every reading of a message
         // (MIME/Readings) searched with the policy's markers, and redaction

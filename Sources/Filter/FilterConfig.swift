@@ -1,5 +1,6 @@
 import Foundation
 import OpenPGP
+import Pipeline
 import PartialEncryption
 import Policy
 import Settings
@@ -56,6 +57,10 @@ public enum LogDestination: String, Sendable {
 /// directory = "/var/spool/mailsec/journal"
 /// expire_days = 7
 ///
+/// on_key_loss = "defer"        # or postcard: a remembered key now revoked or expired
+/// [continuity]                 # key continuity (default: "continuity" beside the journal)
+/// directory = "/var/spool/mailsec/continuity"
+///
 /// [reading]                    # for extension = "partially-encrypted"
 /// publish_url = "http://127.0.0.1:8080"     # where `mailsec serve` listens
 /// token_file = "/etc/mailsec/publish-token"
@@ -86,6 +91,15 @@ public struct FilterConfig: Sendable {
     public var readingLifetime: Int?
     /// True when the password notice may only go to the sender as a letter.
     public var noticeMustBeLetter: Bool
+    /// Key continuity's folder: the key each recipient last got a letter with.
+    /// Default: `continuity` beside the journal folder.
+    public var continuityDirectory: String?
+
+    /// Where key continuity is kept: the configured folder, or beside the journal.
+    public var continuity: KeyContinuity {
+        KeyContinuity(directory: continuityDirectory
+                      ?? (journalDirectory as NSString).deletingLastPathComponent + "/continuity")
+    }
 
     /// The defaults: sendmail re-injection, journal under /var/spool/mailsec.
     public init() {
@@ -103,6 +117,7 @@ public struct FilterConfig: Sendable {
         publisher = nil
         readingLifetime = nil
         noticeMustBeLetter = false
+        continuityDirectory = nil
     }
 
     /// Reads the file at `path`.
@@ -142,13 +157,22 @@ public struct FilterConfig: Sendable {
         let root = try TOMLTable(string: text)
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
-        try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "reading", "reinject", "journal"]))
+        try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "reading", "reinject", "journal",
+                                                 "on_key_loss", "continuity"]))
         config.gnupgHome = try top.string("gnupg_home")
         let policy = try PolicySettings.read(top)
         config.mail = policy.mail
         config.redactor = policy.redactor
         config.signAs = policy.signAs
         config.minimumValidity = policy.minimumValidity
+        if let value = try top.string("on_key_loss") {
+            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value \"\(value)\"") }
+            config.mail.onKeyLoss = rule
+        }
+        if let continuity = try top.table("continuity") {
+            try continuity.allow(["directory"])
+            config.continuityDirectory = try continuity.string("directory")
+        }
         config.timeout = TimeInterval(try top.positiveInt("timeout") ?? 120)
         if let value = try top.string("log") {
             guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value \"\(value)\"") }

@@ -62,8 +62,10 @@ final class Handover {
         connection = nil
     }
 
-    /// Runs `command -f SENDER -- RCPT…` with the copy on stdin, killing it
-    /// after `timeout`. The copy passes through a private temporary file.
+    /// Runs `command -f SENDER -- RCPT…` with the copy on stdin, in a process
+    /// group of its own that is killed as a whole after `timeout` (or when a
+    /// stop was asked for and its grace is over). The copy passes through a
+    /// private temporary file.
     static func sendmail(_ command: [String], _ bytes: [UInt8], sender: String, recipients: [String],
                          timeout: TimeInterval) throws(HandoverError) {
         guard let executable = command.first else { throw HandoverError(description: "no sendmail command") }
@@ -80,24 +82,70 @@ final class Handover {
         }
         lseek(fd, 0, SEEK_SET)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Array(command.dropFirst()) + ["-f", sender, "--"] + recipients
-        process.standardInput = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let done = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in done.signal() }
-        do { try process.run() } catch {
-            throw HandoverError(description: "cannot run \(executable)")
+        let arguments = [executable] + Array(command.dropFirst()) + ["-f", sender, "--"] + recipients
+        let pid = try spawnInOwnGroup(executable, arguments, stdin: fd)
+        Stop.register(pid)
+        defer { Stop.unregister() }
+        let deadline = Stop.now() + UInt64(timeout * 1e9)
+        var status: Int32 = 0
+        while true {
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { break }
+            if done < 0 && errno != EINTR { throw HandoverError(description: "lost track of \(executable)") }
+            if Stop.graceIsOver {
+                killGroup(pid)
+                throw HandoverError(description: "\(executable) was stopped by a signal")
+            }
+            if Stop.now() >= deadline {
+                killGroup(pid)
+                throw HandoverError(description: "\(executable) did not finish within \(Int(timeout)) s")
+            }
+            usleep(5_000)
         }
-        if done.wait(timeout: .now() + timeout) == .timedOut {
-            process.terminate()
-            if done.wait(timeout: .now() + 5) == .timedOut { kill(process.processIdentifier, SIGKILL) }
-            throw HandoverError(description: "\(executable) did not finish within \(Int(timeout)) s")
+        // WIFEXITED and WEXITSTATUS are macros Swift does not import.
+        guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else {
+            throw HandoverError(description: "\(executable) failed with status \(status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + status & 0x7F)")
         }
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            throw HandoverError(description: "\(executable) failed with status \(process.terminationStatus)")
-        }
+    }
+
+    /// Starts `executable` as the leader of a new process group (so that it
+    /// and everything it starts can be killed together), with `stdin` as its
+    /// standard input, /dev/null for output, and default signal handling.
+    private static func spawnInOwnGroup(_ executable: String, _ arguments: [String], stdin: Int32) throws(HandoverError) -> pid_t {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGHUP] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let err = posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
+        guard err == 0 else { throw HandoverError(description: "cannot run \(executable)") }
+        return pid
+    }
+
+    /// Ends the child's whole group: SIGTERM, up to 2 s for the leader, then
+    /// SIGKILL for whatever is left of the group, and the leader reaped.
+    private static func killGroup(_ pid: pid_t) {
+        kill(-pid, SIGTERM)
+        var status: Int32 = 0
+        let until = Stop.now() + 2_000_000_000
+        while waitpid(pid, &status, WNOHANG) == 0 && Stop.now() < until { usleep(5_000) }
+        kill(-pid, SIGKILL)
+        _ = waitpid(pid, &status, 0)
     }
 }

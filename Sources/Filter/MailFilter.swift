@@ -59,6 +59,11 @@ public struct MailFilter: Sendable {
             return result(Self.deferred, "deferred: no recipients on the command line (check the pipe argv in master.cf)", "deferred")
         }
         do {
+            // Before anything uses them: `<bob@example.org>` is Bob, a line break is nobody.
+            let sender = try EnvelopeAddress.normalised(sender, which: "sender", mayBeEmpty: true)
+            let recipients = try recipients.enumerated().map { index, address throws(EnvelopeAddressError) in
+                try EnvelopeAddress.normalised(address, which: "recipient \(index + 1)")
+            }
             let journal = try Journal(directory: config.journalDirectory, expiry: config.journalExpiry)
             let message = try MIMEMessage.parse(bytes)
             messageID = message.messageID.map { sanitise($0) } ?? "-"
@@ -80,15 +85,21 @@ public struct MailFilter: Sendable {
 
             var options = config.mail
             try Overrides.apply(message, to: &options)
-            let remaining = recipients.filter { !journal.wasSent(mail: mailKey, to: $0) }
+            // The intent for every recipient is on disk before anything is handed
+            // on: a full disk defers here, with nothing sent.
+            let record = try journal.begin(mail: mailKey, recipients: recipients)
+            let remaining = recipients.filter { !record.wasSent($0) }
             guard !remaining.isEmpty else {
-                journal.clear(mail: mailKey, recipients: recipients)
+                record.clear()
                 return result(0, nil, "sent-before")
             }
-            let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
+            var pipelineOptions = PipelineOptions(
                 mail: options, redactor: config.redactor, signAs: config.signAs,
                 requirements: KeyRequirements(minimumValidity: config.minimumValidity),
-                publisher: config.publisher, readingLifetime: config.readingLifetime))
+                publisher: config.publisher, readingLifetime: config.readingLifetime)
+            let continuity = config.continuity
+            pipelineOptions.continuity = continuity
+            let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))
             let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
@@ -111,7 +122,13 @@ public struct MailFilter: Sendable {
             let handover = Handover(via: config.reinjection, timeout: config.reinjectionTimeout,
                          finalReplyTimeout: config.reinjectionFinalTimeout ?? config.reinjectionTimeout * 1.5)
             defer { handover.close() }
+            func stopped() -> FilterResult {
+                result(Self.deferred, "deferred: stopped by a signal after \(handed) of \(copies.count) copies; "
+                       + "the mail stays queued and only the rest is sent on retry", "deferred")
+            }
             for copy in copies {
+                // A signal stops the hand-over between copies: what went out is in the journal.
+                if Stop.isRequested { return stopped() }
                 if copy.kind == .postcard, let pending = notice {
                     let noticeBytes = try pending.copy.bytes
                     let tag = Self.tag(secret, pending.messageID, pending.copy.recipients, Self.body(of: noticeBytes))
@@ -120,6 +137,7 @@ public struct MailFilter: Sendable {
                                           recipients: pending.copy.recipients)
                     } catch {
                         pipeline.withdraw(written)
+                        if Stop.isRequested { return stopped() }
                         return result(Self.deferred, "deferred: \(error.description) (the password notice) after \(handed) of "
                                       + "\(copies.count) copies; the mail stays queued and only the rest is sent on retry", "deferred")
                     }
@@ -136,10 +154,17 @@ public struct MailFilter: Sendable {
                 } catch {
                     // A page no recipient has a link to yet serves nobody: the retry publishes anew.
                     if !copies[..<handed].contains(where: { $0.kind == .postcard }) { pipeline.withdraw(written) }
+                    if Stop.isRequested { return stopped() }
                     return result(Self.deferred, "deferred: \(error.description) after \(handed) of \(copies.count) copies; "
                                   + "the mail stays queued and only the rest is sent on retry", "deferred")
                 }
-                try journal.recordSent(mail: mailKey, to: copy.recipients)
+                try record.markSent(copy.recipients)
+                // Key continuity remembers a key only once its letter was handed on.
+                if copy.kind == .letter && copy.fingerprints.count >= copy.recipients.count {  // the sender's own key comes last
+                    for (address, fingerprint) in zip(copy.recipients, copy.fingerprints) {
+                        try continuity.record(address, fingerprint: fingerprint)
+                    }
+                }
                 handed += 1
                 switch copy.kind {
                 case .letter: counts.letters += 1
@@ -148,7 +173,7 @@ public struct MailFilter: Sendable {
                 }
             }
             handover.close()
-            journal.clear(mail: mailKey, recipients: recipients)
+            record.clear()
             return result(0, nil, "sent")
         } catch {
             let (status, line) = Self.classify(error)
@@ -171,6 +196,14 @@ public struct MailFilter: Sendable {
             return (dataError, "rejected: unbalanced private markers: \(error.description); fix the markers and send again")
         case let error as InvalidAddressError:
             return (dataError, "rejected: \(error.description)")
+        case let error as EnvelopeAddressError:
+            return (dataError, "rejected: \(error.description)")
+        case let error as KeyLossError:
+            return (deferred, "deferred: \(error.description); the mail stays queued")
+        case let error as KeyContinuityError:
+            return (deferred, "deferred: \(error.description); the mail stays queued")
+        case let error as KeyringError:
+            return (deferred, "deferred: \(error.description); the mail stays queued")
         case let error as PipelineError:
             switch error.code {
             case .refused: return (refused, "refused: \(error.description); nothing was sent")

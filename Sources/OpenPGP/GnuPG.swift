@@ -38,6 +38,8 @@ public struct GnuPG: Sendable {
     ///
     /// Matching is exact and case-insensitive on the user ID's mail address.
     /// The result has one entry per distinct address, in the order given.
+    /// A damaged public keyring throws ``KeyringError`` rather than report
+    /// keys it may hide as missing.
     public func lookup(_ addresses: [String], requirements: KeyRequirements = .anyValidity) throws -> [KeyLookup] {
         try lookup(addresses, requirements: requirements, fingerprints: []).lookups
     }
@@ -55,6 +57,8 @@ public struct GnuPG: Sendable {
         }
         let patterns = unique.map { "<\($0)>" } + fingerprints
         guard !patterns.isEmpty else { return ([], []) }
+        // GPGME does not say when gpg could read only part of the keyring (see KeyringCheck).
+        try KeyringCheck.check(home: home)
         let keys = try listKeys(patterns: patterns, secretOnly: false)
         let wanted = Set(fingerprints.map { $0.uppercased() })
         return (unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) },

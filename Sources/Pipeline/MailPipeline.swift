@@ -81,6 +81,9 @@ public struct PipelineOptions: Sendable {
     /// more than this many bytes that is 7-bit clean stays there instead of
     /// being read into memory (see ``WrittenCopy/forEachPiece(_:)``).
     public var spoolAbove: Int = 8 << 20
+    /// Key continuity: where the keys recipients last got letters with are
+    /// remembered (nil: not used). The plan holds a mail whose remembered key vanished.
+    public var continuity: KeyContinuity?
 
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
                 requirements: KeyRequirements = .anyValidity, outerSubject: String = "...",
@@ -225,6 +228,13 @@ public struct MailPipeline: Sendable {
         self.options = options
     }
 
+    /// The same pipeline with key continuity kept in `continuity`.
+    public func with(continuity: KeyContinuity?) -> MailPipeline {
+        var options = options
+        options.continuity = continuity
+        return MailPipeline(gnupg: gnupg, options: options)
+    }
+
     /// The recipients of `message`: To, Cc and Bcc. With `envelope`, exactly
     /// those addresses, each with its role from the header fields; an envelope
     /// recipient in neither To nor Cc counts as Bcc.
@@ -274,6 +284,7 @@ public struct MailPipeline: Sendable {
     /// needs for `message`: what a caller that keeps a ``KeyBook`` looks up when it lacks some.
     public func keysWanted(for message: MIMEMessage, envelopeSender: String? = nil,
                            envelopeRecipients: [String]? = nil) throws -> KeyBook.Wanted {
+        let (envelopeSender, envelopeRecipients) = try Self.checkedEnvelope(envelopeSender, envelopeRecipients)
         let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
         guard !recipients.isEmpty else { throw PipelineError(.noRecipients) }
         let from = message.addresses(.from).first?.address
@@ -307,6 +318,7 @@ public struct MailPipeline: Sendable {
     /// one it lacks counts as having no key). No gpg process runs.
     public func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
                         envelopeRecipients: [String]? = nil, keys book: KeyBook) throws -> PreparedMail {
+        let (envelopeSender, envelopeRecipients) = try Self.checkedEnvelope(envelopeSender, envelopeRecipients)
         let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
         guard !recipients.isEmpty else { throw PipelineError(.noRecipients) }
         let from = message.addresses(.from).first?.address
@@ -338,11 +350,39 @@ public struct MailPipeline: Sendable {
             !key.isRevoked && !key.isExpired && !key.isDisabled && !key.isInvalid
                 && key.subkeys.contains(where: \.isUsableForSigning)
         }
+        let remembered = try options.continuity?.remembered(recipients.map(\.address)) ?? [:]
         let plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
-                            alreadyEncrypted: alreadyEncrypted, options: options.mail)
+                            alreadyEncrypted: alreadyEncrypted, options: options.mail, remembered: remembered)
         let senderKey = book.lookup(sender)?.chosen
         return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey,
                             senderKey: senderKey, keys: keys, readings: readings)
+    }
+
+    /// Envelope addresses reach argv and SMTP: checked (and `<…>` taken off)
+    /// for every caller, before anything else.
+    static func checkedEnvelope(_ sender: String?, _ recipients: [String]?) throws -> (String?, [String]?) {
+        let sender = try sender.map { address throws(EnvelopeAddressError) in
+            try EnvelopeAddress.normalised(address, which: "sender", mayBeEmpty: true)
+        }
+        let recipients = try recipients.map { list throws(EnvelopeAddressError) in
+            try list.enumerated().map { index, address throws(EnvelopeAddressError) in
+                try EnvelopeAddress.normalised(address, which: "recipient \(index + 1)")
+            }
+        }
+        return (sender, recipients)
+    }
+
+    /// Throws for a refused plan: ``KeyLossError`` when key continuity holds
+    /// it (temporary), `PipelineError.refused` otherwise.
+    public static func checkNotRefused(_ plan: Plan) throws {
+        let lost = plan.keyLoss
+        if !lost.isEmpty {
+            throw KeyLossError(losses: lost.map { item in
+                guard case .refused(let why) = item.decision else { return (item.recipient.address, "") }
+                return (item.recipient.address, why.description)
+            })
+        }
+        if plan.isRefused { throw PipelineError(.refused(plan.refused.map(\.recipient.address))) }
     }
 
     /// Writes every copy of the plan. All cryptography happens here, before
@@ -354,7 +394,7 @@ public struct MailPipeline: Sendable {
     /// publication is withdrawn again.
     public func write(_ prepared: PreparedMail) throws -> WrittenMail {
         let plan = prepared.plan
-        if plan.isRefused { throw PipelineError(.refused(plan.refused.map(\.recipient.address))) }
+        try Self.checkNotRefused(plan)
         // Read it or refuse it: in a mail with marked spans (for one encrypted
         // already: a marker outside the ciphertext), what cannot be read with
         // certainty stops the mail before anything is written.

@@ -83,6 +83,15 @@ public struct DomainRule: Sendable, Hashable {
     }
 }
 
+/// Key continuity: what a recipient whose remembered key is now revoked or
+/// expired gets. (A remembered key that vanished altogether always holds the mail.)
+public enum KeyLossRule: String, Sendable, Hashable, Codable {
+    /// The mail is held (the filter defers it) until the key is renewed or the record is forgotten.
+    case `defer`
+    /// The recipient gets a postcard, with the key loss as its reason.
+    case postcard
+}
+
 /// Per-mail options.
 public struct MailOptions: Sendable, Hashable {
     /// Everybody gets a postcard, even recipients with keys.
@@ -95,14 +104,18 @@ public struct MailOptions: Sendable, Hashable {
     public var invite: Bool
     /// What postcards do with marked spans.
     public var postcardExtension: PostcardExtension
+    /// What happens to a recipient whose remembered key (key continuity) is
+    /// now revoked or expired.
+    public var onKeyLoss: KeyLossRule
 
     public init(enforcePostcard: Bool = false, requireLetter: Bool = false, domainRules: [DomainRule] = [],
-                invite: Bool = false, postcardExtension: PostcardExtension = .censored) {
+                invite: Bool = false, postcardExtension: PostcardExtension = .censored, onKeyLoss: KeyLossRule = .defer) {
         self.enforcePostcard = enforcePostcard
         self.requireLetter = requireLetter
         self.domainRules = domainRules
         self.invite = invite
         self.postcardExtension = postcardExtension
+        self.onKeyLoss = onKeyLoss
     }
 
     /// Letters where keys allow, postcards elsewhere, censored spans.
@@ -138,13 +151,30 @@ public enum PostcardReason: Sendable, Hashable {
     case noKey
     /// Keys exist but none is usable.
     case noUsableKey([KeyRefusal])
+    /// Key continuity: the recipient got a letter to this key before, and now
+    /// there is no key for them at all (a damaged keyring, a deleted key).
+    case keyVanished(fingerprint: String)
+    /// Key continuity: the key the recipient last got a letter with is now
+    /// revoked or expired (the refusals say which), and no other key is usable.
+    case rememberedKeyUnusable(fingerprint: String, [KeyRefusal])
 
-    /// A short, stable code: `enforced`, `no-key`, `no-usable-key`.
+    /// A short, stable code: `enforced`, `no-key`, `no-usable-key`,
+    /// `key-vanished`, `remembered-key-unusable`.
     public var code: String {
         switch self {
         case .enforced: "enforced"
         case .noKey: "no-key"
         case .noUsableKey: "no-usable-key"
+        case .keyVanished: "key-vanished"
+        case .rememberedKeyUnusable: "remembered-key-unusable"
+        }
+    }
+
+    /// True for the reasons of key continuity.
+    public var isKeyLoss: Bool {
+        switch self {
+        case .keyVanished, .rememberedKeyUnusable: true
+        default: false
         }
     }
 
@@ -154,6 +184,11 @@ public enum PostcardReason: Sendable, Hashable {
         case .noKey: "no key"
         case .noUsableKey(let refusals):
             "no usable key (" + refusals.map { "\($0.fingerprint) \($0.detail)" }.joined(separator: "; ") + ")"
+        case .keyVanished(let fingerprint):
+            "the key \(fingerprint) this recipient last got a letter with is gone from the keyring"
+        case .rememberedKeyUnusable(let fingerprint, let refusals):
+            "the key \(fingerprint) this recipient last got a letter with is "
+                + (refusals.first { $0.fingerprint == fingerprint }?.detail ?? "unusable")
         }
     }
 }
@@ -223,6 +258,12 @@ public struct Plan: Sendable, Hashable {
     /// A refused plan writes nothing.
     public var isRefused: Bool { !refused.isEmpty }
 
+    /// Refused recipients whose reason is key continuity (the mail waits for
+    /// their key, or for the record to be forgotten).
+    public var keyLoss: [RecipientDecision] {
+        refused.filter { if case .refused(let why) = $0.decision { why.isKeyLoss } else { false } }
+    }
+
     /// Decides for every recipient. Recipients are taken in order, each
     /// address once (the first role wins: To before Cc before Bcc).
     ///
@@ -238,8 +279,16 @@ public struct Plan: Sendable, Hashable {
     /// A mail that is `alreadyEncrypted` is never touched: one unchanged copy
     /// goes to everybody, whatever the options (its mail state is `letter`:
     /// nobody receives plain text from us).
+    ///
+    /// Key continuity: `remembered` maps a lower-case address to the key it
+    /// last got a letter with. Such a recipient without a usable key now is
+    /// refused (`keyVanished`) when that key is gone, and when it is revoked or
+    /// expired follows `options.onKeyLoss` (refused, or a postcard, with the
+    /// reason `rememberedKeyUnusable` either way; a key that is there but
+    /// unusable for another reason is treated alike). An enforced postcard stays one.
     public init(recipients: [Recipient], keys: [String: KeyAvailability], hasMarkedSpans: Bool,
-                alreadyEncrypted: Bool = false, options: MailOptions = .standard) throws(PolicyError) {
+                alreadyEncrypted: Bool = false, options: MailOptions = .standard,
+                remembered: [String: String] = [:]) throws(PolicyError) {
         if options.enforcePostcard && options.requireLetter {
             throw PolicyError(.conflictingOptions)
         }
@@ -261,10 +310,23 @@ public struct Plan: Sendable, Hashable {
                 // A postcard is never sent where a letter is required.
                 decision = !enforced ? .letter(fingerprint: fingerprint, source: source)
                     : requiresLetter ? .refused(.enforced) : .postcard(.enforced)
-            case .missing:
-                decision = requiresLetter ? .refused(.noKey) : .postcard(.noKey)
-            case .unusable(let refusals):
-                decision = requiresLetter ? .refused(.noUsableKey(refusals)) : .postcard(.noUsableKey(refusals))
+            case .missing, .unusable:
+                var why: PostcardReason = .noKey
+                if case .unusable(let refusals) = keyState { why = .noUsableKey(refusals) }
+                var holds = requiresLetter
+                if !enforced, let fingerprint = remembered[recipient.address.lowercased()] {
+                    let refusals: [KeyRefusal] = if case .unusable(let list) = keyState { list } else { [] }
+                    if refusals.contains(where: { $0.fingerprint == fingerprint }) {
+                        // Still there, but revoked, expired (or otherwise unusable): the configured rule.
+                        why = .rememberedKeyUnusable(fingerprint: fingerprint, refusals)
+                        holds = holds || options.onKeyLoss == .defer
+                    } else {
+                        // Gone: a damaged keyring or a deleted key, never a reason for a postcard.
+                        why = .keyVanished(fingerprint: fingerprint)
+                        holds = true
+                    }
+                }
+                decision = holds ? .refused(why) : .postcard(why)
             }
             return RecipientDecision(recipient: recipient, decision: decision)
         }

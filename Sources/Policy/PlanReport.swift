@@ -9,7 +9,8 @@ public struct PlanReport: Codable, Sendable, Hashable {
         public let role: String
         /// `letter`, `postcard`, `refused` or `unchanged`.
         public let decision: String
-        /// `key` for letters; `enforced`, `no-key` or `no-usable-key` otherwise;
+        /// `key` for letters; `enforced`, `no-key` or `no-usable-key` otherwise,
+        /// and for key continuity `key-vanished` or `remembered-key-unusable`;
         /// `already-encrypted` for unchanged mail.
         public let reason: String
         /// The reason in words.
@@ -67,6 +68,7 @@ public struct PlanReport: Codable, Sendable, Hashable {
             case .postcard(let why), .refused(let why):
                 var refusedKeys: [KeyRefusal] = []
                 if case .noUsableKey(let keys) = why { refusedKeys = keys }
+                if case .rememberedKeyUnusable(_, let keys) = why { refusedKeys = keys }
                 let decision = if case .refused = item.decision { "refused" } else { "postcard" }
                 return RecipientReport(address: item.recipient.address, role: role, decision: decision, reason: why.code,
                                        detail: why.description, fingerprint: nil, keySource: nil, refusedKeys: refusedKeys)

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import PartialEncryption
 import Synchronization
@@ -23,6 +24,8 @@ public struct ReadingServerConfiguration: Sendable {
     public var lifetime: Int
     /// The largest document accepted, in bytes.
     public var maximumDocument: Int
+    /// Time-outs and the cap on concurrent connections.
+    public var limits: ConnectionLimits = .standard
 
     public init(host: String = "127.0.0.1", port: Int = 8080, storePath: String, publishToken: String,
                 publicURL: String? = nil, lifetime: Int = 30 * 86400, maximumDocument: Int = 1 << 20) {
@@ -75,8 +78,14 @@ public final class ReadingServer: Sendable {
         router.delete("/api/postcards/:id") { request, context in try self.delete(request, id: context.parameters.get("id") ?? "") }
         var logger = Logger(label: "mailsec-serve")
         logger.logLevel = .warning
-        let app = Application(router: router, configuration: .init(address: .hostname(configuration.host, port: configuration.port),
-                                                                    serverName: "mailsec"),
+        let limits = configuration.limits
+        let app = Application(router: router,
+                              server: .http1(configuration: .init(
+                                  additionalChannelHandlers: [RequestDeadlineHandler(limit: limits.requestTimeout)],
+                                  idleTimeout: .nanoseconds(Int64(limits.idleTimeout.components.seconds) * 1_000_000_000))),
+                              configuration: .init(address: .hostname(configuration.host, port: configuration.port),
+                                                   serverName: "mailsec",
+                                                   availableConnectionsDelegate: MaximumAvailableConnections(limits.maximumConnections)),
                               onServerRunning: { channel in
                                   let port = channel.localAddress?.port ?? self.configuration.port
                                   self.boundPort.withLock { $0 = port }

@@ -36,6 +36,8 @@ enum ExitStatus: Int32 {
         switch error {
         case let error as CommandFailure: self = error.status
         case let error as GPGMEError: self = error.isTemporary ? .temporary : .failure
+        case is KeyringError, is KeyLossError, is KeyContinuityError: self = .temporary
+        case is EnvelopeAddressError: self = .dataError
         case let error as PolicyError: self = error.code == .conflictingOptions ? .usage : .dataError
         case let error as PipelineError:
             switch error.code {
@@ -95,6 +97,10 @@ func describe(_ error: any Error) -> String {
     switch error {
     case let error as CommandFailure: error.description
     case let error as GPGMEError: error.description
+    case let error as KeyringError: error.description
+    case let error as KeyLossError: error.description
+    case let error as KeyContinuityError: error.description
+    case let error as EnvelopeAddressError: error.description
     case let error as MIMEError: error.description
     case let error as LetterError: error.description
     case let error as InvalidAddressError: error.description

@@ -81,11 +81,21 @@ struct FilterCommand: ParsableCommand {
         watchdog.setEventHandler {
             let line = "mailsec: deferred: no result within \(Int(settings.timeout)) s (gpg or re-injection hung); the mail stays queued\n"
             _ = line.withCString { Glibc.write(STDERR_FILENO, $0, strlen($0)) }
+            Stop.killRunningChild()  // no sendmail child outlives the filter
             _exit(MailFilter.deferred)
         }
         watchdog.resume()
+        // SIGTERM and SIGINT end the hand-over between copies (what went out is
+        // journalled) and the mail is deferred: 75, never a half-sent mail.
+        let signals = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: DispatchQueue(label: "mailsec.signals"))
+            source.setEventHandler { Stop.request() }
+            source.resume()
+            return source
+        }
         let input = Array(FileHandle.standardInput.readDataToEndOfFile())
-        let result = MailFilter(config: settings).run(input, sender: sender, recipients: recipients)
+        let result = withExtendedLifetime(signals) { MailFilter(config: settings).run(input, sender: sender, recipients: recipients) }
         finish(result, log: settings.log)
     }
 

@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
+import Filter
 import OpenPGP
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Look up and import OpenPGP keys.",
         discussion: "'mailsec keys COMMAND --help' describes each command and its exit status.",
-        subcommands: [Lookup.self, Import.self]
+        subcommands: [Lookup.self, Import.self, Forget.self]
     )
 }
 
@@ -148,5 +149,37 @@ struct LookupReport: Encodable {
         if candidates.isEmpty { return "\(address): no key" }
         let reasons = candidates.map { "\($0.fingerprint) \($0.reason ?? $0.verdict)" }
         return "\(address): no usable key (\(reasons.joined(separator: "; ")))"
+    }
+}
+
+extension Keys {
+    /// Key continuity: clears a remembered key on purpose.
+    struct Forget: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Forget the key an address last got a letter with (the filter's key continuity).",
+            discussion: """
+                The filter remembers, beside its journal, the key each recipient last got a letter \
+                with, and defers mail to a recipient whose remembered key is gone. Run this when the \
+                key was removed on purpose: the next mail goes by the keyring alone (a postcard if \
+                there is no key). Exit status 0 also when there was no record.
+                """
+        )
+
+        @Option(help: ArgumentHelp("The filter's TOML configuration.", valueName: "file"))
+        var config = FilterCommand.defaultConfig
+
+        @Argument(help: ArgumentHelp("Mail addresses to forget.", valueName: "address"))
+        var addresses: [String]
+
+        func validate() throws {
+            if addresses.isEmpty { throw ValidationError("Give at least one address.") }
+        }
+
+        func run() throws {
+            let continuity = try FilterConfig.load(path: config).continuity
+            for address in addresses {
+                print("\(address): " + (try continuity.forget(address) ? "forgotten" : "no record"))
+            }
+        }
     }
 }

@@ -130,12 +130,18 @@ struct PlanCommand: ParsableCommand {
 
     @OptionGroup(title: "Input") var size: MessageSizeOption
 
+    @Option(help: ArgumentHelp("Key continuity: the filter's folder of remembered keys (see 'keys forget'); "
+                               + "recipients whose remembered key is gone or lapsed are shown with that reason.",
+                               valueName: "folder"))
+    var continuity: String?
+
     @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func run() throws {
-        let prepared = try policy.pipeline(global, markers: markers)
-            .prepare(readMessage(message, options: size.parseOptions), envelopeSender: policy.from)
+        var pipeline = try policy.pipeline(global, markers: markers)
+        if let continuity { pipeline = pipeline.with(continuity: KeyContinuity(directory: continuity)) }
+        let prepared = try pipeline.prepare(readMessage(message, options: size.parseOptions), envelopeSender: policy.from)
         let report = PlanReport(prepared.plan)
         if output.json {
             try writeOutput(encodeJSON(report), to: nil)
@@ -143,9 +149,7 @@ struct PlanCommand: ParsableCommand {
             print(PlanTable(report: report, colour: isatty(STDOUT_FILENO) != 0
                                 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil).text)
         }
-        if prepared.plan.isRefused {
-            throw PipelineError(.refused(prepared.plan.refused.map(\.recipient.address)))
-        }
+        try MailPipeline.checkNotRefused(prepared.plan)
     }
 }
 

@@ -135,10 +135,22 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("The SQLite file of published postcards (created 0600).", valueName: "file"))
     var store = "/var/lib/mailsec/reading.sqlite"
 
+    @Option(help: ArgumentHelp("Seconds a client has to send a whole request; slower ones are cut off.", valueName: "seconds"))
+    var requestTimeout = 10
+
+    @Option(help: ArgumentHelp("Seconds an open connection may stay idle.", valueName: "seconds"))
+    var idleTimeout = 30
+
+    @Option(help: ArgumentHelp("Connections served at once (more wait to be accepted).", valueName: "count"))
+    var maxConnections = 256
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard lifetimeDays > 0 else { throw ValidationError("--lifetime-days must be positive") }
         _ = try maxSize.validate("--max-size")
+        guard requestTimeout > 0, idleTimeout > 0, maxConnections > 0 else {
+            throw ValidationError("--request-timeout, --idle-timeout and --max-connections must be positive")
+        }
         if let publicURL, !(publicURL.hasPrefix("https://") || publicURL.hasPrefix("http://")) {
             throw ValidationError("--public-url must start with https:// or http://")
         }
@@ -147,9 +159,11 @@ struct Serve: ParsableCommand {
     func run() throws {
         let token = String(decoding: try readSmallFile(tokenFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard token.utf8.count >= 16 else { throw CommandFailure("the publish token in \(tokenFile) is shorter than 16 characters", status: .usage) }
-        let configuration = ReadingServerConfiguration(host: listen, port: port, storePath: store, publishToken: token,
+        var configuration = ReadingServerConfiguration(host: listen, port: port, storePath: store, publishToken: token,
                                                        publicURL: publicURL, lifetime: lifetimeDays * 86400,
                                                        maximumDocument: maxSize.bytes ?? 1 << 20)
+        configuration.limits = ConnectionLimits(requestTimeout: .seconds(requestTimeout), idleTimeout: .seconds(idleTimeout),
+                                                maximumConnections: maxConnections)
         let server: ReadingServer
         do {
             server = try ReadingServer(configuration: configuration) { line in

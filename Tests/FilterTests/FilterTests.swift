@@ -215,29 +215,54 @@ struct MailFilterTests {
 
 @Suite("The journal")
 struct JournalTests {
-    @Test("records recipients per mail, clears them, and drops entries past their expiry")
+    @Test("the intent names every recipient before anything is sent; marks survive reopening; clear and expiry remove the record")
     func lifecycle() throws {
         let folder = try makePrivateDirectory(prefix: "ms-journal")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let journal = try Journal(directory: folder + "/j", expiry: 3600)
-        #expect(!journal.wasSent(mail: "m1@example.org", to: "bob@example.org"))
-        try journal.recordSent(mail: "m1@example.org", to: ["bob@example.org", "carol@example.org"])
-        #expect(journal.wasSent(mail: "m1@example.org", to: "BOB@example.org"))
-        #expect(!journal.wasSent(mail: "m2@example.org", to: "bob@example.org"))
+        let record = try journal.begin(mail: "m1", recipients: ["bob@example.org", "carol@example.org"])
+        #expect(!record.wasSent("bob@example.org"))
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder + "/j").filter { $0.hasSuffix(".journal") }
+        #expect(names.count == 1)
+        let size = try FileManager.default.attributesOfItem(atPath: folder + "/j/" + names[0])[.size] as? Int
+        try record.markSent(["BOB@example.org"])
+        #expect(try FileManager.default.attributesOfItem(atPath: folder + "/j/" + names[0])[.size] as? Int == size,
+                "marking writes in place")
+        #expect(journal.wasSent(mail: "m1", to: "bob@example.org"))
+        #expect(!journal.wasSent(mail: "m1", to: "carol@example.org"))
+        #expect(!journal.wasSent(mail: "m2", to: "bob@example.org"))
+        let text = try String(contentsOfFile: folder + "/j/" + names[0], encoding: .utf8)
+        #expect(!text.contains("example.org"), "the journal names nobody")
         let mode = try FileManager.default.attributesOfItem(atPath: folder + "/j")[.posixPermissions] as? Int
         #expect(mode == 0o700)
-        journal.clear(mail: "m1@example.org", recipients: ["bob@example.org"])
-        #expect(!journal.wasSent(mail: "m1@example.org", to: "bob@example.org"))
-        #expect(journal.wasSent(mail: "m1@example.org", to: "carol@example.org"))
+        #expect(try FileManager.default.attributesOfItem(atPath: folder + "/j/" + names[0])[.posixPermissions] as? Int == 0o600)
 
-        // Two hours later the remaining entry has expired.
-        for name in try FileManager.default.contentsOfDirectory(atPath: folder + "/j") where name.hasSuffix(".sent") {
+        // A retry (new process) finds Bob sent; a recipient new to the mail is added.
+        let again = try Journal(directory: folder + "/j", expiry: 3600).begin(mail: "m1", recipients: ["bob@example.org", "dora@example.org"])
+        #expect(again.wasSent("bob@example.org") && !again.wasSent("dora@example.org") && !again.wasSent("carol@example.org"))
+        again.clear()
+        #expect(!journal.wasSent(mail: "m1", to: "bob@example.org"))
+
+        // Two hours later a remaining record has expired.
+        try journal.begin(mail: "m3", recipients: ["bob@example.org"]).markSent(["bob@example.org"])
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder + "/j") where name.hasSuffix(".journal") {
             try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)],
                                                   ofItemAtPath: folder + "/j/" + name)
         }
         let reopened = try Journal(directory: folder + "/j", expiry: 3600)
-        #expect(!reopened.wasSent(mail: "m1@example.org", to: "carol@example.org"))
+        #expect(!reopened.wasSent(mail: "m3", to: "bob@example.org"))
         #expect(try reopened.secret() == (try journal.secret()), "the loop secret stays")
+    }
+
+    @Test("a damaged record is an error (the mail is deferred), never read as 'nothing sent'",
+          arguments: ["", "mailsec-journal 2\nX 00\n", "garbage", "mailsec-journal 2\nS " + String(repeating: "g", count: 64) + "\n"])
+    func damagedRecord(text: String) throws {
+        let folder = try makePrivateDirectory(prefix: "ms-journal")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let journal = try Journal(directory: folder, expiry: 3600)
+        let path = folder + "/" + Digest.sha256Hex(Array("m1".utf8)) + ".journal"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: JournalError.self) { try journal.begin(mail: "m1", recipients: ["bob@example.org"]) }
     }
 }
 

@@ -337,12 +337,13 @@ struct ReviewFindingTests {
         }
     }
 
+    // (A quoted local part with a space in it is refused since issue 12: see FilterFaultTests.)
     @Test("an envelope address gpg cannot look up is a recipient without a key, not a bad mail")
     func oddEnvelopeAddress() throws {
         try withGnuPGHome(importing: senderFixtures) { home throws in
             let mail = try parse("From: Alice <alice@example.org>\nTo: bob@example.org\nSubject: s\n\nhi\n")
             let (plan, copies, _, _) = try MailPipeline(gnupg: GnuPG(home: home.path))
-                .process(mail, envelopeSender: "alice@example.org", envelopeRecipients: ["bob@example.org", "\"john doe\"@example.net"])
+                .process(mail, envelopeSender: "alice@example.org", envelopeRecipients: ["bob@example.org", "\"john.doe\"@example.net"])
             #expect(copies.map(\.kind) == [.letter, .postcard])
             #expect(plan.decisions.last?.decision == .postcard(.noKey))
         }

@@ -177,6 +177,8 @@ public final class ReadingServerProcess: @unchecked Sendable {
     public var storePath: String { folder + "/store.sqlite" }
     public var logPath: String { folder + "/serve.log" }
     private let process: Process
+    /// The server's process id (to count its open sockets).
+    public var pid: Int32 { process.processIdentifier }
 
     public init(extraArguments: [String] = []) throws {
         folder = try makePrivateDirectory(prefix: "ms-serve")

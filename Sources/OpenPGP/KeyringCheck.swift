@@ -1,0 +1,183 @@
+import Crypto
+import Foundation
+
+/// The public keyring cannot be read in full: a key look-up in it cannot be
+/// trusted, since a key it hides would look like a missing key. Always
+/// temporary: a filter defers (75), the CLI exits 75.
+public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The keyring file (or where it should be).
+    public let path: String
+    /// What is wrong, without any key material.
+    public let problem: String
+
+    public var description: String {
+        "the public keyring \(path) is damaged (\(problem)); restore it from a backup (keys could not be looked up)"
+    }
+}
+
+/// Checks a GnuPG home's public keyring before its look-up is believed.
+///
+/// GnuPG 2.2 reports keyring damage to nobody who asks through GPGME: with an
+/// empty, truncated or bit-flipped `pubring.kbx`, `gpg --list-keys` prints
+/// `keydb_search failed` on stderr (no status line, sometimes an
+/// `ERROR keylist.getkey 9`, which is also what a plain missing key gives),
+/// exits 2, and lists the keys before the damage. GPGME's
+/// `gpgme_op_keylist_next` then ends in a normal EOF and `truncated` is 0 (tried
+/// on GPGME 1.18, Debian 12). So the file is checked here instead:
+///
+/// - `pubring.kbx`: a 32-byte header blob (`KBXf`, version 1), then blobs whose
+///   lengths add up to the file's size exactly, each of a known type, each
+///   with the SHA-1 checksum GnuPG writes over it (blobs written before
+///   GnuPG 2.1 carry none or MD5, and are taken as they are). GnuPG deletes
+///   a key by setting its blob's type byte to 0 in place, so a flip of that
+///   one byte to 0 looks exactly like a deleted key: key continuity is what
+///   catches that, and a keyring cut exactly between two blobs;
+/// - `pubring.gpg` (only when there is no `pubring.kbx`): a sequence of
+///   OpenPGP packets whose lengths add up to the file's size, starting with a
+///   public key; a flipped bit inside a packet is not found (the format has no
+///   checksum);
+/// - anything else in place of the file (a folder, a socket), a file that
+///   cannot be read, and an empty file, are damage. No keyring file at all is a
+///   new, empty home (gpg makes an empty one itself).
+public enum KeyringCheck {
+    /// The home gpg uses for `home`: itself, `$GNUPGHOME`, or `~/.gnupg`.
+    static func resolvedHome(_ home: String?) -> String {
+        if let home { return home }
+        if let env = getenv("GNUPGHOME"), env.pointee != 0 { return String(cString: env) }
+        return NSHomeDirectory() + "/.gnupg"
+    }
+
+    /// Throws ``KeyringError`` when the home's public keyring is damaged.
+    public static func check(home: String?) throws(KeyringError) {
+        let folder = resolvedHome(home)
+        let kbx = folder + "/pubring.kbx", legacy = folder + "/pubring.gpg"
+        if exists(kbx) {
+            try checkKeybox(try contents(kbx), path: kbx)
+        } else if exists(legacy) {
+            try checkPackets(try contents(legacy), path: legacy)
+        }
+    }
+
+    private static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 || errno != ENOENT
+    }
+
+    /// The file's bytes, read with plain system calls so that every failure is seen.
+    static func contents(_ path: String) throws(KeyringError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            // A symbolic link is followed by gpg: follow it here too, once.
+            let retry = errno == ELOOP ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1
+            guard retry >= 0 else { throw KeyringError(path: path, problem: "cannot be opened: \(String(cString: strerror(errno)))") }
+            defer { close(retry) }
+            return try read(retry, path)
+        }
+        defer { close(fd) }
+        return try read(fd, path)
+    }
+
+    private static func read(_ fd: Int32, _ path: String) throws(KeyringError) -> [UInt8] {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw KeyringError(path: path, problem: "not a regular file")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var offset = 0
+        while offset < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { throw KeyringError(path: path, problem: "read error: \(String(cString: strerror(errno)))") }
+            guard got > 0 else { throw KeyringError(path: path, problem: "shorter than its size") }
+            offset += got
+        }
+        return bytes
+    }
+
+    static func checkKeybox(_ bytes: [UInt8], path: String) throws(KeyringError) {
+        func be32(_ at: Int) -> Int {
+            Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+        }
+        guard !bytes.isEmpty else { throw KeyringError(path: path, problem: "empty file") }
+        guard bytes.count >= 32, be32(0) == 32, bytes[4] == 1, bytes[5] == 1, Array(bytes[8..<12]) == Array("KBXf".utf8) else {
+            throw KeyringError(path: path, problem: "the keybox header is missing")
+        }
+        var offset = 32
+        var blob = 1
+        while offset < bytes.count {
+            guard bytes.count - offset >= 5 else { throw KeyringError(path: path, problem: "cut off at byte \(offset)") }
+            let length = be32(offset)
+            guard length >= 5, length <= bytes.count - offset else {
+                throw KeyringError(path: path, problem: "blob \(blob) at byte \(offset) runs past the end")
+            }
+            let type = bytes[offset + 4]
+            guard type == 0 || type == 2 || type == 3 else {
+                throw KeyringError(path: path, problem: "blob \(blob) at byte \(offset) has an unknown type")
+            }
+            guard length >= 40 else { throw KeyringError(path: path, problem: "blob \(blob) at byte \(offset) too short") }
+            let sum = Array(bytes[(offset + length - 20)..<(offset + length)])
+            // All zero: no checksum; four zero bytes first: MD5 of GnuPG before 2.1.
+            if sum.contains(where: { $0 != 0 }) && sum.prefix(4).contains(where: { $0 != 0 }) {
+                var content = Array(bytes[offset..<(offset + length - 20)])
+                // GnuPG deletes a key by setting its blob's type to 0 in place: the
+                // checksum is still the one made with the type it had (OpenPGP or X.509).
+                let types: [UInt8] = type == 0 ? [2, 3] : [type]
+                let matches = types.contains { original in
+                    content[4] = original
+                    return Array(Insecure.SHA1.hash(data: content)) == sum
+                }
+                guard matches else {
+                    throw KeyringError(path: path, problem: "blob \(blob) at byte \(offset) fails its checksum")
+                }
+            }
+            offset += length
+            blob += 1
+        }
+    }
+
+    static func checkPackets(_ bytes: [UInt8], path: String) throws(KeyringError) {
+        guard !bytes.isEmpty else { throw KeyringError(path: path, problem: "empty file") }
+        var offset = 0
+        var first = true
+        while offset < bytes.count {
+            let start = offset
+            let header = bytes[offset]
+            guard header & 0x80 != 0 else { throw KeyringError(path: path, problem: "no packet at byte \(start)") }
+            let tag: Int
+            var length: Int
+            offset += 1
+            func need(_ count: Int) throws(KeyringError) {
+                guard bytes.count - offset >= count else { throw KeyringError(path: path, problem: "cut off at byte \(start)") }
+            }
+            if header & 0x40 != 0 {
+                tag = Int(header & 0x3F)
+                try need(1)
+                let octet = Int(bytes[offset])
+                if octet < 192 { length = octet; offset += 1 }
+                else if octet < 224 { try need(2); length = (octet - 192) << 8 + Int(bytes[offset + 1]) + 192; offset += 2 }
+                else if octet == 255 {
+                    try need(5)
+                    length = Int(bytes[offset + 1]) << 24 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 8
+                        | Int(bytes[offset + 4])
+                    offset += 5
+                } else { throw KeyringError(path: path, problem: "partial length in a keyring at byte \(start)") }
+            } else {
+                tag = Int(header >> 2) & 0x0F
+                let kind = header & 3
+                guard kind != 3 else { throw KeyringError(path: path, problem: "indeterminate length at byte \(start)") }
+                let size = 1 << Int(kind)
+                try need(size)
+                length = 0
+                for index in 0..<size { length = length << 8 | Int(bytes[offset + index]) }
+                offset += size
+            }
+            // Key material, user IDs, signatures and GnuPG's ring trust packets only.
+            guard [2, 6, 12, 13, 14, 17].contains(tag), !first || tag == 6 else {
+                throw KeyringError(path: path, problem: "unexpected packet at byte \(start)")
+            }
+            guard length <= bytes.count - offset else { throw KeyringError(path: path, problem: "cut off at byte \(start)") }
+            offset += length
+            first = false
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import MIME
+
+/// The continuity record cannot be read or written. Temporary (75): a
+/// recipient's history is never guessed.
+public struct KeyContinuityError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+}
+
+/// Recipients whose remembered key is gone (or lapsed, when the rule defers):
+/// the mail waits. The filter defers it (75), the CLI exits 75.
+public struct KeyLossError: Error, Sendable, CustomStringConvertible {
+    /// The recipients and, for each, why.
+    public let losses: [(address: String, reason: String)]
+
+    public var description: String {
+        "held for key continuity: " + losses.map { "\($0.address): \($0.reason)" }.joined(separator: "; ")
+            + " (restore the key, or clear the record on purpose with 'mailsec keys forget ADDRESS')"
+    }
+}
+
+/// Key continuity: the key each recipient last got a letter with, one small
+/// file per recipient in a private folder (0700; files 0600, written whole
+/// through a rename). The file is named by a hash of the lower-case address
+/// and holds `ADDRESS FINGERPRINT`, so a later contacts store can list it.
+public struct KeyContinuity: Sendable {
+    public let directory: String
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    private func path(_ address: String) -> String {
+        directory + "/" + Digest.sha256Hex(Array(address.lowercased().utf8)) + ".key"
+    }
+
+    /// The remembered fingerprints of `addresses` that have a record, by
+    /// lower-case address. A record that cannot be read throws.
+    public func remembered(_ addresses: [String]) throws(KeyContinuityError) -> [String: String] {
+        var found: [String: String] = [:]
+        for address in addresses {
+            if let fingerprint = try fingerprint(of: address) { found[address.lowercased()] = fingerprint }
+        }
+        return found
+    }
+
+    /// The fingerprint remembered for `address`, nil without a record.
+    public func fingerprint(of address: String) throws(KeyContinuityError) -> String? {
+        let file = path(address)
+        let fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        if fd < 0 {
+            if errno == ENOENT && (access(directory, X_OK) == 0 || errno == ENOENT) { return nil }
+            throw KeyContinuityError(description: "cannot read the key continuity record in \(directory) (\(String(cString: strerror(errno))))")
+        }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = read(fd, &buffer, buffer.count)
+        let fields = count > 0 ? String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ") : []
+        guard fields.count == 2, fields[0].lowercased() == address.lowercased(),
+              let fingerprint = fields.last?.trimmingCharacters(in: .newlines),
+              (fingerprint.count == 40 || fingerprint.count == 64), fingerprint.allSatisfy(\.isHexDigit) else {
+            throw KeyContinuityError(description: "the key continuity record of a recipient in \(directory) is damaged")
+        }
+        return fingerprint.uppercased()
+    }
+
+    /// Remembers that `address` got a letter to `fingerprint` (synced).
+    public func record(_ address: String, fingerprint: String) throws(KeyContinuityError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw KeyContinuityError(description: "cannot make the key continuity folder \(directory)")
+        }
+        if (try? self.fingerprint(of: address)) == fingerprint.uppercased() { return }
+        let file = path(address), temporary = file + ".\(getpid()).tmp"
+        let bytes = Array("\(address.lowercased()) \(fingerprint.uppercased())\n".utf8)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeyContinuityError(description: "cannot write the key continuity record in \(directory)") }
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, file) == 0 else {
+            unlink(temporary)
+            throw KeyContinuityError(description: "cannot write the key continuity record in \(directory)")
+        }
+        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 { fsync(folder); close(folder) }
+    }
+
+    /// Forgets `address` on purpose; true when there was a record.
+    public func forget(_ address: String) throws(KeyContinuityError) -> Bool {
+        if unlink(path(address)) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw KeyContinuityError(description: "cannot remove the key continuity record in \(directory)")
+    }
+}
