@@ -91,9 +91,13 @@ let minValidityHelp = ArgumentHelp(
     valueName: "validity")
 
 /// Checks a plain `local@domain` address given as an option's value.
+/// `<bob@example.org>` is taken as `bob@example.org` (as the pipeline takes an
+/// envelope address), never looked up as another, keyless address.
 func checkAddress(_ address: String, option: String) throws {
-    let parts = address.split(separator: "@", omittingEmptySubsequences: false)
-    let forbidden = address.unicodeScalars.contains {
+    let bare = address.hasPrefix("<") && address.hasSuffix(">") && address.count > 2
+        ? String(address.dropFirst().dropLast()) : address
+    let parts = bare.split(separator: "@", omittingEmptySubsequences: false)
+    let forbidden = bare.unicodeScalars.contains {
         $0.value < 0x21 || $0.value == 0x7F || "<>,;:\"()[]\\".unicodeScalars.contains($0)
     }
     guard parts.count == 2, !parts[0].isEmpty, isDomain(parts[1]), !forbidden else {

@@ -104,7 +104,7 @@ final class PrivatePostfix {
     }
 
     static func waitForListener(_ port: Int) throws {
-        for _ in 0..<200 {
+        for _ in 0..<1200 {  // a minute: Postfix starts slowly on a loaded machine
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
