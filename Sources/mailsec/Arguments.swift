@@ -101,7 +101,8 @@ func checkAddress(_ address: String, option: String) throws {
         $0.value < 0x21 || $0.value == 0x7F || "<>,;:\"()[]\\".unicodeScalars.contains($0)
     }
     guard parts.count == 2, !parts[0].isEmpty, isDomain(parts[1]), !forbidden else {
-        throw ValidationError("\(option) \(address) is not a plain mail address (local@domain, no name, no <>)")
+        // The value is not echoed: it may hold line breaks or control characters.
+        throw ValidationError("\(option) is not a plain mail address (local@domain, no name, no <>)")
     }
 }
 
