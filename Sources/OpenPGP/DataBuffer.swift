@@ -24,6 +24,7 @@ final class DataBuffer {
     /// An empty, growing memory buffer for output (`gpgme_data_new`).
     static func memory() throws(GPGMEError) -> DataBuffer {
         var dh: gpgme_data_t?
+        try GPGMELibrary.initialise()  // GPGME refuses every call before its version check (Not operational)
         try check(gpgme_data_new(&dh), .data)
         guard let dh else { throw GPGMEError(code: .general, .data) }
         return DataBuffer(raw: dh, isMemory: true)
@@ -33,6 +34,7 @@ final class DataBuffer {
     /// (`gpgme_data_new_from_fd`): the data streams through, it is not held in memory.
     static func fileDescriptor(_ fd: Int32) throws(GPGMEError) -> DataBuffer {
         var dh: gpgme_data_t?
+        try GPGMELibrary.initialise()  // GPGME refuses every call before its version check (Not operational)
         try check(gpgme_data_new_from_fd(&dh, fd), .data)
         guard let dh else { throw GPGMEError(code: .general, .data) }
         return DataBuffer(raw: dh)
@@ -45,6 +47,7 @@ final class DataBuffer {
             var dh: gpgme_data_t?
             // GPGME wants a non-null pointer even for empty input.
             let base = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(bitPattern: 1)!
+            try GPGMELibrary.initialise()
             try check(gpgme_data_new_from_mem(&dh, base.assumingMemoryBound(to: CChar.self), buffer.count, 0), .data)
             guard let dh else { throw GPGMEError(code: .general, .data) }
             let data = DataBuffer(raw: dh)

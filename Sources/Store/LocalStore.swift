@@ -11,8 +11,9 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
 /// The user's local store: one SQLite database (WAL) in a private folder,
 /// `$XDG_DATA_HOME/mailsec/` (by default `~/.local/share/mailsec/`). The
 /// folder is 0700 and every file in it 0600, also those SQLite makes later
-/// (its `-wal` and `-shm` files take the database file's mode, and the
-/// process's umask is narrowed while the store opens).
+/// (SQLite gives its `-wal` and `-shm` files the database file's mode). The
+/// process's umask is never touched: it is shared by every thread, and a
+/// narrowed one made other threads' files unreadable (a test's Postfix queue).
 ///
 /// Several processes may use it at once (`send` while `outbox watch` runs):
 /// SQLite serialises the writers, and a writer waits up to ``busyTimeout``
@@ -40,8 +41,6 @@ public final class LocalStore: Sendable {
     /// database and bringing its tables up to date (``Schema``).
     public init(folder: String = LocalStore.defaultFolder()) throws(LocalStoreError) {
         self.folder = folder
-        let old = umask(0o077)
-        defer { umask(old) }
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])

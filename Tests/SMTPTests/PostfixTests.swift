@@ -70,7 +70,7 @@ final class PrivatePostfix {
         _ = try run("/usr/sbin/postconf", ["-c", conf, "-F", "*/*/chroot = n"])
         _ = try run("/bin/chown", ["postfix", folder + "/data"])
         let started = try run("/usr/sbin/postfix", ["-c", conf, "start"])
-        guard started.status == 0 else { stop(); throw CocoaError(.executableLoad) }
+        guard started.status == 0 else { stop(); throw PostfixStartError(description: "postfix start: \(started.output) \(started.errors)") }
         for port in [startTLSPort, implicitTLSPort, sinkPort] { try Self.waitForListener(port) }
     }
 
@@ -168,4 +168,9 @@ struct PostfixTests {
         #expect(postfix.received().isEmpty)
         #expect(!postfix.log.contains("MAIL FROM"))
     }
+}
+
+/// Postfix did not start; what it said, for the test's failure.
+struct PostfixStartError: Error, CustomStringConvertible {
+    let description: String
 }
