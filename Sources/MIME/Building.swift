@@ -19,7 +19,7 @@ extension MIMEEntity {
     /// A leaf part of type `type/subtype` holding `data`, base64 or
     /// quoted-printable as fits. With a `filename` it is an attachment.
     public static func part(_ data: [UInt8], type: String, subtype: String, filename: String? = nil) throws -> MIMEEntity {
-        guard !type.isEmpty, !subtype.isEmpty else { throw MIMEError(.invalidArgument("empty media type")) }
+        guard !type.isEmpty, !subtype.isEmpty else { throw MIMEError(.invalidArgument, detail: "empty media type") }
         GMimeLibrary.initialise()
         let part = g_mime_part_new_with_type(type, subtype)!
         let entity = MIMEEntity(taking: cast(part))
@@ -31,7 +31,7 @@ extension MIMEEntity {
     /// Replaces the text of a `text/*` leaf, written as UTF-8 with a 7-bit-safe
     /// transfer encoding whatever the charset and encoding were before.
     public func replaceText(_ text: String) throws {
-        guard mailsec_gmime_is_text_part(raw) != 0 else { throw MIMEError(.invalidArgument("not a text part")) }
+        guard mailsec_gmime_is_text_part(raw) != 0 else { throw MIMEError(.invalidArgument, detail: "not a text part") }
         setContent(Array(text.utf8))
         g_mime_text_part_set_charset(cast(raw), text.utf8.allSatisfy { $0 < 0x80 } ? "us-ascii" : "utf-8")
     }

@@ -12,41 +12,68 @@ enum GMimeLibrary {
 }
 
 /// An error from the MIME layer. The description never quotes message content.
+///
+/// Match a code in a `catch` clause with `catch MIMEError.Code.tooLarge`; the
+/// limit or reason that goes with a code is on the error (``limit``, ``detail``).
 public struct MIMEError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// What went wrong; cases may be added later.
-    public enum Code: Sendable, Equatable {
-        /// The input is larger than ``ParseOptions/maxSize``.
-        case tooLarge(limit: Int)
-        /// Parts nest deeper than ``ParseOptions/maxDepth``.
-        case tooDeep(limit: Int)
-        /// The message has more parts than ``ParseOptions/maxParts``.
-        case tooManyParts(limit: Int)
-        /// A header section has more fields than ``ParseOptions/maxHeaders``.
-        case tooManyHeaders(limit: Int)
+    /// What went wrong. A struct rather than an enum, so that codes can be
+    /// added without breaking a caller's `switch` (after GRDB's `ResultCode`).
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        /// The code's stable name.
+        public let rawValue: String
+        /// A code by its name; the named static members are the ones mailsec throws.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The input is larger than ``ParseOptions/maxSize`` (``MIMEError/limit``: the limit in bytes).
+        public static let tooLarge = Code(rawValue: "tooLarge")
+        /// Parts nest deeper than ``ParseOptions/maxDepth`` (``MIMEError/limit``).
+        public static let tooDeep = Code(rawValue: "tooDeep")
+        /// The message has more parts than ``ParseOptions/maxParts`` (``MIMEError/limit``).
+        public static let tooManyParts = Code(rawValue: "tooManyParts")
+        /// A header section has more fields than ``ParseOptions/maxHeaders`` (``MIMEError/limit``).
+        public static let tooManyHeaders = Code(rawValue: "tooManyHeaders")
         /// A header section holds a NUL byte, which mail may not carry.
-        case nulInHeader
+        public static let nulInHeader = Code(rawValue: "nulInHeader")
         /// GMime could not make a message or part out of the input.
-        case notParsable
-        /// Reading or writing failed (the text is GLib's or the system's).
-        case io(String)
-        /// An argument is not acceptable (for example an empty media type).
-        case invalidArgument(String)
+        public static let notParsable = Code(rawValue: "notParsable")
+        /// Reading or writing failed (``MIMEError/detail``: GLib's or the system's text).
+        public static let io = Code(rawValue: "io")
+        /// An argument is not acceptable, for example an empty media type (``MIMEError/detail``: which).
+        public static let invalidArgument = Code(rawValue: "invalidArgument")
+
+        /// Lets `catch MIMEError.Code.notParsable` match a thrown ``MIMEError``.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? MIMEError)?.code == code
+        }
     }
 
+    /// What went wrong.
     public let code: Code
+    /// The limit that was exceeded, for the `too…` codes.
+    public let limit: Int?
+    /// The reason (``Code/io``) or the argument (``Code/invalidArgument``); never message content.
+    public let detail: String?
 
-    public init(_ code: Code) { self.code = code }
+    /// An error with `code`, and the limit or detail that goes with it.
+    public init(_ code: Code, limit: Int? = nil, detail: String? = nil) {
+        self.code = code
+        self.limit = limit
+        self.detail = detail
+    }
 
+    /// One line naming the problem (and the limit), without message content.
     public var description: String {
-        switch code {
-        case .tooLarge(let limit): "message is larger than the limit of \(limit) bytes"
-        case .tooDeep(let limit): "MIME parts nest deeper than the limit of \(limit)"
-        case .tooManyParts(let limit): "message has more than the limit of \(limit) MIME parts"
-        case .tooManyHeaders(let limit): "a header section has more than the limit of \(limit) fields"
+        let limit = limit.map(String.init) ?? "?"
+        return switch code {
+        case .tooLarge: "message is larger than the limit of \(limit) bytes"
+        case .tooDeep: "MIME parts nest deeper than the limit of \(limit)"
+        case .tooManyParts: "message has more than the limit of \(limit) MIME parts"
+        case .tooManyHeaders: "a header section has more than the limit of \(limit) fields"
         case .nulInHeader: "a header section contains a NUL byte, which mail may not carry"
         case .notParsable: "input is not a MIME message"
-        case .io(let reason): "I/O error: \(reason)"
-        case .invalidArgument(let what): "invalid argument: \(what)"
+        case .io: "I/O error: \(detail ?? "unknown")"
+        case .invalidArgument: "invalid argument: \(detail ?? "unknown")"
+        default: "MIME error \(code.rawValue)" + (detail.map { ": \($0)" } ?? "")
         }
     }
 
@@ -54,7 +81,7 @@ public struct MIMEError: Error, Sendable, Equatable, CustomStringConvertible {
     init(taking error: UnsafeMutablePointer<GError>?) {
         let reason = error.flatMap { $0.pointee.message.map { String(cString: $0) } } ?? "unknown error"
         if let error { g_error_free(error) }
-        self.init(.io(reason))
+        self.init(.io, detail: reason)
     }
 }
 

@@ -101,11 +101,11 @@ func headers(of object: UnsafeMutablePointer<GMimeObject>) -> [Header] {
 /// in front, a newline after): written out exactly so, never encoded again.
 func appendRawHeader(to object: UnsafeMutablePointer<GMimeObject>, _ name: String, _ value: String) throws {
     guard value.utf8.allSatisfy({ $0 < 0x80 && $0 != 13 }) else {
-        throw MIMEError(.invalidArgument("raw header value must be 7-bit"))
+        throw MIMEError(.invalidArgument, detail: "raw header value must be 7-bit")
     }
     g_mime_object_append_header(object, name, "", nil)
     guard let list = g_mime_object_get_header_list(object),
           let header = g_mime_header_list_get_header_at(list, g_mime_header_list_get_count(list) - 1)
-    else { throw MIMEError(.invalidArgument("header list")) }
+    else { throw MIMEError(.invalidArgument, detail: "header list") }
     g_mime_header_set_raw_value(header, " " + value + "\n")
 }

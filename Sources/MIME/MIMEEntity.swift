@@ -171,7 +171,7 @@ public final class MIMEEntity {
     /// Parses a MIME entity (not a whole message) from `bytes`, for example
     /// decrypted PGP/MIME content.
     public static func parse(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> (entity: MIMEEntity, issues: [ParseIssue]) {
-        guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
         try HeaderScan.refuseNUL(in: bytes)
         let stream = MemoryStream(copying: bytes)
         let collector = IssueCollector()

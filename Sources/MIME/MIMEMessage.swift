@@ -26,7 +26,7 @@ public final class MIMEMessage {
 
     /// Parses a message from memory.
     public static func parse(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> MIMEMessage {
-        guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
         try HeaderScan.refuseNUL(in: bytes)
         let stream = MemoryStream(copying: bytes)
         return try withExtendedLifetime(stream) { try parse(stream: stream.raw, options: options) }
@@ -35,7 +35,7 @@ public final class MIMEMessage {
     /// Parses the message in the file at `path`, streaming it from disk.
     public static func parse(contentsOf path: String, options: ParseOptions = .standard) throws -> MIMEMessage {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+        guard fd >= 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
         defer { close(fd) }
         return try parse(fileDescriptor: fd, options: options)
     }
@@ -62,13 +62,13 @@ public final class MIMEMessage {
 
         init(_ fd: Int32, options: ParseOptions, mbox: Bool) throws {
             var info = stat()
-            guard fstat(fd, &info) == 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+            guard fstat(fd, &info) == 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
             if (info.st_mode & S_IFMT) == S_IFREG {
                 let size = Int(info.st_size)
-                guard size <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+                guard size <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
                 try HeaderScan.refuseNUL(inFile: fd, size: size, mbox: mbox)
                 let own = dup(fd)
-                guard own >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+                guard own >= 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
                 GMimeLibrary.initialise()
                 self = .file(g_mime_stream_fs_new_with_bounds(own, 0, gint64(size))!)  // owns `own` and closes it
                 return
@@ -79,11 +79,11 @@ public final class MIMEMessage {
                 let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count < 0 {
                     if errno == EINTR { continue }
-                    throw MIMEError(.io(String(cString: strerror(errno))))
+                    throw MIMEError(.io, detail: String(cString: strerror(errno)))
                 }
                 if count == 0 { break }
                 bytes += chunk[..<count]
-                guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+                guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
             }
             self = .bytes(bytes)
         }
@@ -101,7 +101,7 @@ public final class MIMEMessage {
     /// `body` returns (unless it keeps it).
     public static func forEachInMbox(_ bytes: [UInt8], options: ParseOptions = .standard,
                                      _ body: (MIMEMessage) throws -> Void) throws {
-        guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge(limit: options.maxSize)) }
+        guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
         try HeaderScan.refuseNUL(in: bytes, mbox: true)
         let stream = MemoryStream(copying: bytes)
         // The parts may keep pointing into the stream, which lives as long as they need.
@@ -114,7 +114,7 @@ public final class MIMEMessage {
     public static func forEachInMbox(contentsOf path: String, options: ParseOptions = .standard,
                                      _ body: (MIMEMessage) throws -> Void) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw MIMEError(.io(String(cString: strerror(errno)))) }
+        guard fd >= 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
         defer { close(fd) }
         switch try Source(fd, options: options, mbox: true) {
         case .file(let stream):
@@ -335,7 +335,7 @@ enum HeaderScan {
             let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw MIMEError(.io(String(cString: strerror(errno))))
+                throw MIMEError(.io, detail: String(cString: strerror(errno)))
             }
             if count == 0 { break }
             sawNUL = piece.withUnsafeBytes { memchr($0.baseAddress!, 0, count) != nil }
@@ -343,7 +343,7 @@ enum HeaderScan {
         }
         guard sawNUL else { return }
         guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
-            throw MIMEError(.io(String(cString: strerror(errno))))
+            throw MIMEError(.io, detail: String(cString: strerror(errno)))
         }
         defer { munmap(map, size) }
         try refuseNUL(in: UnsafeRawBufferPointer(start: map, count: size), mbox: mbox)

@@ -22,15 +22,15 @@ public struct ParseOptions: Sendable, Hashable {
 
     /// Checks a parsed tree against the limits on depth, parts and header fields.
     func check(headers: Int, body: MIMEEntity?) throws {
-        guard headers <= maxHeaders else { throw MIMEError(.tooManyHeaders(limit: maxHeaders)) }
+        guard headers <= maxHeaders else { throw MIMEError(.tooManyHeaders, limit: maxHeaders) }
         guard let body else { return }
-        guard body.depth <= maxDepth else { throw MIMEError(.tooDeep(limit: maxDepth)) }
+        guard body.depth <= maxDepth else { throw MIMEError(.tooDeep, limit: maxDepth) }
         let parts = body.walk()
-        guard parts.count <= maxParts else { throw MIMEError(.tooManyParts(limit: maxParts)) }
+        guard parts.count <= maxParts else { throw MIMEError(.tooManyParts, limit: maxParts) }
         for (_, part) in parts {
             guard headerCount(of: part.raw) <= maxHeaders,
                   (part.embeddedMessage.map { headerCount(of: $0.object) } ?? 0) <= maxHeaders else {
-                throw MIMEError(.tooManyHeaders(limit: maxHeaders))
+                throw MIMEError(.tooManyHeaders, limit: maxHeaders)
             }
         }
     }

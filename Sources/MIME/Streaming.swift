@@ -118,7 +118,7 @@ extension MIMEEntity {
         defer { g_mime_format_options_free(options) }
         g_mime_format_options_set_newline_format(options, GMIME_NEWLINE_FORMAT_DOS)
         guard g_mime_object_write_to_stream(raw, options, stream) >= 0 else {
-            throw MIMEError(.io(String(cString: strerror(errno))))
+            throw MIMEError(.io, detail: String(cString: strerror(errno)))
         }
     }
 
@@ -240,7 +240,7 @@ extension MIMEMessage {
             defer { g_mime_format_options_free(options) }
             g_mime_format_options_set_newline_format(options, newline == .crlf ? GMIME_NEWLINE_FORMAT_DOS : GMIME_NEWLINE_FORMAT_UNIX)
             if g_mime_object_write_to_stream(object, options, sink.raw) < 0 && failure == nil {
-                failure = MIMEError(.io("the message could not be written"))
+                failure = MIMEError(.io, detail: "the message could not be written")
             }
         }
         if let failure { throw failure }

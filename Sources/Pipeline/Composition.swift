@@ -63,7 +63,7 @@ public struct Composition: Sendable, Hashable, Codable {
         if !attachments.isEmpty {
             let parts = try attachments.map { attachment in
                 let type = attachment.contentType.split(separator: "/", maxSplits: 1).map(String.init)
-                guard type.count == 2 else { throw MIMEError(.invalidArgument("media type \(attachment.contentType)")) }
+                guard type.count == 2 else { throw MIMEError(.invalidArgument, detail: "media type \(attachment.contentType)") }
                 // A forwarded mail is carried as a mail (message/rfc822 may not
                 // be base64- or quoted-printable-encoded), so readers open it as one.
                 if attachment.contentType.lowercased() == "message/rfc822" {

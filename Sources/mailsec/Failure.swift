@@ -162,7 +162,7 @@ func readInput(_ path: String, limit: Int? = nil, what: String = "the message") 
         }
         guard let chunk, !chunk.isEmpty else { return bytes }  // the end; empty input is no error here
         bytes += chunk
-        if let limit, bytes.count > limit { throw MIMEError(.tooLarge(limit: limit)) }
+        if let limit, bytes.count > limit { throw MIMEError(.tooLarge, limit: limit) }
     }
 }
 

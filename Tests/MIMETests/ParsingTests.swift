@@ -58,8 +58,8 @@ struct ParsingTests {
     func sizeLimit() throws {
         let bytes = Array(try Data(contentsOf: Paths.fixtures.appendingPathComponent("messages/charsets.eml")))
         let small = ParseOptions(maxSize: 100)
-        #expect(throws: MIMEError(.tooLarge(limit: 100))) { try MIMEMessage.parse(bytes, options: small) }
-        #expect(throws: MIMEError(.tooLarge(limit: 100))) {
+        #expect(throws: MIMEError(.tooLarge, limit: 100)) { try MIMEMessage.parse(bytes, options: small) }
+        #expect(throws: MIMEError(.tooLarge, limit: 100)) {
             try MIMEMessage.parse(contentsOf: Paths.fixtures.appendingPathComponent("messages/charsets.eml").path, options: small)
         }
         #expect(throws: MIMEError.self) { try MIMEMessage.parse(contentsOf: "/nonexistent/message.eml") }
@@ -80,7 +80,7 @@ struct ParsingTests {
         let fine = try MIMEMessage.parse(nested(9), options: options)
         #expect(fine.body?.depth == 10)
         #expect(fine.body?.entity(at: Array(repeating: 0, count: 9))?.text == "innermost")
-        #expect(throws: MIMEError(.tooDeep(limit: 10))) { try MIMEMessage.parse(nested(10), options: options) }
+        #expect(throws: MIMEError(.tooDeep, limit: 10)) { try MIMEMessage.parse(nested(10), options: options) }
         // Far beyond: GMime's own nesting guard holds and we still refuse.
         #expect(throws: MIMEError.self) { try MIMEMessage.parse(nested(5000), options: options) }
     }
@@ -94,15 +94,15 @@ struct ParsingTests {
         }
         let options = ParseOptions(maxParts: 50, maxHeaders: 20)
         #expect(try MIMEMessage.parse(parts(49), options: options).body?.children.count == 49)
-        #expect(throws: MIMEError(.tooManyParts(limit: 50))) { try MIMEMessage.parse(parts(50), options: options) }
+        #expect(throws: MIMEError(.tooManyParts, limit: 50)) { try MIMEMessage.parse(parts(50), options: options) }
         let fields = (0..<21).map { "X-Field-\($0): v\n" }.joined()
-        #expect(throws: MIMEError(.tooManyHeaders(limit: 20))) {
+        #expect(throws: MIMEError(.tooManyHeaders, limit: 20)) {
             try MIMEMessage.parse(Array(("From: a@example.org\n" + fields + "\nbody\n").utf8), options: options)
         }
         let partFields = "From: a@example.org\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"b\"\n\n--b\n"
             + fields + "Content-Type: text/plain\n\nx\n--b--\n"
-        #expect(throws: MIMEError(.tooManyHeaders(limit: 20))) { try MIMEMessage.parse(Array(partFields.utf8), options: options) }
-        #expect(MIMEError(.tooManyParts(limit: 50)).description == "message has more than the limit of 50 MIME parts")
+        #expect(throws: MIMEError(.tooManyHeaders, limit: 20)) { try MIMEMessage.parse(Array(partFields.utf8), options: options) }
+        #expect(MIMEError(.tooManyParts, limit: 50).description == "message has more than the limit of 50 MIME parts")
         // Found by fuzzing: a NUL in a header cut the field short and lost the end of the header section.
         let nul = Array("From: a@example.org\nX-A: b\u{0}c\n\nbody\u{0} may hold it\n".utf8)
         #expect(throws: MIMEError(.nulInHeader)) { try MIMEMessage.parse(nul) }
@@ -110,6 +110,32 @@ struct ParsingTests {
         #expect(throws: MIMEError(.nulInHeader)) { try MIMEMessage.parse(partNUL) }
         #expect(try MIMEMessage.parse(Array("From: a@example.org\n\nbody \u{0} text\n".utf8)).body != nil, "NUL in a body is GMime's to handle")
     }
+
+    @Test("error codes match in catch clauses, one code never matches another, and a code added later still describes itself")
+    func errorCodesMatch() throws {
+        let inputs: [(MIMEError.Code, [UInt8], ParseOptions)] = [
+            (.nulInHeader, Array("From: a@example.org\nX-A: \u{0}\n\nx\n".utf8), .standard),
+            (.tooLarge, Array(("From: a@example.org\n\n" + String(repeating: "x", count: 200)).utf8), ParseOptions(maxSize: 100)),
+        ]
+        for (code, bytes, options) in inputs {
+            var caught: MIMEError.Code?
+            do { _ = try MIMEMessage.parse(bytes, options: options) } catch MIMEError.Code.nulInHeader {
+                caught = .nulInHeader
+            } catch MIMEError.Code.tooLarge {
+                caught = .tooLarge
+            } catch {
+                Issue.record("unexpected \(error)")
+            }
+            #expect(caught == code)
+        }
+        #expect(!(MIMEError.Code.notParsable ~= MIMEError(.nulInHeader)))
+        #expect(!(MIMEError.Code.notParsable ~= PlainError()))
+        #expect(MIMEError(.tooLarge, limit: 7).limit == 7)
+        #expect(MIMEError(.io, detail: "disk full").description == "I/O error: disk full")
+        #expect(MIMEError(MIMEError.Code(rawValue: "later"), detail: "why").description == "MIME error later: why")
+    }
+
+    private struct PlainError: Error {}
 
     @Test("broken input is parsed with its problems reported, not crashed on")
     func problemsReported() throws {
@@ -197,7 +223,7 @@ struct MboxTests {
         try MIMEMessage.forEachInMbox(mbox) { fromMemory.append($0.subject ?? "") }
         #expect(fromFile == ["one", "two", "three"])
         #expect(fromFile == fromMemory)
-        #expect(throws: MIMEError(.tooLarge(limit: 100))) {
+        #expect(throws: MIMEError(.tooLarge, limit: 100)) {
             try MIMEMessage.forEachInMbox(contentsOf: path, options: ParseOptions(maxSize: 100)) { _ in }
         }
         // A NUL in a header section is refused, from a file as from memory.

@@ -41,7 +41,7 @@ extension MIMEEntity {
     /// Replaces the decoded content of a leaf, written with a 7-bit-safe
     /// transfer encoding; with `charset`, the Content-Type's charset is set too.
     package func replaceContent(_ bytes: [UInt8], charset: String?) throws {
-        guard mailsec_gmime_is_part(raw) != 0 else { throw MIMEError(.invalidArgument("not a leaf part")) }
+        guard mailsec_gmime_is_part(raw) != 0 else { throw MIMEError(.invalidArgument, detail: "not a leaf part") }
         setContent(bytes)
         if let charset { g_mime_object_set_content_type_parameter(raw, "charset", charset) }
     }
