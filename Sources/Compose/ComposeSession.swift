@@ -260,9 +260,9 @@ public actor ComposeSession {
                 plan = prepared.plan
                 let kinds = Set(prepared.plan.copies.map(\.kind))
                 if prepared.plan.isRefused {
-                    problem = PipelineError(.refused(prepared.plan.refused.map(\.recipient.address))).description
+                    problem = PipelineError(.refused, addresses: prepared.plan.refused.map(\.recipient.address)).description
                 } else if prepared.signingKey == nil && (kinds.contains(.letter) || (kinds.contains(.postcard) && draft.invite)) {
-                    problem = PipelineError(.noSigningKey(base.signAs ?? draft.mail.from.address)).description
+                    problem = PipelineError(.noSigningKey, detail: base.signAs ?? draft.mail.from.address).description
                 }
                 if let protected = draft.protected, kinds.contains(.postcard) {
                     let postcard = try Postcard.censored(message, redactor: base.redactor)

@@ -105,7 +105,7 @@ public struct MailFilter: Sendable {
             let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
                                                 envelopeRecipients: remaining)
             if prepared.publishesSpans && config.noticeMustBeLetter && !prepared.senderCanReceiveLetter {
-                throw PipelineError(.noticeNeedsLetter(sender))
+                throw PipelineError(.noticeNeedsLetter, addresses: [sender])
             }
             let written = try pipeline.write(prepared)  // all crypto before the first hand-over
             // Letters first, postcards last: the password notice goes out just
@@ -213,6 +213,7 @@ public struct MailFilter: Sendable {
             case .noRecipients, .noSender, .unredactable, .unreadable: return (dataError, "rejected: \(error.description)")
             case .noSigningKey:
                 return (deferred, "deferred: \(error.description) (give the filter's GnuPG home the sender's secret key)")
+            default: return (deferred, "deferred: \(error.description); the mail stays queued")
             }
         case let error as GPGMEError:
             return (deferred, "deferred: GnuPG failed (\(error.description)); the mail stays queued")

@@ -98,11 +98,11 @@ public enum Postcard {
     /// The censored postcard of `message`: every marked span replaced by the
     /// placeholder, Bcc removed. A signed mail with marked spans is refused.
     /// A mail with marked spans in which some place cannot be read with
-    /// certainty is refused (``PipelineError/Code/unreadable(_:)``).
+    /// certainty is refused (``PipelineError/Code/unreadable``).
     public static func censored(_ message: MIMEMessage, redactor: Redactor = .standard) throws -> MIMEMessage {
         let readings = redactor.readings(of: message)
         let hasSpans = try redactor.hasMarkedSpans(message) || readings.marker != nil
-        if hasSpans, let place = readings.uncertain.first { throw PipelineError(.unreadable(place)) }
+        if hasSpans, let place = readings.uncertain.first { throw PipelineError(.unreadable, detail: place) }
         return try censored(message, redactor: redactor, hasSpans: hasSpans)
     }
 
@@ -120,7 +120,7 @@ public enum Postcard {
         try redactor.apply(.censor, to: copy)
         // Whatever redaction cannot reach (a marker in a part it cannot decode)
         // stops the mail: a postcard with a marker left in it is never written.
-        if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable(place)) }
+        if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable, detail: place) }
         return copy
     }
 }

@@ -6,57 +6,91 @@ import Policy
 import Redaction
 
 /// An error of the mail pipeline. The description never quotes message content.
+///
+/// Match a code in a `catch` clause with `catch PipelineError.Code.refused`; the
+/// addresses or detail that go with a code are on the error (``addresses``, ``detail``).
 public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: Sendable, Equatable {
+    /// What went wrong. A struct rather than an enum, so that codes can be
+    /// added without breaking a caller's `switch` (after GRDB's `ResultCode`).
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        /// The code's stable name.
+        public let rawValue: String
+        /// A code by its name; the named static members are the ones mailsec throws.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// The mail names no recipient.
-        case noRecipients
+        public static let noRecipients = Code(rawValue: "noRecipients")
         /// The mail has no From address and no sender was given.
-        case noSender
-        /// Letters are due but the sender has no key that can sign.
-        case noSigningKey(String)
-        /// The plan is refused (requireLetter); the addresses are those without a usable key.
-        case refused([String])
+        public static let noSender = Code(rawValue: "noSender")
+        /// Letters are due but the sender has no key that can sign (``PipelineError/detail``:
+        /// the address or fingerprint asked for).
+        public static let noSigningKey = Code(rawValue: "noSigningKey")
+        /// The plan is refused (requireLetter); ``PipelineError/addresses`` are those without a usable key.
+        public static let refused = Code(rawValue: "refused")
         /// A signed mail with marked spans would go out with a broken signature.
-        case signedMailNeedsRedaction
-        /// A feature that is planned but not built yet.
-        case notYetSupported(String)
-        /// A marked span stands where it cannot be redacted (named).
-        case unredactable(String)
-        /// The mail has marked spans and a place (named) that cannot be read
+        public static let signedMailNeedsRedaction = Code(rawValue: "signedMailNeedsRedaction")
+        /// A feature that is planned but not built yet (``PipelineError/detail``: which).
+        public static let notYetSupported = Code(rawValue: "notYetSupported")
+        /// A marked span stands where it cannot be redacted (``PipelineError/detail``: the place).
+        public static let unredactable = Code(rawValue: "unredactable")
+        /// The mail has marked spans and a place (``PipelineError/detail``) that cannot be read
         /// with certainty: a charset or transfer encoding no reader can be
         /// relied on to decode, or fields that readers resolve differently.
-        case unreadable(String)
+        public static let unreadable = Code(rawValue: "unreadable")
         /// Partially encrypted postcards are due but no reading server is configured.
-        case noPublisher
-        /// The spans could not be published (the reason carries no content); nothing was sent.
-        case publishFailed(String)
-        /// The reading server refuses the document for good (too large, malformed); nothing was sent.
-        case publishRefused(String)
-        /// The password notice must be a letter, but the sender (named) has no key to encrypt to.
-        case noticeNeedsLetter(String)
+        public static let noPublisher = Code(rawValue: "noPublisher")
+        /// The spans could not be published (``PipelineError/detail``: the reason, without
+        /// content); nothing was sent.
+        public static let publishFailed = Code(rawValue: "publishFailed")
+        /// The reading server refuses the document for good, too large or malformed
+        /// (``PipelineError/detail``: its reason); nothing was sent.
+        public static let publishRefused = Code(rawValue: "publishRefused")
+        /// The password notice must be a letter, but the sender (``PipelineError/addresses``)
+        /// has no key to encrypt to.
+        public static let noticeNeedsLetter = Code(rawValue: "noticeNeedsLetter")
+
+        /// Lets `catch PipelineError.Code.refused` match a thrown ``PipelineError``.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? PipelineError)?.code == code
+        }
     }
 
+    /// What went wrong.
     public let code: Code
+    /// The addresses the code is about: those without a usable key (``Code/refused``),
+    /// the sender (``Code/noticeNeedsLetter``).
+    public let addresses: [String]
+    /// The place, reason or key the code is about (see each code); never message content.
+    public let detail: String?
 
-    public init(_ code: Code) { self.code = code }
+    /// An error with `code`, and the addresses or detail that go with it.
+    public init(_ code: Code, addresses: [String] = [], detail: String? = nil) {
+        self.code = code
+        self.addresses = addresses
+        self.detail = detail
+    }
 
+    /// One line naming the problem, without message content.
     public var description: String {
-        switch code {
+        let detail = detail ?? "?"
+        return switch code {
         case .noRecipients: "message has no recipients"
         case .noSender: "message has no From address; name the sender"
-        case .noSigningKey(let who): "no usable signing key for \(who)"
-        case .refused(let addresses): "a letter is required but there is no usable key for " + addresses.joined(separator: ", ")
+        case .noSigningKey: "no usable signing key for \(detail)"
+        case .refused: "a letter is required but there is no usable key for " + addresses.joined(separator: ", ")
         case .signedMailNeedsRedaction:
             "the mail is signed and has marked spans: redacting them would break the signature, so it is refused"
-        case .notYetSupported(let what): "\(what) is not yet supported"
-        case .unredactable(let place): "a private marker in \(place) cannot be redacted; remove it or send the mail to letter recipients only"
-        case .unreadable(let place):
-            "the mail has marked spans, and \(place) cannot be read with certainty, so it is refused; send it to letter recipients only"
+        case .notYetSupported: "\(detail) is not yet supported"
+        case .unredactable: "a private marker in \(detail) cannot be redacted; remove it or send the mail to letter recipients only"
+        case .unreadable:
+            "the mail has marked spans, and \(detail) cannot be read with certainty, so it is refused; send it to letter recipients only"
         case .noPublisher: "partially encrypted postcards need a reading server to publish to (a publish URL and token)"
-        case .publishFailed(let why): "the private parts could not be published, so nothing was sent: \(why)"
-        case .publishRefused(let why): "the reading server will not take this mail's private parts, so nothing was sent: \(why)"
-        case .noticeNeedsLetter(let sender):
-            "the password of a partially encrypted postcard may only reach the sender in a letter, and there is no usable key for \(sender)"
+        case .publishFailed: "the private parts could not be published, so nothing was sent: \(detail)"
+        case .publishRefused: "the reading server will not take this mail's private parts, so nothing was sent: \(detail)"
+        case .noticeNeedsLetter:
+            "the password of a partially encrypted postcard may only reach the sender in a letter, and there is no usable key for "
+                + addresses.joined(separator: ", ")
+        default: "mail pipeline error \(code.rawValue)" + (self.detail.map { ": \($0)" } ?? "")
         }
     }
 }
@@ -382,7 +416,7 @@ public struct MailPipeline: Sendable {
                 return (item.recipient.address, why.description)
             })
         }
-        if plan.isRefused { throw PipelineError(.refused(plan.refused.map(\.recipient.address))) }
+        if plan.isRefused { throw PipelineError(.refused, addresses: plan.refused.map(\.recipient.address)) }
     }
 
     /// Writes every copy of the plan. All cryptography happens here, before
@@ -399,7 +433,7 @@ public struct MailPipeline: Sendable {
         // already: a marker outside the ciphertext), what cannot be read with
         // certainty stops the mail before anything is written.
         if plan.hasMarkedSpans || prepared.readings.marker != nil, let place = prepared.readings.uncertain.first {
-            throw PipelineError(.unreadable(place))
+            throw PipelineError(.unreadable, detail: place)
         }
         let kinds = Set(plan.copies.map(\.kind))
         let body = prepared.message.body
@@ -413,7 +447,7 @@ public struct MailPipeline: Sendable {
         var exported: Key?
         if kinds.contains(.letter) || (kinds.contains(.postcard) && options.mail.invite) {
             guard let signer = prepared.signingKey else {
-                throw PipelineError(.noSigningKey(options.signAs ?? prepared.message.addresses(.from).first?.address ?? prepared.envelopeSender))
+                throw PipelineError(.noSigningKey, detail: options.signAs ?? prepared.message.addresses(.from).first?.address ?? prepared.envelopeSender)
             }
             exported = signer
         }
@@ -433,8 +467,8 @@ public struct MailPipeline: Sendable {
             if let postcard = try ReadingPostcard(prepared.message, redactor: options.redactor, lifetime: options.readingLifetime) {
                 do { reading = (postcard, try publisher.publish(postcard.document)) } catch {
                     // A document the server will never take (too large, refused as malformed) must not be retried.
-                    if error.status == 400 || error.status == 413 { throw PipelineError(.publishRefused(error.description)) }
-                    throw PipelineError(.publishFailed(error.description))
+                    if error.status == 400 || error.status == 413 { throw PipelineError(.publishRefused, detail: error.description) }
+                    throw PipelineError(.publishFailed, detail: error.description)
                 }
             }
         }
@@ -454,10 +488,10 @@ public struct MailPipeline: Sendable {
         var drafts: [Int: (draft: Letter.Draft, keys: [Key], signer: Key)] = [:]
         var letterSource: MIMEMessage?
         for (index, planned) in plan.copies.enumerated() where planned.kind == .letter {
-            guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey(prepared.envelopeSender)) }
+            guard let signer = prepared.signingKey else { throw PipelineError(.noSigningKey, detail: prepared.envelopeSender) }
             if letterSource == nil { letterSource = try revealed(prepared.message, spans: plan.hasMarkedSpans) }
             var keys = try planned.fingerprints.map { fingerprint in
-                guard let key = prepared.keys[fingerprint] else { throw PipelineError(.noSigningKey(fingerprint)) }
+                guard let key = prepared.keys[fingerprint] else { throw PipelineError(.noSigningKey, detail: fingerprint) }
                 return key
             }
             if signer.subkeys.contains(where: \.isUsableForEncryption) && !keys.contains(signer) { keys.append(signer) }
@@ -514,7 +548,7 @@ public struct MailPipeline: Sendable {
                     try Letter.encrypt(draft, to: keys, signer: signer, using: gnupg, into: spool.fd)
                 } catch let error as GPGMEError where error.code == .noSecretKey || error.code == .unusableSecretKey {
                     // The signer's public key was listed, but GnuPG holds no usable secret part.
-                    throw PipelineError(.noSigningKey(signer.fingerprint))
+                    throw PipelineError(.noSigningKey, detail: signer.fingerprint)
                 }
                 ciphertexts[index] = spool
             }
@@ -618,13 +652,13 @@ public struct MailPipeline: Sendable {
     static func checked(_ bytes: [UInt8], redactor: Redactor, wholeAbove: Int = 32 << 20) throws -> [UInt8] {
         if bytes.count <= wholeAbove {
             guard let written = try? MIMEMessage.parse(bytes, options: ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max)) else {
-                throw PipelineError(.unredactable("the postcard as written (not readable)"))
+                throw PipelineError(.unredactable, detail: "the postcard as written (not readable)")
             }
-            if let place = redactor.remainingMarker(in: written) { throw PipelineError(.unredactable(place)) }
+            if let place = redactor.remainingMarker(in: written) { throw PipelineError(.unredactable, detail: place) }
         } else {
             var search = Redactor.MarkerSearch(redactor, encodings: false)
             bytes.withUnsafeBytes { search.feed($0) }
-            if search.finish() { throw PipelineError(.unredactable("the postcard as written")) }
+            if search.finish() { throw PipelineError(.unredactable, detail: "the postcard as written") }
         }
         return bytes
     }

@@ -22,14 +22,14 @@ struct ReadingPostcard {
         copy.removeHeader("Bcc")
         copy.removeHeader("Resent-Bcc")
         try redactor.apply(.number(catalog), to: copy)
-        if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable(place)) }
+        if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable, detail: place) }
 
         func converted(_ segments: [TextSegment]) throws -> [ReadingDocument.Segment] {
             try segments.map { segment in
                 switch segment {
                 case .text(let text):
                     // A marker that the span search did not pair can never be shown.
-                    if redactor.hasMarkers(text) { throw PipelineError(.unredactable("the reading page's text")) }
+                    if redactor.hasMarkers(text) { throw PipelineError(.unredactable, detail: "the reading page's text") }
                     return .text(text)
                 case .span(let number): return .span(number)
                 }
@@ -50,7 +50,7 @@ struct ReadingPostcard {
         password = SpanPassword()
         let blob: SpanBlob
         do { blob = try SpanBlob.seal(catalog.spans, password: password) } catch {
-            throw PipelineError(.publishFailed(error.description))
+            throw PipelineError(.publishFailed, detail: error.description)
         }
         self.document = ReadingDocument(from: document.0, subject: document.1, body: document.2,
                                         spanCount: catalog.spans.count, blob: blob, lifetime: lifetime)
@@ -145,7 +145,7 @@ extension MailPipeline {
         let sender = prepared.envelopeSender
         let recipients = written.copies.filter { $0.kind == .postcard }.flatMap(\.recipients)
         let canSeal = prepared.senderCanReceiveLetter
-        if mustBeLetter && !canSeal { throw PipelineError(.noticeNeedsLetter(sender)) }
+        if mustBeLetter && !canSeal { throw PipelineError(.noticeNeedsLetter, addresses: [sender]) }
         // A plain notice names the mail by its postcard Subject (spans numbered).
         let subject = try prepared.message.subject.map { canSeal ? $0 : try options.redactor.redact($0, mode: .censor) }
         let notice = try PasswordNotice.message(password: password, publication: publication, sender: sender,

@@ -66,7 +66,7 @@ public final class Submission: Sendable {
         let prepared = try pipeline.prepare(message, original: MailPipeline.withoutBcc(bytes),
                                             envelopeSender: envelopeSender ?? config.from,
                                             envelopeRecipients: envelopeRecipients)
-        if prepared.plan.isRefused { throw PipelineError(.refused(prepared.plan.refused.map(\.recipient.address))) }
+        if prepared.plan.isRefused { throw PipelineError(.refused, addresses: prepared.plan.refused.map(\.recipient.address)) }
         let written = try pipeline.write(prepared)
         let own = Self.ownCopy(written.copies, plan: prepared.plan)
         var copies: [NewCopy] = []

@@ -46,6 +46,7 @@ enum ExitStatus: Int32 {
             case .notYetSupported, .noPublisher: self = .usage
             case .publishFailed: self = .temporary
             case .noticeNeedsLetter, .publishRefused: self = .refused
+            default: self = .temporary  // a code added later: "try again" until it is placed
             }
         case is MIMEError, is LetterError: self = .dataError
         case is PublishError, is StreamingError: self = .temporary

@@ -90,7 +90,15 @@ struct MailPipelineTests {
             let prepared = try pipeline.prepare(try parse(mixedMailText))
             #expect(prepared.plan.isRefused)
             #expect(prepared.plan.refused.map(\.recipient.address) == ["nobody@example.org"])
-            #expect(throws: PipelineError(.refused(["nobody@example.org"]))) { try pipeline.write(prepared) }
+            #expect(throws: PipelineError(.refused, addresses: ["nobody@example.org"])) { try pipeline.write(prepared) }
+            // The code matches in a catch clause, and no other code does.
+            var caught = false
+            do { _ = try pipeline.write(prepared) } catch PipelineError.Code.noSigningKey {
+                Issue.record("matched the wrong code")
+            } catch PipelineError.Code.refused {
+                caught = true
+            }
+            #expect(caught)
         }
     }
 
@@ -251,7 +259,7 @@ struct OddSenderTests {
             let postcardOnly = try parse("From: MAILER-DAEMON\nTo: nobody@example.org\nSubject: x\n\nhello\n")
             #expect(try pipeline.process(postcardOnly, envelopeSender: "").copies.map(\.kind) == [.postcard])
             let needsLetter = try parse("From: MAILER-DAEMON\nTo: bob@example.org\nSubject: x\n\nhello\n")
-            #expect(throws: PipelineError.self) { try pipeline.process(needsLetter, envelopeSender: "") }
+            #expect(throws: PipelineError(.noSigningKey, detail: "MAILER-DAEMON")) { try pipeline.process(needsLetter, envelopeSender: "") }
         }
     }
 }

@@ -65,8 +65,8 @@ struct PartiallyEncryptedTests {
             #expect {
                 try dead.write(try dead.prepare(try parse(mixedMailText)))
             } throws: { error in
-                guard case .publishFailed(let why) = (error as? PipelineError)?.code else { return false }
-                return why.contains("cannot connect")
+                guard let error = error as? PipelineError, error.code == .publishFailed else { return false }
+                return error.detail?.contains("cannot connect") == true
             }
             let none = partiallyEncrypted(home, nil)
             #expect(throws: PipelineError(.noPublisher)) { try none.write(try none.prepare(try parse(mixedMailText))) }

@@ -377,7 +377,7 @@ struct ReadingsTests {
         let unknown = "Content-Type: text/plain; charset=x-no-such-charset\n\nplain words\n"
         let withSpan = HostileGenerator.mail("Content-Type: multipart/mixed; boundary=b\n",
                                              body: "\n--b\nContent-Type: text/plain\n\n[[private]]zqsecret[[/private]]\n--b\n\(unknown)--b--\n")
-        #expect(throws: PipelineError(.unreadable("part 2 (text/plain) (charset x-no-such-charset)"))) {
+        #expect(throws: PipelineError(.unreadable, detail: "part 2 (text/plain) (charset x-no-such-charset)")) {
             try Postcard.censored(try parse(withSpan))
         }
         // Without marked spans nothing needs reading with certainty.
