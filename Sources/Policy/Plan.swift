@@ -378,33 +378,84 @@ public struct Plan: Sendable, Hashable {
     }
 }
 
-/// An error of the policy layer.
+/// An error of the policy layer. The description never quotes message content.
+///
+/// Match a code in a `catch` clause with `catch PolicyError.Code.unbalancedMarkers`;
+/// where markers fail to pair up is on the error (``marker``).
 public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: Sendable, Equatable {
+    /// What went wrong. A struct rather than an enum, so that codes can be
+    /// added without breaking a caller's `switch` (after GRDB's `ResultCode`).
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        /// The code's stable name.
+        public let rawValue: String
+        /// A code by its name; the named static members are the ones mailsec throws.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// `enforcePostcard` together with `requireLetter`.
-        case conflictingOptions
+        public static let conflictingOptions = Code(rawValue: "conflictingOptions")
         /// Markers do not pair up: an opening marker inside a span, a closing
-        /// one outside, or a span left open. Line and column are 1-based.
-        case unbalancedMarkers(part: String, line: Int, column: Int, problem: MarkerProblem)
+        /// one outside, or a span left open (``PolicyError/marker`` says where).
+        public static let unbalancedMarkers = Code(rawValue: "unbalancedMarkers")
         /// A marker is empty, or both markers are the same.
-        case invalidMarkers
+        public static let invalidMarkers = Code(rawValue: "invalidMarkers")
+
+        /// Lets `catch PolicyError.Code.unbalancedMarkers` match a thrown ``PolicyError``.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? PolicyError)?.code == code
+        }
     }
 
+    /// How markers fail to pair up.
     public enum MarkerProblem: String, Sendable, Equatable {
+        /// An opening marker stands inside a marked span.
         case nested = "opening marker inside a marked span"
+        /// A closing marker stands outside any marked span.
         case unopened = "closing marker without an opening one"
+        /// A marked span is never closed.
         case unclosed = "marked span is never closed"
     }
 
+    /// Where markers fail to pair up (``Code/unbalancedMarkers``).
+    public struct MarkerPosition: Sendable, Equatable {
+        /// The part of the mail, as the caller named it (`Subject`, `part 1 (text/plain)` …).
+        public let part: String
+        /// The line, 1-based.
+        public let line: Int
+        /// The column in Unicode scalars, 1-based.
+        public let column: Int
+        /// What is wrong there.
+        public let problem: MarkerProblem
+
+        /// A position in `part`; `line` and `column` are 1-based.
+        public init(part: String, line: Int, column: Int, problem: MarkerProblem) {
+            self.part = part
+            self.line = line
+            self.column = column
+            self.problem = problem
+        }
+    }
+
+    /// What went wrong.
     public let code: Code
+    /// Where markers fail to pair up, for ``Code/unbalancedMarkers``.
+    public let marker: MarkerPosition?
 
-    public init(_ code: Code) { self.code = code }
+    /// An error with `code`, and the marker position that goes with it.
+    public init(_ code: Code, marker: MarkerPosition? = nil) {
+        self.code = code
+        self.marker = marker
+    }
 
+    /// One line naming the problem (and where), without message content.
     public var description: String {
         switch code {
         case .conflictingOptions: "enforcePostcard and requireLetter cannot both be set"
-        case let .unbalancedMarkers(part, line, column, problem): "\(part), line \(line), column \(column): \(problem.rawValue)"
+        case .unbalancedMarkers:
+            if let marker { "\(marker.part), line \(marker.line), column \(marker.column): \(marker.problem.rawValue)" } else {
+                "private markers do not pair up"
+            }
         case .invalidMarkers: "markers must be non-empty and different"
+        default: "policy error \(code.rawValue)"
         }
     }
 }

@@ -131,7 +131,7 @@ public struct Redactor: Sendable, Hashable {
         for scalar in scalars[..<offset] {
             if scalar == "\n" { line += 1; column = 1 } else { column += 1 }
         }
-        return PolicyError(.unbalancedMarkers(part: part, line: line, column: column, problem: problem))
+        return PolicyError(.unbalancedMarkers, marker: .init(part: part, line: line, column: column, problem: problem))
     }
 }
 

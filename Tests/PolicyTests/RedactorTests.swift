@@ -27,8 +27,16 @@ struct RedactorTests {
             ("[[private]] a\n  [[private]] b [[/private]]", 2, 3, .nested),
         ]
         for (text, line, column, problem) in cases {
-            #expect(throws: PolicyError(.unbalancedMarkers(part: "body", line: line, column: column, problem: problem))) {
+            let position = PolicyError.MarkerPosition(part: "body", line: line, column: column, problem: problem)
+            #expect(throws: PolicyError(.unbalancedMarkers, marker: position)) {
                 try redactor.redact(text, mode: .censor, part: "body")
+            }
+            do { _ = try redactor.redact(text, mode: .censor, part: "body") } catch PolicyError.Code.invalidMarkers {
+                Issue.record("matched the wrong code")
+            } catch PolicyError.Code.unbalancedMarkers {
+                // the code matches in a catch clause
+            } catch {
+                Issue.record("unexpected \(error)")
             }
         }
     }
