@@ -21,12 +21,17 @@ final class DecryptionStatus {
     }
 
     /// Why the plaintext must not be used, or nil when gpg confirmed it.
-    /// `failed`: the operation itself returned an error.
-    func refusal(failed: Bool) -> IntegrityError? {
+    /// `failed`: the operation itself returned an error; `packets`: what the
+    /// ciphertext's own packets say protects it, when the caller read them.
+    func refusal(failed: Bool, packets: EncryptedDataKind? = nil) -> IntegrityError? {
         // Before a session key is found (no secret key, say), there is nothing
         // to judge: the operation's own error says what happened.
         guard let info else { return nil }
-        let aead = info.aead != 0
+        // gpg 2.2 decrypts GnuPG's AEAD packet (tag 20, as rnp writes it) but
+        // reports `DECRYPTION_INFO 0 9 0`, as for data without MDC: the packets
+        // tell the two apart. Either way only DECRYPTION_OKAY with GOODMDC and
+        // no error counts: with a bad tag gpg 2.2 still sends both, and fails.
+        let aead = info.aead != 0 || packets == .aead
         if info.mdc == 0 && !aead { return IntegrityError(.noProtection) }
         if badMDC || failed || !okay || !goodMDC { return IntegrityError(aead ? .aeadTagFailed : .checkFailed) }
         return nil

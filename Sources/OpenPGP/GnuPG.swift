@@ -236,10 +236,11 @@ public struct GnuPG: Sendable {
     /// returned only once gpg has confirmed its integrity (see ``IntegrityError``).
     /// Ciphertext without integrity protection is refused before it is decrypted.
     public func decrypt(_ ciphertext: [UInt8]) throws -> Decrypted {
-        if Packets.encryptedDataKind(ciphertext) == .unprotected { throw IntegrityError(.noProtection) }
+        let packets = Packets.encryptedDataKind(ciphertext)
+        if packets == .unprotected { throw IntegrityError(.noProtection) }
         let output = try DataBuffer.memory()
         let info = try DataBuffer.borrowing(ciphertext) { input in
-            try decrypt(input, output)
+            try decrypt(input, output, packets: packets)
         }
         return Decrypted(plaintext: output.takeBytes(), info: info)
     }
@@ -279,7 +280,7 @@ public struct GnuPG: Sendable {
     /// (gpg sends `GOODMDC` for AEAD too), and never when the data had no
     /// MDC or the MDC or AEAD tag failed. So an `ignore-mdc-error` in the
     /// home's gpg.conf, which makes gpg succeed on such data, changes nothing.
-    private func decrypt(_ input: DataBuffer, _ output: DataBuffer) throws -> DecryptionInfo {
+    private func decrypt(_ input: DataBuffer, _ output: DataBuffer, packets: EncryptedDataKind? = nil) throws -> DecryptionInfo {
         let context = try Context(home: home, executable: executable)
         let log = DecryptionStatus()
         try check(gpgme_set_ctx_flag(context.raw, "full-status", "1"), .decrypt)
@@ -291,7 +292,9 @@ public struct GnuPG: Sendable {
         }, Unmanaged.passUnretained(log).toOpaque())
         let status = withExtendedLifetime(log) { gpgme_op_decrypt_verify(context.raw, input.raw, output.raw) }
         if gpgme_op_decrypt_result(context.raw)?.pointee.legacy_cipher_nomdc == 1 { throw IntegrityError(.noProtection) }
-        if let refusal = log.refusal(failed: mailsec_gpgme_err_code(status) != GPG_ERR_NO_ERROR.rawValue) { throw refusal }
+        if let refusal = log.refusal(failed: mailsec_gpgme_err_code(status) != GPG_ERR_NO_ERROR.rawValue, packets: packets) {
+            throw refusal
+        }
         try check(status, .decrypt)
         return DecryptionInfo(context)
     }

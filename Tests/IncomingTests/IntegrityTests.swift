@@ -19,6 +19,24 @@ func dataPacketBody(_ binary: [UInt8]) throws -> Range<Int> {
     return start..<binary.count
 }
 
+/// Decrypts `ciphertext` between files and expects an integrity refusal
+/// (for `reason`, when given) with nothing written to the output.
+func expectStreamRefused(_ ciphertext: [UInt8], _ gnupg: GnuPG, _ reason: IntegrityError.Reason?, _ what: String) throws {
+    let folder = try makePrivateDirectory(prefix: "ms-int")
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    FileManager.default.createFile(atPath: folder + "/in", contents: Data(ciphertext))
+    FileManager.default.createFile(atPath: folder + "/out", contents: nil)
+    let input = open(folder + "/in", O_RDONLY), output = open(folder + "/out", O_WRONLY)
+    defer { close(input); close(output) }
+    #expect("\(what)") {
+        try gnupg.decrypt(from: input, to: output)
+    } throws: { error in
+        guard let error = error as? IntegrityError else { return false }
+        return reason == nil || error.reason == reason
+    }
+    #expect(FileManager.default.contents(atPath: folder + "/out")?.isEmpty == true, "\(what): nothing written")
+}
+
 @Suite("Integrity is mailsec's own check: no MDC, a failed MDC, whatever gpg.conf says", .serialized)
 struct IntegrityTests {
     /// Both homes: GnuPG's defaults, and one whose gpg.conf says `ignore-mdc-error`
@@ -41,14 +59,7 @@ struct IntegrityTests {
         let gnupg = GnuPG(home: home.path)
         #expect(throws: IntegrityError(reason), "\(what)") { try gnupg.decrypt(ciphertext) }
         // The streaming form is not given the packets first: gpg's status lines alone decide.
-        let folder = try makePrivateDirectory(prefix: "ms-int")
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        FileManager.default.createFile(atPath: folder + "/in", contents: Data(ciphertext))
-        FileManager.default.createFile(atPath: folder + "/out", contents: nil)
-        let input = open(folder + "/in", O_RDONLY), output = open(folder + "/out", O_WRONLY)
-        defer { close(input); close(output) }
-        #expect(throws: IntegrityError(reason), "\(what), streamed") { try gnupg.decrypt(from: input, to: output) }
-        #expect(FileManager.default.contents(atPath: folder + "/out")?.isEmpty == true, "\(what): nothing written")
+        try expectStreamRefused(ciphertext, gnupg, reason, "\(what), streamed")
     }
 
     @Test("ciphertext without MDC (gpg --rfc2440, AES and CAST5) is refused as 'no integrity protection'")
@@ -103,6 +114,71 @@ struct IntegrityTests {
                 var flipped = good
                 flipped[Int.random(in: 0..<good.count, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
                 #expect(throws: (any Error).self) { try GnuPG(home: home.path).decrypt(flipped) }
+            }
+        }
+    }
+}
+
+/// True when Debian's rnp is installed (scripts/bootstrap installs it): RNP 0.16,
+/// Thunderbird's OpenPGP library, writes the AEAD packets gpg 2.2 cannot make.
+let rnpInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/rnp")
+
+/// Binary AEAD ciphertext to Bob's key (from `home`) made by rnp: GnuPG's
+/// AEAD packet (tag 20) in `mode` (`ocb` or `eax`), chunks of 2^(6+`chunkBits`) bytes.
+func rnpCiphertext(_ text: String, home: TemporaryGnuPGHome, mode: String, chunkBits: Int) throws -> [UInt8] {
+    let folder = try makePrivateDirectory(prefix: "ms-rnp")
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let key = try home.gpg(["--export", "bob@example.org"])
+    try #require(key.status == 0 && !key.stdout.isEmpty, "\(key.errors)")
+    FileManager.default.createFile(atPath: folder + "/bob.pgp", contents: Data(key.stdout))
+    try FileManager.default.createDirectory(atPath: folder + "/rnp", withIntermediateDirectories: false,
+                                            attributes: [.posixPermissions: 0o700])
+    let imported = try run("/usr/bin/rnpkeys", ["--homedir", folder + "/rnp", "--import", folder + "/bob.pgp"])
+    try #require(imported.status == 0, "\(imported.errors)")
+    let encrypted = try run("/usr/bin/rnp", ["--homedir", folder + "/rnp", "--encrypt", "--recipient", "bob@example.org",
+                                             "--aead=\(mode)", "--aead-chunk-bits=\(chunkBits)"], input: Array(text.utf8))
+    try #require(encrypted.status == 0 && !encrypted.stdout.isEmpty, "\(encrypted.errors)")
+    return encrypted.stdout
+}
+
+@Suite("AEAD ciphertext from another implementation (rnp): accepted whole, refused when altered", .serialized)
+struct AEADIntegrityTests {
+    @Test("rnp's OCB and EAX letters decrypt; a flipped bit in the AEAD packet, or a changed last byte, is refused as 'AEAD tag failed'",
+          .enabled(if: rnpInstalled, "rnp is not installed: run scripts/bootstrap (apt-get install rnp)"))
+    func aeadFromRNP() throws {
+        var generator = SystemRandomNumberGenerator()
+        try IntegrityTests().withHomes { home, ignoring in
+            let gnupg = GnuPG(home: home.path)
+            for mode in ["ocb", "eax"] {
+                // One chunk, and many small ones (a bad tag in a later chunk comes after plaintext of earlier ones).
+                for (chunkBits, lines) in [(12, 3), (0, 60)] {
+                    let text = (0..<lines).map { "line \($0) of zqsecret text\n" }.joined()
+                    let good = try rnpCiphertext(text, home: home, mode: mode, chunkBits: chunkBits)
+                    #expect(Packets.encryptedDataKind(good) == .aead)
+                    let what = "\(mode), chunk bits \(chunkBits), ignore-mdc-error \(ignoring)"
+                    #expect(String(decoding: try gnupg.decrypt(good).plaintext, as: UTF8.self) == text, "\(what)")
+                    let packet = try #require(Packets.list(good).first { $0.tag == 20 })
+                    var cases: [(String, [UInt8])] = []
+                    var last = good
+                    last[last.count - 1] = last[last.count - 1] &+ UInt8.random(in: 1...255, using: &generator)
+                    cases.append(("last byte changed", last))
+                    // After the packet's four header octets (version, cipher, AEAD mode, chunk size) and the IV.
+                    let body = (packet.body.startIndex + 4 + (mode == "ocb" ? 15 : 16))..<good.count
+                    for _ in 0..<8 {
+                        var flipped = good
+                        let position = Int.random(in: body, using: &generator)
+                        flipped[position] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+                        cases.append(("bit flipped at \(position) of \(good.count)", flipped))
+                    }
+                    for (change, ciphertext) in cases {
+                        #expect(throws: IntegrityError(.aeadTagFailed), "\(change), \(what)") { try gnupg.decrypt(ciphertext) }
+                    }
+                    // Streamed, gpg 2.2's status lines alone cannot tell AEAD from no MDC:
+                    // refused, the good one too, and nothing written.
+                    for (change, ciphertext) in [("unchanged", good), cases[1]] {
+                        try expectStreamRefused(ciphertext, gnupg, nil, "\(change), \(what), streamed")
+                    }
+                }
             }
         }
     }

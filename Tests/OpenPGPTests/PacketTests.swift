@@ -25,10 +25,10 @@ struct PacketTests {
 
     @Test("gpg's status lines decide: GOODMDC and DECRYPTION_OKAY, or the reason it is refused")
     func statusLines() {
-        func judge(_ lines: [(String, String)], failed: Bool = false) -> IntegrityError.Reason? {
+        func judge(_ lines: [(String, String)], failed: Bool = false, packets: EncryptedDataKind? = nil) -> IntegrityError.Reason? {
             let status = DecryptionStatus()
             for (keyword, arguments) in lines { status.record(keyword, arguments) }
-            return status.refusal(failed: failed)?.reason
+            return status.refusal(failed: failed, packets: packets)?.reason
         }
         #expect(judge([("DECRYPTION_INFO", "2 9 0"), ("DECRYPTION_OKAY", ""), ("GOODMDC", "")]) == nil)
         // With ignore-mdc-error gpg 2.2 says DECRYPTION_OKAY without GOODMDC for a bad MDC.
@@ -38,6 +38,13 @@ struct PacketTests {
         // GnuPG 2.4 with AEAD: DECRYPTION_INFO names the AEAD algorithm; a bad tag is BADMDC.
         #expect(judge([("DECRYPTION_INFO", "0 9 2"), ("DECRYPTION_OKAY", ""), ("GOODMDC", "")]) == nil)
         #expect(judge([("DECRYPTION_INFO", "0 9 2"), ("BADMDC", ""), ("DECRYPTION_FAILED", "")], failed: true) == .aeadTagFailed)
+        // gpg 2.2 with GnuPG's AEAD packet (tag 20, from rnp): `0 9 0` as for no MDC; the packets tell.
+        let ok = [("DECRYPTION_INFO", "0 9 0"), ("DECRYPTION_OKAY", ""), ("GOODMDC", "")]
+        #expect(judge(ok, packets: .aead) == nil)
+        #expect(judge(ok, failed: true, packets: .aead) == .aeadTagFailed, "a bad tag: gpg 2.2 still says OKAY and GOODMDC, and fails")
+        #expect(judge(ok) == .noProtection, "without the packets, `0 9 0` is no protection")
+        #expect(judge(ok, packets: .mdc) == .noProtection)
+        #expect(judge([("DECRYPTION_INFO", "0 9 0"), ("DECRYPTION_OKAY", "")], packets: .aead) == .aeadTagFailed)
         // No session key: nothing to judge, the operation's own error stands.
         #expect(judge([("DECRYPTION_FAILED", "")], failed: true) == nil)
     }
