@@ -35,6 +35,7 @@ public enum LogDestination: String, Sendable {
 /// min_validity = "marginal"    # optional: marginal | full | ultimate
 /// timeout = 120                # seconds for one mail, all included
 /// log = "syslog"               # syslog | stderr | none
+/// on_key_loss = "defer"        # or postcard: a remembered key now revoked or expired
 ///
 /// [markers]
 /// open = "[[private]]"
@@ -57,7 +58,6 @@ public enum LogDestination: String, Sendable {
 /// directory = "/var/spool/mailsec/journal"
 /// expire_days = 7
 ///
-/// on_key_loss = "defer"        # or postcard: a remembered key now revoked or expired
 /// [continuity]                 # key continuity (default: "continuity" beside the journal)
 /// directory = "/var/spool/mailsec/continuity"
 ///

@@ -4,6 +4,13 @@ import MIME
 /// Remembers which recipients of a mail were handed on already, so that a
 /// retry after a failure half way sends only the rest.
 ///
+/// A mail is keyed by the SHA-256 of its bytes exactly as the MTA handed them
+/// (the caller passes that digest as `mail`), not by its Message-ID: the same
+/// mail on a retry finds its record, and two different mails that share a
+/// Message-ID never mix. The record file is named by a digest of that key, and
+/// each recipient is kept as a digest of the key and the address, so the
+/// journal names nobody.
+///
 /// Each mail has one record file, written in full (the intent: every
 /// recipient pending) and synced before the first copy is handed on, so a
 /// full disk or a lack of inodes defers the mail before anything leaves.

@@ -60,6 +60,19 @@ struct FilterConfigTests {
         #expect(empty.reinjection == .sendmail(["/usr/sbin/sendmail", "-G", "-i"]))
     }
 
+    @Test("the README's filter.toml reads as it stands, every key in the table it belongs to")
+    func readmeExample() throws {
+        let readme = try String(contentsOf: Paths.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let section = try #require(readme.range(of: "### `/etc/mailsec/filter.toml`"))
+        let after = readme[section.upperBound...]
+        let start = try #require(after.range(of: "```toml\n"))
+        let end = try #require(after[start.upperBound...].range(of: "```"))
+        let config = try FilterConfig.parse(String(after[start.upperBound..<end.lowerBound]))
+        #expect(config.mail.onKeyLoss == .defer)
+        #expect(config.journalDirectory == "/var/spool/mailsec/journal" && config.journalExpiry == 7 * 86400)
+        #expect(config.continuityDirectory == "/var/spool/mailsec/continuity")
+    }
+
     @Test("typos and wrong values are errors, never ignored",
           arguments: ["gnupg_hom = \"/x\"", "mode = \"strict\"", "invite = \"yes\"", "timeout = -1",
                       "[reinject]\nmethod = \"lmtp\"", "[reinject]\nport = 70000", "[[rules]]\ndomains = []\nmode = \"require-letter\"",
