@@ -3,13 +3,61 @@ import Foundation
 import PartialEncryption
 import Synchronization
 
-/// An error of the store, with SQLite's result code. Never carries stored content.
+/// An error of the reading server's store, with SQLite's result code. Never
+/// carries stored content. Match a code in a `catch` clause with
+/// `catch StoreError.Code.busy`.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
-    /// SQLite's result code (`SQLITE_BUSY` …), 0 for our own checks.
-    public let code: Int32
+    /// SQLite's result code, as GRDB's `ResultCode` has it: the names below
+    /// are the primary codes; an extended code matches its primary one.
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        /// The C value (`SQLITE_BUSY` …).
+        public let rawValue: Int32
+        /// A code from its C value.
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        /// The primary code of an extended one (`SQLITE_IOERR_READ` → `SQLITE_IOERR`).
+        public var primary: Code { Code(rawValue: rawValue & 0xFF) }
+
+        /// `SQLITE_ERROR`: a generic error (SQL, a missing table …).
+        public static let error = Code(rawValue: SQLITE_ERROR)
+        /// `SQLITE_PERM`: access permission denied.
+        public static let permission = Code(rawValue: SQLITE_PERM)
+        /// `SQLITE_BUSY`: another connection holds the database longer than the busy timeout.
+        public static let busy = Code(rawValue: SQLITE_BUSY)
+        /// `SQLITE_LOCKED`: a table is locked by this connection.
+        public static let locked = Code(rawValue: SQLITE_LOCKED)
+        /// `SQLITE_NOMEM`: out of memory.
+        public static let noMemory = Code(rawValue: SQLITE_NOMEM)
+        /// `SQLITE_READONLY`: the database file cannot be written.
+        public static let readOnly = Code(rawValue: SQLITE_READONLY)
+        /// `SQLITE_IOERR`: the operating system reported an I/O error.
+        public static let ioError = Code(rawValue: SQLITE_IOERR)
+        /// `SQLITE_CORRUPT`: the database file is damaged.
+        public static let corrupt = Code(rawValue: SQLITE_CORRUPT)
+        /// `SQLITE_FULL`: the disk is full.
+        public static let full = Code(rawValue: SQLITE_FULL)
+        /// `SQLITE_CANTOPEN`: the file (or its folder) cannot be opened.
+        public static let cannotOpen = Code(rawValue: SQLITE_CANTOPEN)
+        /// `SQLITE_CONSTRAINT`: a constraint failed (an identifier already taken).
+        public static let constraint = Code(rawValue: SQLITE_CONSTRAINT)
+        /// `SQLITE_NOTADB`: the file is not an SQLite database.
+        public static let notADatabase = Code(rawValue: SQLITE_NOTADB)
+
+        /// Lets `catch StoreError.Code.busy` match a thrown ``StoreError``: the
+        /// same code, or an extended code of this primary one.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            guard let error = error as? StoreError else { return false }
+            return error.code == code || error.code.primary == code
+        }
+    }
+
+    /// SQLite's result code.
+    public let code: Code
+    /// What the store was doing, and SQLite's text for the code (`sqlite3_errstr`).
     public let description: String
+
     init(_ code: Int32, _ what: String) {
-        self.code = code
+        self.code = Code(rawValue: code)
         self.description = "\(what): \(String(cString: sqlite3_errstr(code)))"
     }
 }

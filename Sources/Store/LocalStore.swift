@@ -2,10 +2,43 @@ import Foundation
 import GRDB
 
 /// The user's store could not be opened or used. Never carries stored content.
+///
+/// Match a code in a `catch` clause with `catch LocalStoreError.Code.notAFolder`.
 public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
+    /// Why the store cannot be used. A struct rather than an enum, so that
+    /// codes can be added without breaking a caller's `switch`.
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        /// The code's stable name.
+        public let rawValue: String
+        /// A code by its name; the named static members are the ones mailsec throws.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The store folder could not be made (`mkdir`).
+        public static let folderNotMade = Code(rawValue: "folderNotMade")
+        /// The store's path is something other than a folder (a file, a symbolic link).
+        public static let notAFolder = Code(rawValue: "notAFolder")
+        /// The store folder belongs to another user.
+        public static let otherOwner = Code(rawValue: "otherOwner")
+        /// The database file could not be opened (`open`), or SQLite could not
+        /// open it or bring its tables up to date.
+        public static let cannotOpen = Code(rawValue: "cannotOpen")
+
+        /// Lets `catch LocalStoreError.Code.notAFolder` match a thrown ``LocalStoreError``.
+        public static func ~= (code: Code, error: any Error) -> Bool {
+            (error as? LocalStoreError)?.code == code
+        }
+    }
+
+    /// Why the store cannot be used.
+    public let code: Code
+    /// One line naming the folder or file and the reason.
     public let description: String
 
-    public init(_ description: String) { self.description = description }
+    /// An error with `code` and its one line.
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
 }
 
 /// The user's local store: one SQLite database (WAL) in a private folder,
@@ -45,20 +78,20 @@ public final class LocalStore: Sendable {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw LocalStoreError("cannot make the store folder \(folder)")
+            throw LocalStoreError(.folderNotMade, "cannot make the store folder \(folder)")
         }
         var info = stat()
         guard lstat(folder, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw LocalStoreError("the store folder \(folder) is not a folder")
+            throw LocalStoreError(.notAFolder, "the store folder \(folder) is not a folder")
         }
-        guard info.st_uid == getuid() else { throw LocalStoreError("the store folder \(folder) belongs to another user") }
+        guard info.st_uid == getuid() else { throw LocalStoreError(.otherOwner, "the store folder \(folder) belongs to another user") }
         // A folder others can read would show who one writes to: close it.
         if info.st_mode & 0o077 != 0 { chmod(folder, 0o700) }
 
         // The file is made 0600 before SQLite opens it, so it never exists wider.
         let file = folder + "/mailsec.sqlite"
         let fd = open(file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LocalStoreError("cannot open the store \(file): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw LocalStoreError(.cannotOpen, "cannot open the store \(file): \(String(cString: strerror(errno)))") }
         fchmod(fd, 0o600)
         close(fd)
 
@@ -72,7 +105,7 @@ public final class LocalStore: Sendable {
             database = try DatabasePool(path: file, configuration: configuration)
             try Schema.migrator.migrate(database)
         } catch {
-            throw LocalStoreError("cannot open the store \(file) (\(Self.describe(error)))")
+            throw LocalStoreError(.cannotOpen, "cannot open the store \(file) (\(Self.describe(error)))")
         }
         for suffix in ["-wal", "-shm"] { chmod(file + suffix, 0o600) }
     }

@@ -42,6 +42,22 @@ struct OutboxTests {
         #expect(mode(folder + "/data") == 0o700)
         FileManager.default.createFile(atPath: folder + "/file", contents: Data())
         #expect(throws: LocalStoreError.self) { try LocalStore(folder: folder + "/file") }
+        // Each refusal has its named code, and no other code matches it.
+        symlink(folder + "/data", folder + "/link")
+        for (path, expected) in [(folder + "/file", LocalStoreError.Code.folderNotMade), (folder + "/link", .notAFolder)] {
+            var caught: LocalStoreError.Code?
+            // Through an untyped closure: Swift 6.3 fails on a code pattern in a
+            // catch of the typed `throws(LocalStoreError)` initialiser.
+            let open: () throws -> LocalStore = { try LocalStore(folder: path) }
+            do { _ = try open() } catch LocalStoreError.Code.otherOwner {
+                caught = .otherOwner
+            } catch LocalStoreError.Code.notAFolder {
+                caught = .notAFolder
+            } catch LocalStoreError.Code.folderNotMade {
+                caught = .folderNotMade
+            }
+            #expect(caught == expected, "\(path)")
+        }
     }
 
     @Test("what enqueue returned is there for another store opened on the same folder (durable, all copies)")

@@ -134,5 +134,18 @@ struct PostcardStoreTests {
         #expect(bytes.range(of: Data("MARKER-zqxjkvbw".utf8)) == nil, "secure_delete overwrote the purged entry")
         #expect(try store.delete(id: "b") && !(try store.delete(id: "b")))
         #expect(throws: StoreError.self) { try PostcardStore(path: folder + "/missing/s.sqlite") }
+        var caught = false
+        // Through an untyped closure: Swift 6.3's SILGen crashes on a code pattern
+        // in a catch of the typed `throws(StoreError)` initialiser.
+        let open: () throws -> PostcardStore = { try PostcardStore(path: folder + "/missing/s.sqlite") }
+        do { _ = try open() } catch StoreError.Code.busy {
+            Issue.record("matched the wrong code")
+        } catch StoreError.Code.cannotOpen {
+            caught = true
+        }
+        #expect(caught, "a missing folder is SQLITE_CANTOPEN")
+        // 266 is SQLITE_IOERR_READ, an extended code of SQLITE_IOERR (10).
+        #expect(StoreError.Code.ioError ~= StoreError(266, "reading"), "an extended code matches its primary one")
+        #expect(!(StoreError.Code.busy ~= StoreError(266, "reading")))
     }
 }
