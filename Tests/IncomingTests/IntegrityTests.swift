@@ -19,6 +19,22 @@ func dataPacketBody(_ binary: [UInt8]) throws -> Range<Int> {
     return start..<binary.count
 }
 
+/// `good` with its last byte changed, and `flips` copies each with one random
+/// bit flipped within `body`: each named by what was done.
+func tamperings(of good: [UInt8], within body: Range<Int>, flips: Int,
+                using generator: inout some RandomNumberGenerator) -> [(String, [UInt8])] {
+    var last = good
+    last[last.count - 1] = last[last.count - 1] &+ UInt8.random(in: 1...255, using: &generator)
+    var cases = [("last byte changed", last)]
+    for _ in 0..<flips {
+        var flipped = good
+        let position = Int.random(in: body, using: &generator)
+        flipped[position] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+        cases.append(("bit flipped at \(position) of \(good.count)", flipped))
+    }
+    return cases
+}
+
 /// Decrypts `ciphertext` between files and expects an integrity refusal
 /// (for `reason`, when given) with nothing written to the output.
 func expectStreamRefused(_ ciphertext: [UInt8], _ gnupg: GnuPG, _ reason: IntegrityError.Reason?, _ what: String) throws {
@@ -88,17 +104,7 @@ struct IntegrityTests {
             let good = try binaryCiphertext(text, home: home)
             #expect(Packets.encryptedDataKind(good) == .mdc)
             #expect(String(decoding: try GnuPG(home: home.path).decrypt(good).plaintext, as: UTF8.self) == text)
-            let body = try dataPacketBody(good)
-            var cases: [(String, [UInt8])] = []
-            var last = good
-            last[last.count - 1] = last[last.count - 1] &+ UInt8.random(in: 1...255, using: &generator)
-            cases.append(("last byte changed", last))
-            for _ in 0..<10 {
-                var flipped = good
-                let position = Int.random(in: body, using: &generator)
-                flipped[position] ^= 1 << UInt8.random(in: 0...7, using: &generator)
-                cases.append(("bit flipped at \(position) of \(good.count)", flipped))
-            }
+            let cases = tamperings(of: good, within: try dataPacketBody(good), flips: 10, using: &generator)
             for (what, ciphertext) in cases {
                 try expectRefused(ciphertext, .checkFailed, home: home, "\(what), ignore-mdc-error \(ignoring)")
             }
@@ -158,18 +164,9 @@ struct AEADIntegrityTests {
                     let what = "\(mode), chunk bits \(chunkBits), ignore-mdc-error \(ignoring)"
                     #expect(String(decoding: try gnupg.decrypt(good).plaintext, as: UTF8.self) == text, "\(what)")
                     let packet = try #require(Packets.list(good).first { $0.tag == 20 })
-                    var cases: [(String, [UInt8])] = []
-                    var last = good
-                    last[last.count - 1] = last[last.count - 1] &+ UInt8.random(in: 1...255, using: &generator)
-                    cases.append(("last byte changed", last))
                     // After the packet's four header octets (version, cipher, AEAD mode, chunk size) and the IV.
                     let body = (packet.body.startIndex + 4 + (mode == "ocb" ? 15 : 16))..<good.count
-                    for _ in 0..<8 {
-                        var flipped = good
-                        let position = Int.random(in: body, using: &generator)
-                        flipped[position] ^= 1 << UInt8.random(in: 0...7, using: &generator)
-                        cases.append(("bit flipped at \(position) of \(good.count)", flipped))
-                    }
+                    let cases = tamperings(of: good, within: body, flips: 8, using: &generator)
                     for (change, ciphertext) in cases {
                         #expect(throws: IntegrityError(.aeadTagFailed), "\(change), \(what)") { try gnupg.decrypt(ciphertext) }
                     }
