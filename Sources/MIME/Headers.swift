@@ -20,11 +20,13 @@ public struct MailAddress: Sendable, Hashable, Codable, CustomStringConvertible 
     /// The address, `local@domain`.
     public let address: String
 
+    /// An address with an optional display name.
     public init(name: String = "", address: String) {
         self.name = name
         self.address = address
     }
 
+    /// `Name <address>`, or the bare address without a name.
     public var description: String { name.isEmpty ? address : "\(name) <\(address)>" }
 }
 
@@ -58,6 +60,7 @@ public struct ContentType: Sendable, Hashable, CustomStringConvertible {
         self.type == type.lowercased() && self.subtype == subtype.lowercased()
     }
 
+    /// `type/subtype`, without parameters.
     public var description: String { "\(type)/\(subtype)" }
 
     init(_ raw: UnsafeMutablePointer<GMimeContentType>?) {

@@ -33,6 +33,7 @@ public final class MIMEEntity {
         case leaf, multipart, message
     }
 
+    /// Multipart, message part or leaf (`GMIME_IS_MULTIPART`, `GMIME_IS_MESSAGE_PART`).
     public var kind: Kind {
         if mailsec_gmime_is_multipart(raw) != 0 { return .multipart }
         if mailsec_gmime_is_message_part(raw) != 0 { return .message }

@@ -10,6 +10,7 @@ public enum PGPMIME {
         /// The `micalg` parameter, e.g. `pgp-sha256` (RFC 3156 §5).
         public var micalg: String
 
+        /// An armored detached signature made with the hash `micalg` names.
         public init(armored: [UInt8], micalg: String) {
             self.armored = armored
             self.micalg = micalg

@@ -13,6 +13,7 @@ public struct ParseOptions: Sendable, Hashable {
     /// The most header fields accepted in one header section.
     public var maxHeaders: Int
 
+    /// Limits; the defaults are ``standard``.
     public init(maxSize: Int = 64 << 20, maxDepth: Int = 32, maxParts: Int = 10_000, maxHeaders: Int = 2_000) {
         self.maxSize = maxSize
         self.maxDepth = maxDepth
@@ -77,6 +78,7 @@ public struct ParseIssue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What is wrong.
     public let kind: Kind
     /// Byte offset in the input where the parser noticed it, if known.
     public let offset: Int64?
@@ -91,6 +93,7 @@ public struct ParseIssue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The problem in words, without message content.
     public var description: String {
         "\(kind)" + (offset.map { " at byte \($0)" } ?? "")
     }

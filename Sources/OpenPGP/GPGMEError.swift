@@ -9,7 +9,9 @@ internal import CMailsecShims
 public struct GPGMEError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A GPGME (libgpg-error) error code, as the `gpg_err_code_t` value.
     public struct Code: RawRepresentable, Hashable, Sendable {
+        /// The `gpg_err_code_t` value.
         public let rawValue: UInt32
+        /// A code from its `gpg_err_code_t` value.
         public init(rawValue: UInt32) { self.rawValue = rawValue }
 
         /// `GPG_ERR_GENERAL`
@@ -83,6 +85,7 @@ public struct GPGMEError: Error, Sendable, Equatable, CustomStringConvertible {
         self.init(mailsec_gpgme_error(code.rawValue), operation)
     }
 
+    /// The operation and GPGME's text, e.g. `decryption failed: No secret key`.
     public var description: String { "\(operation.rawValue) failed: \(reason)" }
 
     /// True for failures that may go away by themselves: the agent or gpg not
@@ -111,7 +114,9 @@ func check(_ err: gpgme_error_t, _ operation: GPGMEError.Operation) throws(GPGME
 public struct IntegrityError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Why the integrity is not confirmed. A struct, so that reasons can be added.
     public struct Reason: RawRepresentable, Sendable, Hashable {
+        /// The reason in words, as the error line shows it.
         public let rawValue: String
+        /// A reason from its words.
         public init(rawValue: String) { self.rawValue = rawValue }
 
         /// No MDC and no AEAD: symmetrically encrypted data (tag 9), or CFB without MDC.
@@ -122,10 +127,13 @@ public struct IntegrityError: Error, Sendable, Hashable, CustomStringConvertible
         public static let aeadTagFailed = Reason(rawValue: "AEAD tag failed")
     }
 
+    /// Why the integrity is not confirmed.
     public let reason: Reason
 
+    /// A refusal for `reason`.
     public init(_ reason: Reason = .noProtection) { self.reason = reason }
 
+    /// One line naming the reason and that nothing of the plaintext is shown.
     public var description: String {
         switch reason {
         case .noProtection:

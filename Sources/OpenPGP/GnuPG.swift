@@ -13,6 +13,7 @@ public struct GnuPG: Sendable {
     /// The gpg executable; nil means the one GPGME found at build time.
     public let executable: String?
 
+    /// GnuPG with the home `home` and the gpg `executable` (nil: the defaults); set per context with `gpgme_ctx_set_engine_info`.
     public init(home: String? = nil, executable: String? = nil) {
         self.home = home
         self.executable = executable

@@ -16,6 +16,7 @@ public enum KeyProblem: Sendable, Hashable, CustomStringConvertible {
     /// The user ID's validity is below the required minimum.
     case validityTooLow(actual: Validity, required: Validity)
 
+    /// The problem in words, as plans and `--json` show it.
     public var description: String {
         switch self {
         case .revoked: "revoked"
@@ -45,6 +46,7 @@ public enum KeyVerdict: Sendable, Hashable {
     case usable
     case unusable(KeyProblem)
 
+    /// True for ``usable``.
     public var isUsable: Bool { self == .usable }
 }
 
@@ -53,6 +55,7 @@ public struct KeyRequirements: Sendable, Hashable {
     /// The least validity a user ID must have; nil accepts any validity.
     public var minimumValidity: Validity?
 
+    /// Requirements with an optional least validity.
     public init(minimumValidity: Validity? = nil) {
         self.minimumValidity = minimumValidity
     }
@@ -80,7 +83,9 @@ public struct KeyRequirements: Sendable, Hashable {
 
 /// One key that GnuPG listed for an address, with its verdict.
 public struct KeyCandidate: Sendable, Hashable {
+    /// The key as GnuPG listed it.
     public let key: Key
+    /// Usable, or the problem that rules it out.
     public let verdict: KeyVerdict
 }
 
@@ -121,7 +126,9 @@ public struct KeyLookup: Sendable, Hashable {
 
 /// An address that cannot be a key-listing pattern.
 public struct InvalidAddressError: Error, Sendable, CustomStringConvertible {
+    /// The address as given.
     public let address: String
+    /// One line naming the address.
     public var description: String { "not a mail address: \(address)" }
 }
 

@@ -10,6 +10,7 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
     /// What is wrong, without any key material.
     public let problem: String
 
+    /// One line naming the keyring file and the problem.
     public var description: String {
         "the public keyring \(path) is damaged (\(problem)); restore it from a backup (keys could not be looked up)"
     }

@@ -31,6 +31,7 @@ public enum SignatureStatus: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The status in words (`good`, `bad`, `no public key` …).
     public var description: String {
         switch self {
         case .good: "good"
@@ -48,6 +49,7 @@ public enum SignatureStatus: Sendable, Hashable, CustomStringConvertible {
 public struct Signature: Sendable, Hashable {
     /// Fingerprint of the signing key, or its key id when the key is unknown.
     public let fingerprint: String
+    /// What the check found (from `gpgme_signature_t`'s summary and status).
     public let status: SignatureStatus
     /// When the signature was made.
     public let created: Date?
@@ -115,7 +117,9 @@ public struct DecryptionInfo: Sendable, Hashable {
 
 /// Decrypted bytes and what the decryption found out.
 public struct Decrypted: Sendable {
+    /// The plaintext, returned only when its integrity is confirmed.
     public let plaintext: [UInt8]
+    /// Recipients, signatures and the file name, from `gpgme_op_decrypt_result` and `gpgme_op_verify_result`.
     public let info: DecryptionInfo
 }
 

@@ -7,8 +7,10 @@ public enum RecipientRole: String, Sendable, Hashable, Codable, CaseIterable {
 public struct Recipient: Sendable, Hashable, Codable {
     /// The mail address, `local@domain`.
     public let address: String
+    /// To, Cc or Bcc.
     public let role: RecipientRole
 
+    /// A recipient at `address` in `role`.
     public init(_ address: String, _ role: RecipientRole) {
         self.address = address
         self.role = role
@@ -30,6 +32,7 @@ public struct KeyRefusal: Sendable, Hashable, Codable {
     /// The reason in words.
     public let detail: String
 
+    /// A refused key, with its reason as a keyword and in words.
     public init(fingerprint: String, reason: String, detail: String) {
         self.fingerprint = fingerprint
         self.reason = reason
@@ -46,6 +49,7 @@ public enum KeyAvailability: Sendable, Hashable {
     /// No key for the address at all.
     case missing
 
+    /// True when a usable key is there.
     public var isUsable: Bool {
         if case .usable = self { return true }
         return false
@@ -62,6 +66,7 @@ public enum PostcardExtension: String, Sendable, Hashable, Codable {
 
 /// A rule for the recipients in some domains.
 public struct DomainRule: Sendable, Hashable {
+    /// What the rule demands for the domain's recipients.
     public enum Mode: String, Sendable, Hashable {
         case requireLetter = "require-letter"
         case enforcePostcard = "enforce-postcard"
@@ -69,13 +74,16 @@ public struct DomainRule: Sendable, Hashable {
 
     /// `example.org` (that domain only) or `*.example.gov` (every subdomain of it).
     public let pattern: String
+    /// What the rule demands.
     public let mode: Mode
 
+    /// A rule for the domains `pattern` names.
     public init(_ pattern: String, _ mode: Mode) {
         self.pattern = pattern.lowercased()
         self.mode = mode
     }
 
+    /// True when `domain` (any case) is the pattern's domain, or a subdomain for `*.`.
     public func matches(_ domain: String) -> Bool {
         let domain = domain.lowercased()
         if pattern.hasPrefix("*.") { return domain.hasSuffix(String(pattern.dropFirst(1))) }
@@ -108,6 +116,7 @@ public struct MailOptions: Sendable, Hashable {
     /// now revoked or expired.
     public var onKeyLoss: KeyLossRule
 
+    /// Options; the defaults are ``standard``.
     public init(enforcePostcard: Bool = false, requireLetter: Bool = false, domainRules: [DomainRule] = [],
                 invite: Bool = false, postcardExtension: PostcardExtension = .censored, onKeyLoss: KeyLossRule = .defer) {
         self.enforcePostcard = enforcePostcard
@@ -137,6 +146,7 @@ public enum Decision: Sendable, Hashable {
     /// The mail is encrypted already; it goes out as it came.
     case unchanged
 
+    /// True for a letter.
     public var isLetter: Bool {
         if case .letter = self { return true }
         return false
@@ -178,6 +188,7 @@ public enum PostcardReason: Sendable, Hashable {
         }
     }
 
+    /// The reason in words, as the plan and `--json` show it.
     public var description: String {
         switch self {
         case .enforced: "postcard enforced for this mail"
@@ -219,12 +230,14 @@ public enum MailSecurityState: Sendable, Hashable {
 
 /// One message to write, and who receives it.
 public struct PlannedCopy: Sendable, Hashable {
+    /// The kind of message: letter, postcard, or the mail unchanged.
     public enum Kind: String, Sendable, Hashable, Codable {
         case letter, postcard
         /// The mail as it came (it was encrypted already).
         case unchanged
     }
 
+    /// What is written for these recipients.
     public let kind: Kind
     /// Envelope recipients of this copy, in the mail's order.
     public let recipients: [Recipient]
@@ -234,20 +247,26 @@ public struct PlannedCopy: Sendable, Hashable {
 
 /// A recipient with its decision.
 public struct RecipientDecision: Sendable, Hashable {
+    /// The recipient.
     public let recipient: Recipient
+    /// What they get, with the reason.
     public let decision: Decision
 }
 
 /// The plan for one mail: decisions with reasons, both security states, and
 /// the copies to write. Made before anything is sent.
 public struct Plan: Sendable, Hashable {
+    /// One decision per recipient, in the mail's order.
     public let decisions: [RecipientDecision]
+    /// Whether all, some or none of the recipients have usable keys.
     public let recipientState: RecipientSecurityState
+    /// What the mail as a whole becomes: letter, postcard or extended postcard.
     public let mailState: MailSecurityState
     /// The copies to write; empty when the plan is refused.
     public let copies: [PlannedCopy]
     /// True when the mail has marked spans.
     public let hasMarkedSpans: Bool
+    /// The options the plan was made with.
     public let options: MailOptions
 
     /// Recipients for whom a letter was required but no usable key exists.

@@ -13,6 +13,7 @@ public struct Redactor: Sendable, Hashable {
     /// The default markers `[[private]]` … `[[/private]]` and placeholder `█████`.
     public static let standard = try! Redactor(open: "[[private]]", close: "[[/private]]", placeholder: "█████")
 
+    /// Markers and placeholder; throws ``PolicyError/Code/invalidMarkers`` for an empty marker, or markers that are equal or hold one another (in any case).
     public init(open: String, close: String, placeholder: String = "█████") throws(PolicyError) {
         guard !open.isEmpty, !close.isEmpty, open.lowercased() != close.lowercased(),
               !open.lowercased().contains(close.lowercased()), !close.lowercased().contains(open.lowercased())

@@ -9,6 +9,7 @@ public final class SpanCatalog: Sendable {
     private struct State { var texts: [String] = []; var numbers: [String: Int] = [:] }
     private let state = Mutex(State())
 
+    /// An empty catalog.
     public init() {}
 
     /// The number of the span with this text, given on first sight.

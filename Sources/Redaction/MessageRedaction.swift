@@ -16,6 +16,7 @@ extension Redactor {
 
     /// What reading a message every way found (see ``MessageReadings``).
     public struct ReadingsFinding: Sendable {
+        /// A finding: the first place a marker was seen, and the places not read with certainty.
         public init(marker: String?, uncertain: [String]) {
             self.marker = marker
             self.uncertain = uncertain

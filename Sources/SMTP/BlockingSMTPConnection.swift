@@ -5,6 +5,7 @@ import Foundation
 /// mail, no async code): each call blocks the calling thread until done.
 /// Never call it from a Swift concurrency task.
 public final class BlockingSMTPConnection {
+    /// The connection the blocking calls run on.
     public let connection: SMTPConnection
 
     private init(_ connection: SMTPConnection) { self.connection = connection }

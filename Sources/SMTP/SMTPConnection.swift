@@ -14,6 +14,7 @@ import Synchronization
 /// session for good; a transaction the server refuses (4xx/5xx) leaves it
 /// usable. For synchronous callers see ``BlockingSMTPConnection``.
 public actor SMTPConnection {
+    /// The server, its security and time-outs.
     public let server: SMTPServer
     /// What the server offers (after STARTTLS: what it offers under TLS).
     public private(set) var extensions: SMTPExtensions = .none

@@ -10,6 +10,7 @@ public struct SMTPCredentials: Sendable {
         case xoauth2 = "XOAUTH2"
     }
 
+    /// The SASL authentication identity.
     public var username: String
     /// The password, or for XOAUTH2 the access token.
     public var secret: SecretBytes
@@ -17,6 +18,7 @@ public struct SMTPCredentials: Sendable {
     /// offers is used. None offered: AUTH fails (authentication failed).
     public var mechanisms: [Mechanism]
 
+    /// Credentials for `username`, trying `mechanisms` in order among those the server offers.
     public init(username: String, secret: SecretBytes, mechanisms: [Mechanism] = [.plain, .login]) {
         self.username = username
         self.secret = secret

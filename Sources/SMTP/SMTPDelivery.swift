@@ -9,18 +9,22 @@ public struct SMTPDelivery: Sendable, Equatable {
         /// 5xx to RCPT: this recipient is refused.
         case permanent(SMTPReply)
 
+        /// The server's reply that decided it.
         public var reply: SMTPReply {
             switch self {
             case .accepted(let reply), .temporary(let reply), .permanent(let reply): return reply
             }
         }
 
+        /// True when the server took the mail for this recipient.
         public var isAccepted: Bool { if case .accepted = self { return true } else { return false } }
     }
 
     /// One recipient and its outcome.
     public struct Recipient: Sendable, Equatable {
+        /// The recipient's address.
         public let address: String
+        /// The outcome.
         public let status: Status
     }
 

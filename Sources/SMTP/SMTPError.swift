@@ -3,9 +3,13 @@
 /// for a person (or bounces). The text never holds a password or message
 /// content; a server's reply in it is sanitised (``SMTPReply/text``).
 public struct SMTPError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// What failed; a struct, so that codes can be added. Match with `catch SMTPError.Code.…`.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The code's stable name.
         public let rawValue: String
+        /// A code by its name.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
         public var description: String { rawValue }
 
         /// The server answered 4xx to the transaction (MAIL, DATA or the final reply).
@@ -29,12 +33,14 @@ public struct SMTPError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let protocolError = Code(rawValue: "protocol-error")
     }
 
+    /// What failed.
     public let code: Code
     /// One line, for a person: what failed, where, and the server's words.
     public let description: String
     /// The server's reply, when the failure is one.
     public let reply: SMTPReply?
 
+    /// An error with `code`, its line, and the server's reply when there was one.
     public init(_ code: Code, _ description: String, reply: SMTPReply? = nil) {
         self.code = code
         self.description = description

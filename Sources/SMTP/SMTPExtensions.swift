@@ -4,6 +4,7 @@ public struct SMTPExtensions: Sendable, Equatable {
     /// Keyword (upper case) → its parameters.
     public let offered: [String: [String]]
 
+    /// The extensions a 250 reply to EHLO lists (its first line is the greeting).
     public init(ehloReply: SMTPReply) {
         var offered: [String: [String]] = [:]
         for line in ehloReply.lines.dropFirst() {
@@ -24,6 +25,7 @@ public struct SMTPExtensions: Sendable, Equatable {
     public static let none = SMTPExtensions(offered: [:])
     private init(offered: [String: [String]]) { self.offered = offered }
 
+    /// True when the server offers `keyword` (any case).
     public func has(_ keyword: String) -> Bool { offered[keyword.uppercased()] != nil }
 
     /// SIZE's limit in octets; nil when not offered or unlimited (0).

@@ -1,5 +1,6 @@
 /// One reply of an SMTP server: the three-digit code and its text lines.
 public struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
+    /// The three-digit reply code.
     public let code: Int
     /// The enhanced status code (RFC 3463) when the text starts with one, e.g. "5.1.1".
     public var enhancedCode: String? {
@@ -11,6 +12,7 @@ public struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
     /// The lines of text after the code, as the server sent them (without the code).
     public let lines: [String]
 
+    /// A reply with `code` and its text lines.
     public init(code: Int, lines: [String]) {
         self.code = code
         self.lines = lines
@@ -39,6 +41,7 @@ public struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
         return out.count > Self.maxTextLength ? String(out.prefix(Self.maxTextLength)) + "…" : out
     }
 
+    /// The most characters of a reply's text that ``text`` keeps; the rest becomes `…`.
     public static let maxTextLength = 300
 
     /// "550 5.1.1 no such user" (sanitised).

@@ -16,7 +16,9 @@ public struct SMTPServer: Sendable, Equatable {
     /// A host name or an IP address literal. A name is resolved and every
     /// address it has (IPv6 and IPv4) is tried until one connects.
     public var host: String
+    /// The TCP port (587 submission, 465 submissions, 25 relay).
     public var port: Int
+    /// STARTTLS, implicit TLS, or none (loopback only).
     public var security: Security
     /// A PEM file of the certificate authorities to trust instead of the
     /// system's store. The server's certificate is verified against it and
@@ -25,11 +27,13 @@ public struct SMTPServer: Sendable, Equatable {
     /// The name given in EHLO; nil: this host's fully qualified name
     /// (``HeloName/local()``).
     public var heloName: String?
+    /// How long each step may take (RFC 5321 §4.5.3.2).
     public var timeouts: SMTPTimeouts
     /// Allows AUTH over an unencrypted connection, which is still refused
     /// unless `host` is a loopback address.
     public var allowPlaintextAuthOnLoopback: Bool
 
+    /// A server at `host`:`port`; the other settings as documented on each property.
     public init(host: String, port: Int, security: Security, caFile: String? = nil, heloName: String? = nil,
                 timeouts: SMTPTimeouts = .rfc5321, allowPlaintextAuthOnLoopback: Bool = false) {
         self.host = host
@@ -67,6 +71,7 @@ public struct SMTPTimeouts: Sendable, Equatable {
     /// RFC 1047 duplicate window), so this wait is the last to be cut.
     public var finalReply: TimeInterval
 
+    /// Time-outs in seconds; the defaults are RFC 5321 §4.5.3.2's.
     public init(connect: TimeInterval = 30, greeting: TimeInterval = 300, command: TimeInterval = 300,
                 mail: TimeInterval = 300, recipient: TimeInterval = 300, dataInitiation: TimeInterval = 120,
                 dataBlock: TimeInterval = 180, finalReply: TimeInterval = 600) {

@@ -43,6 +43,7 @@ public final class SecretBytes: @unchecked Sendable, CustomStringConvertible {
         try body(UnsafeRawBufferPointer(rebasing: storage[..<count]))
     }
 
+    /// The length only, never the bytes.
     public var description: String { "SecretBytes(\(count) bytes)" }
 }
 

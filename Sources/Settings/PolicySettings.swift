@@ -25,12 +25,16 @@ public struct PolicySettings: Sendable {
     /// The top-level keys read here.
     package static let keys: Set<String> = ["sign_as", "mode", "invite", "extension", "min_validity", "markers", "rules"]
 
+    /// Mode, invite, extension, domain rules and key-loss rule.
     public var mail = MailOptions()
+    /// The markers and placeholder (`[markers]`).
     public var redactor = Redactor.standard
     /// nil: sign with the From address's key.
     public var signAs: String?
+    /// The least user-ID validity a key needs; nil: any.
     public var minimumValidity: Validity?
 
+    /// The defaults: standard policy and markers.
     public init() {}
 
     /// Reads the policy keys of `top`. With `collect`, every problem is handed
