@@ -10,10 +10,14 @@ import Policy
 public struct ComposeDraft: Sendable, Hashable, Codable {
     /// One recipient as a list shows it: name (may be empty), address and role.
     public struct Person: Sendable, Hashable, Codable {
+        /// The display name; may be empty.
         public var name: String
+        /// The mail address.
         public var address: String
+        /// To, Cc or Bcc.
         public var role: RecipientRole
 
+        /// A recipient at `address` in `role`.
         public init(name: String = "", address: String, role: RecipientRole) {
             self.name = name
             self.address = address
@@ -27,14 +31,19 @@ public struct ComposeDraft: Sendable, Hashable, Codable {
     /// The mail; its Message-ID is fixed from the start, so a draft sent
     /// later keeps its identity.
     public var mail: Composition
+    /// New, reply, reply-all, forward, or editing a draft.
     public var mode: ComposeMode
+    /// Invite postcard recipients to encrypted mail.
     public var invite: Bool
+    /// Everybody gets a postcard, even recipients with keys.
     public var enforcePostcard: Bool
+    /// Censored or partially encrypted, for postcards of a mail with marked spans.
     public var postcardExtension: PostcardExtension
     /// What arrived as a letter (a decrypted original), guarded against
     /// leaving in a postcard; nil when nothing did.
     public var protected: ProtectedContent?
 
+    /// A draft of `mail` with the per-mail flags.
     public init(_ mail: Composition, mode: ComposeMode = .new, invite: Bool = false, enforcePostcard: Bool = false,
                 postcardExtension: PostcardExtension = .censored, protected: ProtectedContent? = nil) {
         self.mail = mail

@@ -25,6 +25,7 @@ public actor ComposeSession {
     private let base: PipelineOptions
     private let outbox: any ComposeOutbox
     private let drafts: (any DraftStore)?
+    /// How the session began: new, reply, reply-all, forward or a draft.
     public let mode: ComposeMode
     private var draft: ComposeDraft
     private var draftID: String?
@@ -88,6 +89,7 @@ public actor ComposeSession {
         }
     }
 
+    /// The Subject; markers in it mark private spans.
     @discardableResult
     public func setSubject(_ subject: String) throws -> ComposeState { try change { $0.mail.subject = subject } }
 
@@ -99,6 +101,7 @@ public actor ComposeSession {
     @discardableResult
     public func setHTML(_ html: String?) throws -> ComposeState { try change { $0.mail.html = html } }
 
+    /// Adds an attached file.
     @discardableResult
     public func attach(_ attachment: ComposeDraft.Attachment) throws -> ComposeState {
         try change { $0.mail.attachments.append(attachment) }

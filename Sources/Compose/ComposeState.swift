@@ -27,6 +27,7 @@ public enum ComposePhase: Sendable, Hashable {
 /// One recipient as the person sees it while typing: the key found for the
 /// address (or why none is usable) and what the plan decides.
 public struct RecipientStatus: Sendable, Hashable {
+    /// The recipient as the draft lists them.
     public let person: ComposeDraft.Person
     /// What the key look-up found.
     public let key: KeyAvailability
@@ -37,9 +38,13 @@ public struct RecipientStatus: Sendable, Hashable {
 
 /// A snapshot of a session after a step: what an application shows.
 public struct ComposeState: Sendable {
+    /// Composing, sending, or how it ended.
     public let phase: ComposePhase
+    /// New, reply, reply-all, forward or a draft.
     public let mode: ComposeMode
+    /// The draft as it stands.
     public let draft: ComposeDraft
+    /// Each recipient with their key and decision.
     public let recipients: [RecipientStatus]
     /// The pipeline's plan for the mail as it stands; nil without recipients
     /// or when the mail cannot be planned (``problem`` says why).
@@ -50,6 +55,7 @@ public struct ComposeState: Sendable {
     /// Postcard recipients who would get content that arrived as a letter;
     /// sending needs ``downgradeConfirmed`` while this is not empty.
     public let downgrade: [String]
+    /// True once the person confirmed the downgrade in ``downgrade``.
     public let downgradeConfirmed: Bool
     /// How many key listings (gpg processes) the session has run so far.
     public let keyLookups: Int
@@ -65,6 +71,7 @@ public struct ComposeState: Sendable {
 
 /// Why a session refused a step. The description never quotes mail content.
 public struct ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What was refused.
     public enum Code: Sendable, Equatable {
         /// A send runs; nothing else may happen until it ends.
         case sendInProgress
@@ -82,10 +89,13 @@ public struct ComposeError: Error, Sendable, Equatable, CustomStringConvertible 
         case noDraftStore
     }
 
+    /// What was refused.
     public let code: Code
 
+    /// An error with `code`.
     public init(_ code: Code) { self.code = code }
 
+    /// One line naming what was refused and why.
     public var description: String {
         switch code {
         case .sendInProgress: "a send is in progress"

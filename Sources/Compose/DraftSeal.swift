@@ -9,6 +9,7 @@ import OpenPGP
 public enum DraftSeal {
     /// Why a draft cannot be sealed or opened. Never carries draft content.
     public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        /// One line; never draft content.
         public let description: String
         init(_ description: String) { self.description = description }
     }

@@ -10,9 +10,13 @@ import Pipeline
 public struct Original: Sendable {
     /// True when the mail arrived encrypted (a letter) and was decrypted.
     public let arrivedAsLetter: Bool
+    /// The From addresses.
     public let from: [MailAddress]
+    /// The Reply-To addresses; a reply goes there when given.
     public let replyTo: [MailAddress]
+    /// The To addresses.
     public let to: [MailAddress]
+    /// The Cc addresses.
     public let cc: [MailAddress]
     /// The Subject (the protected one of a letter).
     public let subject: String
@@ -20,6 +24,7 @@ public struct Original: Sendable {
     public let messageID: String?
     /// Message-IDs of the thread before it, without angle brackets.
     public let references: [String]
+    /// The Date field as written, for the attribution line.
     public let date: String?
     /// The readable text: the first text/plain part, else the HTML's text.
     public let text: String

@@ -8,10 +8,13 @@ import Pipeline
 /// Not yet here: marking the sender's own copy for `sent_maildir` (the
 /// `Sending` target's `Submission` decides that from the plan).
 public struct OutboxQueue: ComposeOutbox {
+    /// The outbox copies are queued in.
     public let outbox: Outbox
 
+    /// Queues into `outbox`.
     public init(_ outbox: Outbox) { self.outbox = outbox }
 
+    /// Queues every copy of `mail` durably, in one transaction; returns their ids.
     public func queue(_ mail: WrittenMail, draft: ComposeDraft) throws -> [String] {
         let copies = try mail.copies.map { copy in
             NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes)

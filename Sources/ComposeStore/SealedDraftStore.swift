@@ -8,11 +8,14 @@ import Store
 /// (``DraftSeal``): they survive restarts, and neither the SQLite file nor
 /// its WAL shows anything of them without the secret key.
 public final class SealedDraftStore: DraftStore, Sendable {
+    /// The local store holding the sealed drafts.
     public let store: LocalStore
+    /// The GnuPG home with the owner's keys.
     public let gnupg: GnuPG
     /// The address whose key seals and opens the drafts.
     public let owner: String
 
+    /// Drafts in `store`, sealed to `owner`'s key in `gnupg`.
     public init(store: LocalStore, gnupg: GnuPG, owner: String) {
         self.store = store
         self.gnupg = gnupg
@@ -21,16 +24,21 @@ public final class SealedDraftStore: DraftStore, Sendable {
 
     /// A draft as listed: its id, when it was last saved, and the draft itself.
     public struct Entry: Sendable {
+        /// The draft's id.
         public let id: String
+        /// When it was last saved.
         public let updated: Date
+        /// The draft, opened.
         public let draft: ComposeDraft
     }
 
     /// Why the drafts could not be read or written. Never carries draft content.
     public struct Failure: Error, Sendable, CustomStringConvertible {
+        /// One line; never draft content.
         public let description: String
     }
 
+    /// Seals `draft` and stores it (in place of `id`, when given); returns its id.
     public func save(_ draft: ComposeDraft, replacing id: String?) throws -> String {
         let sealed = try DraftSeal.seal(draft, key: try DraftSeal.ownKey(owner, gnupg: gnupg), gnupg: gnupg)
         let key = id ?? UUID().uuidString.lowercased()
@@ -66,6 +74,7 @@ public final class SealedDraftStore: DraftStore, Sendable {
         }
     }
 
+    /// Removes the draft `id`.
     public func delete(_ id: String) throws {
         try run("write") {
             try store.database.write { db in try db.execute(sql: "DELETE FROM draft WHERE id = ?", arguments: [id]) }

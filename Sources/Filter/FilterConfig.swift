@@ -69,21 +69,31 @@ public enum LogDestination: String, Sendable {
 /// timeout = 30                 # seconds for publishing
 /// ```
 public struct FilterConfig: Sendable {
+    /// `gnupg_home`: the filter's GnuPG home; nil: GnuPG's default.
     public var gnupgHome: String?
     /// nil: sign with the From address's key.
     public var signAs: String?
+    /// `mode`, `invite`, `extension`, `[[rules]]` and `on_key_loss`.
     public var mail: MailOptions
+    /// `[markers]`: the markers and placeholder.
     public var redactor: Redactor
+    /// `min_validity`: the least user-ID validity a key needs; nil: any.
     public var minimumValidity: Validity?
+    /// `timeout`: seconds for one mail, everything included; past it the filter exits 75.
     public var timeout: TimeInterval
+    /// `log`: syslog, standard error, or none.
     public var log: LogDestination
+    /// `[reinject]`: how copies are handed back (sendmail or SMTP to a loopback port).
     public var reinjection: Reinjection
+    /// `[reinject] timeout`: seconds for one hand-over (SMTP: for each step).
     public var reinjectionTimeout: TimeInterval
     /// SMTP re-injection: how long the reply after the message is awaited.
     /// Longer than the other steps (RFC 1047): a copy the server takes after
     /// we gave up is sent again on retry. Nil: 1.5 × `reinjectionTimeout`.
     public var reinjectionFinalTimeout: TimeInterval?
+    /// `[journal] directory`: where the journal (and the loop secret) is kept.
     public var journalDirectory: String
+    /// `[journal] expire_days`, in seconds: a record never finished is dropped after this.
     public var journalExpiry: TimeInterval
     /// Where partially encrypted postcards publish their spans; nil when `[reading]` is absent.
     public var publisher: HTTPPublisher?

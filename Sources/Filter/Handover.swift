@@ -3,6 +3,7 @@ import SMTP
 
 /// A copy could not be handed on. Always temporary for the filter (75).
 public struct HandoverError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the hand-over and why it failed; never message content.
     public let description: String
 }
 

@@ -19,7 +19,9 @@ import MIME
 /// recorded. Records of a mail are removed once all of it went out, and
 /// expire otherwise.
 public final class Journal {
+    /// The journal folder (0700).
     public let directory: String
+    /// Seconds after which a record never finished is dropped.
     public let expiry: TimeInterval
 
     /// Opens (and makes, 0700) the journal folder and drops expired records.
@@ -219,6 +221,8 @@ public final class MailRecord {
     }
 }
 
+/// The journal cannot be read or written: the mail is deferred (75), nothing is sent.
 public struct JournalError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the journal file or folder.
     public let description: String
 }

@@ -31,15 +31,20 @@ public struct FilterResult: Sendable {
 
 /// The sendmail/Postfix content filter: one mail in, its copies handed on.
 public struct MailFilter: Sendable {
+    /// EX_TEMPFAIL: Postfix keeps the mail and retries.
     public static let deferred: Int32 = 75
+    /// EX_DATAERR: the message is bad; Postfix bounces it.
     public static let dataError: Int32 = 65
+    /// EX_UNAVAILABLE: refused by policy; Postfix bounces it.
     public static let refused: Int32 = 69
 
     /// The loop tag every written copy carries (an HMAC, so it cannot be forged).
     static let tagHeader = "X-Mailsec-Copy"
 
+    /// The filter's configuration.
     public let config: FilterConfig
 
+    /// A filter with `config`.
     public init(config: FilterConfig) {
         self.config = config
     }

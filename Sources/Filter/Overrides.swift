@@ -4,6 +4,7 @@ import Policy
 
 /// A per-mail header the filter cannot accept. The mail is bad input (65).
 public struct OverrideError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the header and the problem.
     public let description: String
 }
 

@@ -20,8 +20,10 @@ public struct AutocryptImportResult: Sendable, Equatable, Codable {
 /// encryption and only for a recipient of that mail; the key must parse and
 /// carry a user ID with that address, and only such user IDs are imported.
 public struct AutocryptImporter: Sendable {
+    /// The GnuPG home keys are imported into.
     public let gnupg: GnuPG
 
+    /// An importer into `gnupg`'s keyring.
     public init(gnupg: GnuPG) { self.gnupg = gnupg }
 
     /// The attributes of an Autocrypt header value, or why it is not one.

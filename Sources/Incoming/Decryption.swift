@@ -33,6 +33,7 @@ public struct DecryptionReport: Sendable, Equatable, Codable {
 
 /// Why a mail is not decrypted.
 public struct DecryptionRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+    /// One line naming why; never message content.
     public let description: String
     /// True when there is nothing encrypted at all (bad input rather than an unsafe shape).
     public let notEncrypted: Bool
@@ -50,9 +51,12 @@ public struct DecryptionRefusal: Error, Sendable, Equatable, CustomStringConvert
 /// exfiltration and reply oracles), never from an attached or quoted mail,
 /// and never ciphertext without integrity protection.
 public struct MailDecryptor: Sendable {
+    /// The GnuPG home whose secret keys decrypt.
     public let gnupg: GnuPG
+    /// Limits for parsing the mail and the decrypted part.
     public let options: ParseOptions
 
+    /// A decryptor with `gnupg`'s keys and the parsing limits `options`.
     public init(gnupg: GnuPG, options: ParseOptions = .standard) {
         self.gnupg = gnupg
         self.options = options

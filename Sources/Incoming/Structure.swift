@@ -27,7 +27,9 @@ public struct Protection {
         case attached
     }
 
+    /// Signed or encrypted, and in which form.
     public let kind: Kind
+    /// Where in the mail it stands (the top, a part, an attached mail).
     public let place: Place
     /// The part, as `1.2.1` (`1` is the body); the text part for inline.
     public let path: [Int]
@@ -49,7 +51,9 @@ public struct Protection {
 
 /// The signatures and encryptions found in a mail.
 public struct MailStructure {
+    /// Every signature found, in the order of the parts.
     public let signed: [Protection]
+    /// Every encryption found, in the order of the parts.
     public let encrypted: [Protection]
     /// True when the mail holds S/MIME (`application/pkcs7-mime`, or
     /// `multipart/signed` with an S/MIME protocol), which mailsec does not read.

@@ -8,6 +8,7 @@ import OpenPGP
 public struct VerificationReport: Sendable, Equatable, Codable {
     /// The signer, from the keyring.
     public struct Signer: Sendable, Equatable, Codable {
+        /// The signing key's fingerprint, upper-case hex.
         public let fingerprint: String
         /// The user ID that matches From, else the first one; nil when the key is not known.
         public let userID: String?
@@ -21,6 +22,7 @@ public struct VerificationReport: Sendable, Equatable, Codable {
     public let signedPart: String?
     /// `good`, `bad`, `no public key`, `key expired`, `key revoked`, `signature expired`, or an error.
     public let status: String?
+    /// The signer as the keyring knows them; nil when the key is not there.
     public let signer: Signer?
     /// The From address checked: the signed (protected) one when the signed part carries a From.
     public let from: String?
@@ -94,8 +96,10 @@ struct FromCheck {
 /// Reads signatures of mail: PGP/MIME `multipart/signed` and inline
 /// cleartext signatures, with coverage and the From check.
 public struct MailVerifier: Sendable {
+    /// The GnuPG home whose public keys verify.
     public let gnupg: GnuPG
 
+    /// A verifier with `gnupg`'s public keys.
     public init(gnupg: GnuPG) { self.gnupg = gnupg }
 
     /// Verifies `raw`, the message as received (the signed part's bytes are

@@ -5,8 +5,10 @@ import Synchronization
 
 /// The outbox could not be read or written. Never carries mail content.
 public struct OutboxError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the problem, without mail content.
     public let description: String
 
+    /// An error saying `description`.
     public init(_ description: String) { self.description = description }
 }
 
@@ -19,10 +21,13 @@ public struct OutboxError: Error, Sendable, CustomStringConvertible {
 /// ``record(_:outcomes:)`` the server's answer per recipient. Each step is one
 /// transaction, committed durably before the next network step.
 public final class Outbox: Sendable {
+    /// The local store holding the outbox's tables.
     public let store: LocalStore
+    /// When temporarily failed copies are tried again.
     public let backoff: Backoff
     private let listeners = Mutex<[UUID: AsyncStream<OutboxChange>.Continuation]>([:])
 
+    /// The outbox in `store`, retrying by `backoff`.
     public init(store: LocalStore, backoff: Backoff = .standard) {
         self.store = store
         self.backoff = backoff

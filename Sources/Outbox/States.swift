@@ -29,7 +29,9 @@ public enum RecipientOutcome: Sendable, Hashable {
 
 /// One recipient of a copy in the outbox.
 public struct OutboxRecipient: Sendable, Hashable, Codable {
+    /// The recipient's address.
     public let address: String
+    /// Where this recipient's copy stands.
     public let state: DeliveryState
     /// Why it failed, or why its last try did not succeed; nil once sent.
     public let reason: String?
@@ -39,16 +41,23 @@ public struct OutboxRecipient: Sendable, Hashable, Codable {
 /// unchanged), with its recipients. Its ``id`` is what `outbox resend ID`
 /// and `outbox discard ID` take.
 public struct OutboxEntry: Sendable, Hashable, Identifiable {
+    /// The copy's id, as the CLI shows it.
     public let id: Int64
     /// The mail it is a copy of (several copies share one).
     public let mailID: Int64
+    /// When the copy was queued.
     public let created: Date
     /// `letter`, `postcard` or `unchanged`.
     public let kind: String
+    /// The envelope sender (MAIL FROM).
     public let envelopeSender: String
+    /// The mail's Message-ID, without angle brackets, when it has one.
     public let messageID: String?
+    /// Each recipient with its state.
     public let recipients: [OutboxRecipient]
+    /// How many times sending was tried.
     public let attempts: Int
+    /// The last failure's reason, when the last try failed.
     public let lastError: String?
     /// When it is tried next; nil when nothing is pending.
     public let nextTry: Date?
@@ -77,12 +86,16 @@ public enum OutboxChange: Sendable, Hashable {
 
 /// A copy to put into the outbox.
 public struct NewCopy: Sendable {
+    /// `letter`, `postcard` or `unchanged`.
     public var kind: String
+    /// The envelope recipients.
     public var recipients: [String]
+    /// The message as it goes out.
     public var message: [UInt8]
     /// The copy to file in `sent_maildir` once delivered.
     public var isOwnCopy: Bool
 
+    /// A copy of `kind` for `recipients`; `isOwnCopy` for the sender's own.
     public init(kind: String, recipients: [String], message: [UInt8], isOwnCopy: Bool = false) {
         self.kind = kind
         self.recipients = recipients
@@ -94,11 +107,16 @@ public struct NewCopy: Sendable {
 /// A copy claimed for one delivery attempt: its recipients are `sending`
 /// until ``Outbox/record(_:outcomes:)`` says how it went.
 public struct ClaimedCopy: Sendable {
+    /// The copy's id.
     public let id: Int64
+    /// `letter`, `postcard` or `unchanged`.
     public let kind: String
+    /// The envelope sender (MAIL FROM).
     public let envelopeSender: String
     /// The recipients claimed (those that were pending), in the stored order.
     public let recipients: [String]
+    /// The message as it goes out.
     public let message: [UInt8]
+    /// True for the copy that is filed in the sender's sent folder once delivered.
     public let isOwnCopy: Bool
 }

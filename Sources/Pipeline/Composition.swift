@@ -7,11 +7,14 @@ import Redaction
 public struct Composition: Sendable, Hashable, Codable {
     /// An attached file.
     public struct Attachment: Sendable, Hashable, Codable {
+        /// The file name shown to recipients.
         public var filename: String
         /// Media type, e.g. `application/pdf`; `message/rfc822` for a forwarded mail.
         public var contentType: String
+        /// The file's bytes.
         public var data: [UInt8]
 
+        /// An attachment named `filename` of media type `contentType`.
         public init(filename: String, contentType: String, data: [UInt8]) {
             self.filename = filename
             self.contentType = contentType
@@ -19,15 +22,21 @@ public struct Composition: Sendable, Hashable, Codable {
         }
     }
 
+    /// The sender.
     public var from: MailAddress
+    /// The To recipients.
     public var to: [MailAddress]
+    /// The Cc recipients.
     public var cc: [MailAddress]
+    /// The Bcc recipients: envelope only, in no copy's header.
     public var bcc: [MailAddress]
+    /// The Subject; may hold marked spans.
     public var subject: String
     /// The plain text body.
     public var text: String
     /// An HTML alternative to the text, if any.
     public var html: String?
+    /// Attached files, in order.
     public var attachments: [Attachment]
     /// Message-ID of the mail this answers, without angle brackets.
     public var inReplyTo: String?
@@ -38,6 +47,7 @@ public struct Composition: Sendable, Hashable, Codable {
     /// Without angle brackets; made up from a UUID when nil.
     public var messageID: String?
 
+    /// A mail from `from`; everything else may be filled in later.
     public init(from: MailAddress, to: [MailAddress] = [], cc: [MailAddress] = [], bcc: [MailAddress] = [],
                 subject: String, text: String, html: String? = nil, attachments: [Attachment] = [],
                 inReplyTo: String? = nil, references: [String] = [], date: Date = Date(), messageID: String? = nil) {

@@ -6,6 +6,7 @@ public struct EnvelopeAddressError: Error, Sendable, Equatable, CustomStringConv
     /// What is wrong, without the address itself (it may hold line breaks).
     public let problem: String
 
+    /// One line naming which envelope address and the problem, never the address.
     public var description: String { "the envelope \(which) is not a usable mail address (\(problem))" }
 }
 

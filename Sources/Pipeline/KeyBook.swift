@@ -8,20 +8,25 @@ import Policy
 public struct KeyBook: Sendable {
     /// What one look-up asks for.
     public struct Wanted: Sendable, Hashable {
+        /// Addresses to find keys for.
         public var addresses: [String]
+        /// Keys to find by fingerprint (a `sign_as` key, remembered keys).
         public var fingerprints: [String]
 
+        /// A request for `addresses` and `fingerprints`.
         public init(addresses: [String] = [], fingerprints: [String] = []) {
             self.addresses = addresses
             self.fingerprints = fingerprints
         }
 
+        /// True when nothing is asked for.
         public var isEmpty: Bool { addresses.isEmpty && fingerprints.isEmpty }
     }
 
     private var lookups: [String: KeyLookup] = [:]
     private var byFingerprint: [String: [Key]] = [:]
 
+    /// An empty book.
     public init() {}
 
     /// The look-up of `address` (case-insensitive), if it was looked up.

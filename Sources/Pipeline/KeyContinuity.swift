@@ -4,6 +4,7 @@ import MIME
 /// The continuity record cannot be read or written. Temporary (75): a
 /// recipient's history is never guessed.
 public struct KeyContinuityError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the record's folder and the reason.
     public let description: String
 }
 
@@ -13,6 +14,7 @@ public struct KeyLossError: Error, Sendable, CustomStringConvertible {
     /// The recipients and, for each, why.
     public let losses: [(address: String, reason: String)]
 
+    /// One line naming each recipient and their vanished key.
     public var description: String {
         "held for key continuity: " + losses.map { "\($0.address): \($0.reason)" }.joined(separator: "; ")
             + " (restore the key, or clear the record on purpose with 'mailsec keys forget ADDRESS')"
@@ -24,8 +26,10 @@ public struct KeyLossError: Error, Sendable, CustomStringConvertible {
 /// through a rename). The file is named by a hash of the lower-case address
 /// and holds `ADDRESS FINGERPRINT`, so a later contacts store can list it.
 public struct KeyContinuity: Sendable {
+    /// The folder holding one record per recipient.
     public let directory: String
 
+    /// Records in `directory` (made 0700 on the first write).
     public init(directory: String) {
         self.directory = directory
     }

@@ -4,6 +4,7 @@ import OpenPGP
 
 /// An error of the letter pipeline.
 public struct LetterError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong.
     public enum Code: Sendable, Equatable {
         /// The message has no body to seal.
         case noBody
@@ -13,10 +14,13 @@ public struct LetterError: Error, Sendable, Equatable, CustomStringConvertible {
         case noRecipients
     }
 
+    /// What went wrong.
     public let code: Code
 
+    /// An error with `code`.
     public init(_ code: Code) { self.code = code }
 
+    /// One line naming the problem, without message content.
     public var description: String {
         switch code {
         case .noBody: "message has no body"

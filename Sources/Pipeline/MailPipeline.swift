@@ -119,6 +119,7 @@ public struct PipelineOptions: Sendable {
     /// remembered (nil: not used). The plan holds a mail whose remembered key vanished.
     public var continuity: KeyContinuity?
 
+    /// Options; the defaults are standard policy and markers, signing as the From address.
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
                 requirements: KeyRequirements = .anyValidity, outerSubject: String = "...",
                 publisher: (any SpanPublisher)? = nil, readingLifetime: Int? = nil) {
@@ -182,6 +183,7 @@ public final class PreparedMail {
 /// spans were published and the password, which belongs to the sender alone
 /// and is in no copy.
 public struct WrittenMail: Sendable {
+    /// The copies, in the plan's order.
     public let copies: [WrittenCopy]
     /// Where the postcard's spans can be read; nil unless a partially encrypted postcard was written.
     public let publication: Publication?
@@ -191,6 +193,7 @@ public struct WrittenMail: Sendable {
 
 /// One written message and where it goes.
 public struct WrittenCopy: Sendable {
+    /// Letter, postcard or the mail unchanged.
     public let kind: PlannedCopy.Kind
     /// Envelope recipients.
     public let recipients: [String]
@@ -254,9 +257,12 @@ public struct WrittenCopy: Sendable {
 /// From a mail to its copies: recipients, one key look-up, the plan, then
 /// letters and postcards, all made before any is returned.
 public struct MailPipeline: Sendable {
+    /// The GnuPG home for key look-up, signing and encryption.
     public let gnupg: GnuPG
+    /// Policy, markers, signing key and publishing.
     public let options: PipelineOptions
 
+    /// A pipeline over `gnupg` with `options`.
     public init(gnupg: GnuPG, options: PipelineOptions = PipelineOptions()) {
         self.gnupg = gnupg
         self.options = options

@@ -4,6 +4,7 @@ import Foundation
 /// or used, or a letter's body could not be written in full. Temporary (the
 /// system's, not the mail's); the description holds nothing of the mail.
 public struct StreamingError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the file or folder and the system's reason.
     public let description: String
 }
 

@@ -13,6 +13,7 @@ public struct ConnectionLimits: Sendable, Hashable {
     /// Connections served at once; more wait in the listen queue until one closes.
     public var maximumConnections: Int
 
+    /// Limits; the defaults are ``standard``.
     public init(requestTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(30), maximumConnections: Int = 256) {
         self.requestTimeout = requestTimeout
         self.idleTimeout = idleTimeout

@@ -27,6 +27,7 @@ public struct ReadingServerConfiguration: Sendable {
     /// Time-outs and the cap on concurrent connections.
     public var limits: ConnectionLimits = .standard
 
+    /// A configuration; the store at `storePath`, publishing allowed with `publishToken`.
     public init(host: String = "127.0.0.1", port: Int = 8080, storePath: String, publishToken: String,
                 publicURL: String? = nil, lifetime: Int = 30 * 86400, maximumDocument: Int = 1 << 20) {
         self.host = host
@@ -49,6 +50,7 @@ public struct ReadingServerConfiguration: Sendable {
 /// | `GET /r/<id>` | 200 the reading page; 404 |
 /// | `GET /assets/reader.js`, `/assets/reader.css`, `/healthz` | 200 |
 public final class ReadingServer: Sendable {
+    /// The configuration it was made with.
     public let configuration: ReadingServerConfiguration
     let store: PostcardStore
     let log: @Sendable (String) -> Void
@@ -56,6 +58,7 @@ public final class ReadingServer: Sendable {
     /// The port actually bound (differs from the configured one for port 0).
     let boundPort: Mutex<Int>
 
+    /// A server with `configuration`, opening its store; `log` gets one line per request.
     public init(configuration: ReadingServerConfiguration, log: @escaping @Sendable (String) -> Void) throws(StoreError) {
         self.configuration = configuration
         self.boundPort = Mutex(configuration.port)

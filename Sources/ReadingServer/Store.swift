@@ -64,10 +64,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
 /// One stored postcard.
 public struct StoredPostcard: Sendable {
+    /// The postcard's identifier, as in its reading URL.
     public let id: String
     /// The reading document as published (JSON).
     public let document: [UInt8]
+    /// When it was published, in seconds since 1970.
     public let created: Int64
+    /// When it expires, in seconds since 1970.
     public let expires: Int64
 }
 
@@ -82,6 +85,7 @@ public final class PostcardStore: Sendable {
     // The pointer is only used while the mutex is held.
     private struct Connection: @unchecked Sendable { let handle: OpaquePointer }
     private let connection: Mutex<Connection>
+    /// The SQLite file.
     public let path: String
 
     /// Opens (or creates, mode 0600) the store at `path`.

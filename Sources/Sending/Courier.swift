@@ -28,10 +28,14 @@ public struct DeliveryReport: Sendable, Hashable {
 /// connection attempt. The sender's own copy is filed in `sent_maildir`
 /// once every one of its recipients has it.
 public struct Courier: Sendable {
+    /// The outbox the copies are taken from.
     public let outbox: Outbox
+    /// How copies reach the submission server.
     public let transport: any SubmissionTransport
+    /// Where the sender's own copy is filed; nil: nowhere.
     public let sentFolder: SentFolder?
 
+    /// A courier from `outbox` over `transport`, filing own copies in `sentFolder`.
     public init(outbox: Outbox, transport: any SubmissionTransport, sentFolder: SentFolder?) {
         self.outbox = outbox
         self.transport = transport

@@ -1,12 +1,12 @@
 import CMailsecShims
 import Foundation
 
+// @unchecked Sendable: the socket is only polled and drained, by one waiter
+// at a time (``Submission/watch(interval:report:)``); it is closed in deinit.
 /// Tells when the network may have changed: links going up or down,
 /// addresses and routes added or removed (a NETLINK_ROUTE socket joined to
 /// the link, address and route groups). Where netlink cannot be had, only
 /// the time-out of ``wait(timeout:)`` wakes the caller (polling).
-// @unchecked Sendable: the socket is only polled and drained, by one waiter
-// at a time (``Submission/watch(interval:report:)``); it is closed in deinit.
 public final class NetworkEvents: @unchecked Sendable {
     private let fd: Int32
 

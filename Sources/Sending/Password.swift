@@ -4,6 +4,7 @@ import SMTP
 /// The password could not be had. Never carries the password or the
 /// command's output; names the command's exit status at most.
 public struct PasswordError: Error, Sendable, CustomStringConvertible {
+    /// One line; never the password or the command's output.
     public let description: String
 }
 

@@ -7,8 +7,10 @@ import SMTP
 /// obtained once per session (from `password_command` or the file) and
 /// zeroed when the session is open.
 public struct SMTPTransport: SubmissionTransport {
+    /// The configuration naming the server, its security and the credentials.
     public let config: UserConfig
 
+    /// A transport to `config`'s submission server.
     public init(config: UserConfig) {
         self.config = config
     }
@@ -26,6 +28,7 @@ public struct SMTPTransport: SubmissionTransport {
                           caFile: settings.caFile, heloName: settings.heloName, timeouts: timeouts)
     }
 
+    /// Connects, secures (STARTTLS or implicit TLS) and authenticates: a session ready for mail.
     public func open() async throws(SubmissionFailure) -> any SubmissionSession {
         var credentials: SMTPCredentials?
         if let username = config.submission.username {
@@ -44,6 +47,7 @@ public struct SMTPTransport: SubmissionTransport {
         }
     }
 
+    /// Whether the server answers now: online, offline (no route) or unreachable.
     public func probe() async -> ConnectionState {
         let settings = config.submission
         let timeout = TimeInterval(settings.timeout ?? 10)

@@ -2,6 +2,7 @@ import Foundation
 
 /// The sentence for a copy that could not be filed; it names the folder only.
 public struct SentFolderError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the folder and the system's reason.
     public let description: String
 }
 
@@ -11,8 +12,10 @@ public struct SentFolderError: Error, Sendable, CustomStringConvertible {
 /// half a mail. The
 /// folder and its `tmp`, `new`, `cur` are made (0700) when missing.
 public struct SentFolder: Sendable {
+    /// The Maildir folder.
     public let path: String
 
+    /// The Maildir at `path`; nothing is made until the first copy is filed.
     public init(path: String) {
         self.path = path
     }

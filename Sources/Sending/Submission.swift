@@ -15,6 +15,7 @@ public enum SendingEvent: Sendable, Hashable {
 
 /// The mail as queued: its plan and the ids of its copies in the outbox.
 public struct QueuedMail: Sendable {
+    /// The plan the copies were written by.
     public let plan: Plan
     /// One id per copy, in the order they are sent.
     public let copies: [Int64]
@@ -31,8 +32,11 @@ public struct QueuedMail: Sendable {
 /// let report = try await submission.deliver(only: Set(queued.copies))
 /// ```
 public final class Submission: Sendable {
+    /// The configuration it was made from.
     public let config: UserConfig
+    /// The durable queue every copy goes into before sending.
     public let outbox: Outbox
+    /// What delivers the queued copies.
     public let courier: Courier
     private let states: AsyncStream<ConnectionState>.Continuation
     private let stateStream: AsyncStream<ConnectionState>

@@ -4,6 +4,7 @@ import Outbox
 /// `permanent` failures wait for the person (resend or discard); the others
 /// are tried again later. The reason never holds the password or mail content.
 public struct SubmissionFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Whether a later try may succeed.
     public enum Kind: Sendable, Hashable {
         /// No network, connection refused, time-out, 4xx: try again later.
         case temporary
@@ -11,18 +12,22 @@ public struct SubmissionFailure: Error, Sendable, Hashable, CustomStringConverti
         case permanent
     }
 
+    /// Temporary or permanent.
     public let kind: Kind
+    /// One line saying why; never the password or mail content.
     public let reason: String
     /// True when the connection is unusable after it (the rest of the run
     /// gets the same answer without another try).
     public let endsSession: Bool
 
+    /// A failure of `kind`; `endsSession` when the connection cannot be used further.
     public init(_ kind: Kind, _ reason: String, endsSession: Bool) {
         self.kind = kind
         self.reason = reason
         self.endsSession = endsSession
     }
 
+    /// The reason.
     public var description: String { reason }
 
     /// The outcome for each recipient of a copy this failure stopped.

@@ -27,10 +27,15 @@ public enum PasswordSource: Sendable, Hashable {
 
 /// The `[submission]` table: the server a person submits mail to.
 public struct SubmissionSettings: Sendable, Hashable {
+    /// The server's host name (TLS verifies the certificate against it).
     public var host: String
+    /// The port: 587 for STARTTLS, 465 for implicit TLS unless given.
     public var port: Int
+    /// STARTTLS or implicit TLS.
     public var security: SubmissionSecurity
+    /// The SMTP AUTH user; nil: no authentication.
     public var username: String?
+    /// Where the password comes from (a command or a file), read once per session.
     public var password: PasswordSource
     /// Certificates to trust instead of the system's (a private CA, say).
     public var caFile: String?
@@ -39,6 +44,7 @@ public struct SubmissionSettings: Sendable, Hashable {
     /// Seconds to wait for the server at each step (nil: RFC 5321's own).
     public var timeout: Int?
 
+    /// Settings for `host`; the port defaults from `security`.
     public init(host: String, port: Int? = nil, security: SubmissionSecurity = .startTLS, username: String? = nil,
                 password: PasswordSource = .none, caFile: String? = nil, heloName: String? = nil, timeout: Int? = nil) {
         self.host = host
@@ -79,15 +85,21 @@ public struct SubmissionSettings: Sendable, Hashable {
 public struct UserConfig: Sendable {
     /// The file it was read from.
     public var path: String?
+    /// The sender's address, used when a mail names no From.
     public var from: String
+    /// The GnuPG home; nil: GnuPG's default.
     public var gnupgHome: String?
+    /// The Maildir the sender's own copies are filed in; nil: none.
     public var sentMaildir: String?
+    /// The `[submission]` table.
     public var submission: SubmissionSettings
+    /// The policy keys shared with the filter (mode, markers, rules …).
     public var policy: PolicySettings
     /// The password written in the file, when `password` is used. Only the
     /// ``Password`` type reads it out.
     var filePassword: SecretBytes?
 
+    /// A configuration for `from` sending through `submission`.
     public init(from: String, submission: SubmissionSettings, gnupgHome: String? = nil, sentMaildir: String? = nil,
                 policy: PolicySettings = PolicySettings()) {
         self.from = from
