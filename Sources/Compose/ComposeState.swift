@@ -38,7 +38,7 @@ public struct RecipientStatus: Sendable, Hashable {
 
 /// A snapshot of a session after a step: what an application shows.
 public struct ComposeState: Sendable {
-    /// Composing, sending, or how it ended.
+    /// Editing, a send in progress, or how it ended (discarded, saved as a draft, sent).
     public let phase: ComposePhase
     /// New, reply, reply-all, forward or a draft.
     public let mode: ComposeMode

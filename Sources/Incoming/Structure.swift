@@ -27,9 +27,9 @@ public struct Protection {
         case attached
     }
 
-    /// Signed or encrypted, and in which form.
+    /// How it is written: PGP/MIME or an inline armored block.
     public let kind: Kind
-    /// Where in the mail it stands (the top, a part, an attached mail).
+    /// Where it stands: the whole body, one part among others, or inside an attached mail.
     public let place: Place
     /// The part, as `1.2.1` (`1` is the body); the text part for inline.
     public let path: [Int]
