@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
         .library(name: "ReadingServer", targets: ["ReadingServer"]),
         .library(name: "SMTP", targets: ["SMTP"]),
+        .library(name: "SMTPListener", targets: ["SMTPListener"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "Sending", targets: ["Sending"]),
@@ -106,6 +107,11 @@ let package = Package(
             .product(name: "NIOTLS", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
+        // The SMTP/LMTP server a resident filter listens with (the client is SMTP).
+        .target(name: "SMTPListener", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         // Reading mail that comes in: signatures with coverage and the From
         // check, safe decryption, Autocrypt import.
         .target(name: "Incoming", dependencies: ["OpenPGP", "MIME"]),
@@ -162,6 +168,7 @@ let package = Package(
         .testTarget(name: "AdversarialTests", dependencies: ["MIME", "TestSupport"], exclude: ["mail_views.py"]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport"]),
+        .testTarget(name: "SMTPListenerTests", dependencies: ["SMTPListener", "TestSupport"]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
