@@ -104,9 +104,14 @@ final class Session: ChannelInboundHandler {
         if pending == nil {
             pending = bytes
         } else {
+            // Only a partial command line (or input held while a handler runs) is
+            // left: drop what was read so the buffer does not grow with the session.
+            pending!.discardReadBytes()
             pending!.writeBuffer(&bytes)
         }
-        if phase == .commands || phase == .data { armTimer() }
+        // DATA's clock restarts with every chunk; the idle clock only with a
+        // whole command, so a client trickling a byte at a time is still cut off.
+        if phase == .data { armTimer() }
         process()
     }
 
@@ -173,6 +178,7 @@ final class Session: ChannelInboundHandler {
                 } else {
                     execute(Command.parse(line))
                 }
+                if phase == .commands { armTimer() }
             }
         }
         pending = nil

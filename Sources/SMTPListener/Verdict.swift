@@ -9,8 +9,8 @@ public enum Verdict: Sendable, Equatable {
     /// 5.x.x ("5.7.1 refused: …") uses that code instead.
     case permanent(String)
 
-    /// The reply line, without CRLF: the text made one printable line of at
-    /// most 400 octets, so a handler's text can never inject a reply.
+    /// The reply line, without CRLF: the text made one printable ASCII line of
+    /// at most 400 octets, so a handler's text can never inject a reply.
     var replyLine: String {
         switch self {
         case .accepted(let text): return Self.line(250, "2.0.0", "Ok", text, codeClass: nil)
@@ -20,7 +20,8 @@ public enum Verdict: Sendable, Equatable {
     }
 
     private static func line(_ code: Int, _ enhanced: String, _ fallback: String, _ text: String, codeClass: Character?) -> String {
-        var clean = String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) })
+        // ASCII only (RFC 5321 4.2): controls become spaces, anything else "?".
+        var clean = String(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : $0.isASCII ? Character($0) : "?" })
         clean = clean.trimmingWhitespace()
         var status = enhanced
         if let codeClass, let space = clean.firstIndex(of: " ") ?? (isEnhancedCode(clean, codeClass) ? clean.endIndex : nil) {
@@ -31,16 +32,7 @@ public enum Verdict: Sendable, Equatable {
             }
         }
         if clean.isEmpty { clean = fallback }
-        if clean.utf8.count > 400 {
-            var kept = String.UnicodeScalarView()
-            var octets = 0
-            for scalar in clean.unicodeScalars {
-                octets += String(scalar).utf8.count
-                if octets > 400 { break }
-                kept.append(scalar)
-            }
-            clean = String(kept)
-        }
+        if clean.utf8.count > 400 { clean = String(clean.prefix(400)) }
         return "\(code) \(status) \(clean)"
     }
 

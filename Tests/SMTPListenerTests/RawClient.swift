@@ -1,12 +1,16 @@
 import Foundation
 
-/// A blocking TCP client for tests: writes exact octets (in any cut) and
-/// reads replies line by line, with a deadline on every read.
+/// A TCP client for tests: writes exact octets (in any cut) and reads replies
+/// line by line, with a deadline on every read. The socket is non-blocking
+/// and waits with Task.sleep, so a test waiting for a reply never holds a
+/// thread of the cooperative pool that the listener's handler needs.
 final class RawClient {
     let fd: Int32
+    private let timeout: Duration
     private var buffer: [UInt8] = []
 
-    init(port: Int, timeout: Double = 10) throws {
+    init(port: Int, timeout: Duration = .seconds(20)) throws {
+        self.timeout = timeout
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawClientError("socket failed") }
         var address = sockaddr_in()
@@ -17,27 +21,33 @@ final class RawClient {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard result == 0 else { close(fd); throw RawClientError("connect failed: \(errno)") }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
     deinit { close(fd) }
 
-    func send(_ bytes: [UInt8]) throws {
+    func send(_ bytes: [UInt8]) async throws {
         var done = 0
+        let deadline = ContinuousClock.now + timeout
         while done < bytes.count {
             let n = bytes[done...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 { if errno == EINTR { continue }; throw RawClientError("send failed: \(errno)") }
+            if n < 0 {
+                if errno == EINTR { continue }
+                guard errno == EAGAIN, ContinuousClock.now < deadline else { throw RawClientError("send failed: \(errno)") }
+                try await Task.sleep(for: .milliseconds(1))
+                continue
+            }
             done += n
         }
     }
 
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
+    func send(_ text: String) async throws { try await send(Array(text.utf8)) }
 
     /// One line (without CRLF); nil at end of stream; throws on time-out.
-    func line() throws -> String? {
+    func line() async throws -> String? {
+        let deadline = ContinuousClock.now + timeout
         while true {
             if let lf = buffer.firstIndex(of: 10) {
                 var line = Array(buffer[..<lf])
@@ -47,20 +57,25 @@ final class RawClient {
             }
             var chunk = [UInt8](repeating: 0, count: 65536)
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n == 0 { return buffer.isEmpty ? nil : { defer { buffer = [] }; return String(decoding: buffer, as: UTF8.self) }() }
+            if n == 0 {
+                defer { buffer = [] }
+                return buffer.isEmpty ? nil : String(decoding: buffer, as: UTF8.self)
+            }
             if n < 0 {
                 if errno == EINTR { continue }
                 if errno == ECONNRESET { return nil }
-                throw RawClientError("read timed out or failed: \(errno)")
+                guard errno == EAGAIN, ContinuousClock.now < deadline else { throw RawClientError("read timed out or failed: \(errno)") }
+                try await Task.sleep(for: .milliseconds(1))
+                continue
             }
             buffer += chunk[..<n]
         }
     }
 
     /// One whole reply (all its lines); nil at end of stream.
-    func reply() throws -> [String]? {
+    func reply() async throws -> [String]? {
         var lines: [String] = []
-        while let line = try line() {
+        while let line = try await line() {
             lines.append(line)
             if line.count < 4 || line[line.index(line.startIndex, offsetBy: 3)] != "-" { return lines }
         }
@@ -68,21 +83,41 @@ final class RawClient {
     }
 
     /// The reply's code (of its last line).
-    func code() throws -> Int? {
-        guard let reply = try reply(), let last = reply.last else { return nil }
+    func code() async throws -> Int? {
+        guard let reply = try await reply(), let last = reply.last else { return nil }
         return Int(last.prefix(3))
     }
 
     /// Sends a command and returns its reply code.
-    func command(_ line: String) throws -> Int? {
-        try send(line + "\r\n")
-        return try code()
+    func command(_ line: String) async throws -> Int? {
+        try await send(line + "\r\n")
+        return try await code()
     }
 
-    /// Everything until the server closes (or the time-out).
-    func readToEnd() throws -> [String] {
+    /// The whole lines that have arrived so far, without waiting; nil once the server closed.
+    func available() -> [String]? {
+        var closed = false
+        while true {
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 { buffer += chunk[..<n]; continue }
+            if n == 0 || (errno != EAGAIN && errno != EINTR) { closed = true }
+            break
+        }
         var lines: [String] = []
-        while let line = try line() { lines.append(line) }
+        while let lf = buffer.firstIndex(of: 10) {
+            var line = Array(buffer[..<lf])
+            buffer.removeSubrange(...lf)
+            if line.last == 13 { line.removeLast() }
+            lines.append(String(decoding: line, as: UTF8.self))
+        }
+        return closed && lines.isEmpty ? nil : lines
+    }
+
+    /// Everything until the server closes.
+    func readToEnd() async throws -> [String] {
+        var lines: [String] = []
+        while let line = try await line() { lines.append(line) }
         return lines
     }
 }

@@ -89,3 +89,24 @@ func withListener<R>(_ configure: (inout ListenerSettings) -> Void = { _ in }, h
         throw error
     }
 }
+
+/// Polls `condition` for up to ten seconds, sleeping (not blocking) between tries.
+func waitFor(_ condition: () throws -> Bool) async rethrows -> Bool {
+    for _ in 0..<1000 {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try condition()
+}
+
+func sleepMicroseconds(_ microseconds: Int) async throws {
+    try await Task.sleep(for: .microseconds(microseconds))
+}
+
+/// Runs a blocking call (a subprocess) on a thread of its own, so the
+/// cooperative pool stays free for the listener's handler.
+func offThread<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
