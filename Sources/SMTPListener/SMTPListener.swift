@@ -34,7 +34,7 @@ public final class SMTPListener: Sendable {
               settings.memoryLimit >= 0, (0...65535).contains(settings.port) else {
             throw ListenerError(.badSetting, "message size, connections and recipients must be above 0, the port 0–65535")
         }
-        if !settings.allowNonLoopback && !Self.isLoopback(settings.host) {
+        if !settings.allowNonLoopback && !ListenerSettings.isLoopback(settings.host) {
             throw ListenerError(.notLoopback, "\(settings.host) is not a loopback address (the listener has no AUTH and no TLS)")
         }
         try Self.prepareSpool(settings.spoolDirectory)
@@ -101,17 +101,6 @@ public final class SMTPListener: Sendable {
     public var connections: Int { core.state.withLock { $0.sessions.count } }
 
     // MARK: Start-up checks
-
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" { return true }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) } == Array(repeating: 0, count: 15) + [1]
-        }
-        return false
-    }
 
     /// Makes the spool folder (0700) or checks it is ours and a folder, and tries one spool file.
     static func prepareSpool(_ path: String) throws {

@@ -129,7 +129,11 @@ import TestSupport
         FileManager.default.createFile(atPath: folder + "/file", contents: Data())
         let onFile = SMTPListener(settings: ListenerSettings(port: 0, spoolDirectory: folder + "/file"), handler: handler, log: { _ in })
         await #expect(throws: ListenerError.self) { _ = try await onFile.start() }
-        for host in ["127.0.0.1", "::1", "localhost", "127.8.9.10"] where host != "127.8.9.10" {
+        for host in ["127.0.0.1", "127.8.9.10", "::1", "localhost"] { #expect(ListenerSettings.isLoopback(host), "\(host)") }
+        for host in ["0.0.0.0", "::", "128.0.0.1", "126.255.255.255", "::2", "192.0.2.1", "example.org", ""] {
+            #expect(!ListenerSettings.isLoopback(host), "\(host)")
+        }
+        for host in ["127.0.0.1", "::1", "localhost"] {
             let listener = SMTPListener(settings: ListenerSettings(host: host, port: 0, spoolDirectory: folder + "/s"),
                                         handler: handler, log: { _ in })
             let port = try await listener.start()
