@@ -45,6 +45,21 @@ final class RawClient {
 
     func send(_ text: String) async throws { try await send(Array(text.utf8)) }
 
+    /// Writes as much of `bytes` as the kernel takes until it has taken
+    /// nothing for `stall`; returns how much that was.
+    func sendUntilStalled(_ bytes: [UInt8], stall: Duration) async throws -> Int {
+        var done = 0
+        var lastProgress = ContinuousClock.now
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { done += n; lastProgress = .now; continue }
+            if n < 0 && errno != EAGAIN && errno != EINTR { throw RawClientError("send failed: \(errno)") }
+            if ContinuousClock.now - lastProgress > stall { break }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        return done
+    }
+
     /// One line (without CRLF); nil at end of stream; throws on time-out.
     func line() async throws -> String? {
         let deadline = ContinuousClock.now + timeout
