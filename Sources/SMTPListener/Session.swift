@@ -178,6 +178,10 @@ final class Session: ChannelInboundHandler {
                 } else {
                     execute(Command.parse(line))
                 }
+                // Draining: a session whose mail is over (RSET, HELO) ends now.
+                if draining && !busy && phase == .commands {
+                    finish("421 4.3.2 \(settings.greetingName) Service shutting down, try again later")
+                }
                 if phase == .commands { armTimer() }
             }
         }

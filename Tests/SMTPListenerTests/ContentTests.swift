@@ -66,11 +66,12 @@ import TestSupport
             try await client.send("EHLO c\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@x>\r\nDATA\r\n")
             _ = try await client.reply(); _ = try await client.code(); _ = try await client.code()
             #expect(try await client.code() == 354)
-            let smuggle = "x\n.\nMAIL FROM:<evil@x>\nRCPT TO:<v@x>\nDATA\nevil\r.\rmore\r\n"
+            let smuggle = "x\n.\nMAIL FROM:<evil@x>\nRCPT TO:<v@x>\nDATA\nevil\r.\rmore\n.\r\nRSET\r\nand\r\n"
             try await client.send(smuggle + ".\r\n")
             #expect(try await client.reply() == ["250 2.0.0 queued"])
             #expect(try await client.command("QUIT") == 221)
             #expect(running.handler.mails.count == 1)
+            // Unstuffed: "RSET" and "and" are lines of their own; nothing else changes.
             #expect(running.handler.mails.first?.bytes == Array(smuggle.utf8))
         }
     }

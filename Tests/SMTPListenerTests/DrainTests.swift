@@ -11,14 +11,24 @@ import TestSupport
         try await withListener({ _ in }, handler: handler) { running in
             let busy = try RawClient(port: running.port)
             let idle = try RawClient(port: running.port)
-            _ = try await busy.code(); _ = try await idle.code()
+            let opened = try RawClient(port: running.port)
+            _ = try await busy.code(); _ = try await idle.code(); _ = try await opened.code()
+            // A mail opened but not sent: it may still come, until RSET ends it.
+            #expect(try await opened.command("HELO c") == 250)
+            #expect(try await opened.command("MAIL FROM:<a@x>") == 250)
             try await busy.send("HELO c\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@x>\r\nDATA\r\nx\r\n.\r\nNOOP\r\n")
             for _ in 0..<4 { _ = try await busy.code() }
             #expect(await waitFor { running.listener.mailsInProgress == 1 })
             await running.listener.stopAccepting()
             #expect(throws: (any Error).self) { _ = try RawClient(port: running.port) }
             let start = ContinuousClock.now
-            let clean = await running.listener.drain(timeout: .seconds(10))
+            let listener = running.listener
+            async let drained = listener.drain(timeout: .seconds(10))
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(try await opened.command("RCPT TO:<b@x>") == 250)
+            try await opened.send("RSET\r\n")
+            #expect(try await opened.readToEnd() == ["250 2.0.0 Ok", "421 4.3.2 test.invalid Service shutting down, try again later"])
+            let clean = await drained
             #expect(clean)
             #expect(ContinuousClock.now - start < .seconds(5))
             let lines = try await busy.readToEnd()
