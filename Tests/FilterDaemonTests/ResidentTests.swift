@@ -170,3 +170,77 @@ struct ResidentTests {
         }
     }
 }
+
+/// Pipe and daemon, side by side: the same generated mails through
+/// `mailsec filter -f … -- …` and through `mailsec filter --listen`.
+@Suite("One decision path: the pipe filter and the resident filter give the same copies", .serialized)
+struct SamePathTests {
+    /// A copy as the recording server took it, with what is random in it
+    /// made plain: the ciphertext, MIME boundaries, and the loop tag's value
+    /// (an HMAC over the body, boundaries and ciphertext included).
+    static func normalised(_ data: String) -> String {
+        var text = data
+        if let armor = try? Regex(#"-----BEGIN PGP MESSAGE-----[\s\S]*?-----END PGP MESSAGE-----"#) {
+            text = text.replacing(armor, with: "(ciphertext)")
+        }
+        let boundaries = text.matches(of: try! Regex(#"boundary="?([^";\s]+)"?"#)).compactMap { $0.output[1].substring.map(String.init) }
+        for (number, boundary) in Set(boundaries).sorted().enumerated() {
+            text = text.replacingOccurrences(of: boundary, with: "(boundary \(number))")
+        }
+        return text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("X-Mailsec-Copy: v2 ") ? "X-Mailsec-Copy: (tag)" : String($0) }.joined(separator: "\n")
+    }
+
+    @Test("random mails (To, Cc, Bcc, keys or none, marked spans or none, overrides): the same copies, kinds, recipients and bytes")
+    func sameCopies() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
+            let seed = UInt64.random(in: 0...UInt64.max)
+            var random = SeededRandom(seed: seed)
+            let viaPipe = try RecordingSMTPServer(), viaDaemon = try RecordingSMTPServer()
+            let daemonConfig = try filterConfig(home, reinjectPort: viaDaemon.port)
+            let pipeConfig = home.path + "/pipe.toml"
+            try String(contentsOfFile: daemonConfig, encoding: .utf8)
+                .replacingOccurrences(of: "port = \(viaDaemon.port)", with: "port = \(viaPipe.port)")
+                .replacingOccurrences(of: "/state/journal", with: "/pipe/journal")
+                .write(toFile: pipeConfig, atomically: true, encoding: .utf8)
+            let daemon = try ResidentProcess(config: daemonConfig, home: home)
+            let connection = try daemon.connect()
+            defer { connection.quit() }
+            let people = ["bob@example.org", "carol@example.org", "nobody@example.org", "Nemo@Example.org"]
+            for number in 0..<10 {
+                var chosen = people.filter { _ in Bool.random(using: &random) }
+                if chosen.isEmpty { chosen = ["nobody@example.org"] }
+                var to: [String] = [], cc: [String] = []
+                for person in chosen {
+                    switch Int.random(in: 0..<3, using: &random) {
+                    case 0: to.append(person)
+                    case 1: cc.append(person)
+                    default: break  // Bcc: in the envelope only
+                    }
+                }
+                let spans = Bool.random(using: &random)
+                let override = ["", "X-Mailsec-Invite: yes\n", "X-Mailsec-Mode: enforce-postcard\n"][Int.random(in: 0..<3, using: &random)]
+                let body = (0..<Int.random(in: 1...6, using: &random)).map { line in
+                    spans && line == 0 ? "the code is [[private]]\(random.next())[[/private]] ok" : "line \(random.next())"
+                }.joined(separator: "\n") + "\n"
+                let text = "From: Alice <alice@example.org>\n" + (to.isEmpty ? "" : "To: \(to.joined(separator: ", "))\n")
+                    + (cc.isEmpty ? "" : "Cc: \(cc.joined(separator: ", "))\n")
+                    + "Subject: same path \(number)\nMessage-ID: <same.\(seed).\(number)@example.org>\n\(override)\n\(body)"
+                let bytes = Array(text.utf8)
+                let piped = try run(Paths.mailsecExecutable.path, ["filter", "--config", pipeConfig, "-f", "alice@example.org", "--"] + chosen,
+                                    input: bytes, environment: home.environment)
+                let answered = send(connection, bytes, to: chosen)
+                let expectedCode = [0: 250, 65: 554, 69: 554, 75: 451][piped.status] ?? -1
+                #expect(answered.code == expectedCode, "seed \(seed) mail \(number): pipe \(piped.status) \(piped.errors), daemon \(answered.text)")
+            }
+            let left = viaPipe.transactions.map { [$0.sender, $0.recipients.joined(separator: ","), Self.normalised($0.data)] }
+            let right = viaDaemon.transactions.map { [$0.sender, $0.recipients.joined(separator: ","), Self.normalised($0.data)] }
+            #expect(left.count == right.count, "seed \(seed)")
+            for (index, (one, other)) in zip(left, right).enumerated() {
+                let difference = zip(one[2].split(separator: "\n"), other[2].split(separator: "\n")).first { $0 != $1 }
+                #expect(one == other, "seed \(seed), copy \(index): \(one[1]) / \(other[1]); first difference: \(difference.map { "\($0.0) | \($0.1)" } ?? "length")")
+            }
+            #expect(left.count > 0)
+        }
+    }
+}
