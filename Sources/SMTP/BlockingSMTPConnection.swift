@@ -4,7 +4,7 @@ import Foundation
 /// ``SMTPConnection`` for synchronous callers (the filter: one process per
 /// mail, no async code): each call blocks the calling thread until done.
 /// Never call it from a Swift concurrency task.
-public final class BlockingSMTPConnection {
+public final class BlockingSMTPConnection: Sendable {
     /// The connection the blocking calls run on.
     public let connection: SMTPConnection
 
@@ -22,6 +22,12 @@ public final class BlockingSMTPConnection {
         return try runBlocking { () async throws(SMTPError) in
             try await connection.send(from: sender, to: recipients, message: message, allOrNothing: allOrNothing)
         }
+    }
+
+    /// ``SMTPConnection/reset()``, blocking.
+    public func reset() throws(SMTPError) {
+        let connection = self.connection
+        try runBlocking { () async throws(SMTPError) in try await connection.reset() }
     }
 
     /// ``SMTPConnection/quit()``, blocking.

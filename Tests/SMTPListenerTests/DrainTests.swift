@@ -1,0 +1,65 @@
+import Foundation
+import SMTPListener
+import Testing
+import TestSupport
+
+@Suite struct DrainTests {
+    /// stopAccepting, then drain: the mail whose handler runs gets its answer,
+    /// idle sessions get 421 4.3.2, no new connection is taken, drain says true.
+    @Test func drainWaitsForTheMailInProgress() async throws {
+        let handler = RecordingHandler(delay: .milliseconds(700))
+        try await withListener({ _ in }, handler: handler) { running in
+            let busy = try RawClient(port: running.port)
+            let idle = try RawClient(port: running.port)
+            let opened = try RawClient(port: running.port)
+            _ = try await busy.code(); _ = try await idle.code(); _ = try await opened.code()
+            // A mail opened but not sent: it may still come, until RSET ends it.
+            #expect(try await opened.command("HELO c") == 250)
+            #expect(try await opened.command("MAIL FROM:<a@x>") == 250)
+            try await busy.send("HELO c\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@x>\r\nDATA\r\nx\r\n.\r\nNOOP\r\n")
+            for _ in 0..<4 { _ = try await busy.code() }
+            #expect(await waitFor { running.listener.mailsInProgress == 1 })
+            await running.listener.stopAccepting()
+            #expect(throws: (any Error).self) { _ = try RawClient(port: running.port) }
+            let start = ContinuousClock.now
+            let listener = running.listener
+            async let drained = listener.drain(timeout: .seconds(10))
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(try await opened.command("RCPT TO:<b@x>") == 250)
+            try await opened.send("RSET\r\n")
+            #expect(try await opened.readToEnd() == ["250 2.0.0 Ok", "421 4.3.2 test.invalid Service shutting down, try again later"])
+            let clean = await drained
+            #expect(clean)
+            #expect(ContinuousClock.now - start < .seconds(5))
+            let lines = try await busy.readToEnd()
+            #expect(lines.first == "250 2.0.0 queued")
+            #expect(lines.last?.hasPrefix("421 4.3.2") == true)
+            #expect(try await idle.readToEnd().first?.hasPrefix("421 4.3.2") == true)
+            #expect(running.listener.mailsInProgress == 0)
+        }
+    }
+
+    /// A drain that times out cuts the sessions with 421 4.3.2 (one mid-DATA,
+    /// one whose handler is too slow) and says false; no spool file is left.
+    @Test func drainTimeoutCutsOff() async throws {
+        let handler = RecordingHandler(delay: .seconds(3))
+        try await withListener({ $0.memoryLimit = 4 }, handler: handler) { running in
+            let slow = try RawClient(port: running.port)
+            let midData = try RawClient(port: running.port)
+            for client in [slow, midData] {
+                _ = try await client.code()
+                try await client.send("HELO c\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@x>\r\nDATA\r\n")
+                for _ in 0..<4 { _ = try await client.code() }
+            }
+            try await slow.send("done\r\n.\r\n")
+            try await midData.send("half a mail\r\n")
+            #expect(await waitFor { running.listener.mailsInProgress == 1 })
+            let clean = await running.listener.drain(timeout: .milliseconds(300))
+            #expect(!clean)
+            #expect(try await slow.readToEnd() == ["421 4.3.2 test.invalid Service shutting down, try again later"])
+            #expect(try await midData.readToEnd() == ["421 4.3.2 test.invalid Service shutting down, try again later"])
+            #expect(running.handler.mails.count == 1)
+            #expect(await waitFor { running.listener.mailsInProgress == 0 && running.spoolLeftovers() == 0 })
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import SMTPListener
+import Testing
+import TestSupport
+
+@Suite struct LimitsTests {
+    /// A mail that grows over maxMessageSize is read to its end, refused with
+    /// 552 5.3.4, never handed over; the session goes on.
+    @Test func tooBigIsReadToTheEndThenRefused() async throws {
+        try await withListener({ $0.maxMessageSize = 1000; $0.memoryLimit = 100 }) { running in
+            let client = try RawClient(port: running.port)
+            _ = try await client.code()
+            try await client.send("EHLO c\r\n")
+            #expect(try await client.reply()?.contains("250-SIZE 1000") == true)
+            for size in [1000, 1002, 50_000] {
+                #expect(try await client.command("MAIL FROM:<a@x>") == 250)
+                #expect(try await client.command("RCPT TO:<b@x>") == 250)
+                #expect(try await client.command("DATA") == 354)
+                // Lines of 100 octets with their CRLF, the last one shorter: `size` in all.
+                var body: [UInt8] = []
+                while body.count < size {
+                    let length = min(100, size - body.count)
+                    body += Array(repeating: UInt8(ascii: "z"), count: length - 2) + [13, 10]
+                }
+                try await client.send(body + Array(".\r\n".utf8))
+                let reply = try #require(try await client.reply())
+                #expect(reply == [size <= 1000 ? "250 2.0.0 queued" : "552 5.3.4 Error: message too large"], "\(size)")
+            }
+            #expect(try await client.command("NOOP") == 250)
+            #expect(running.handler.mails.map(\.size) == [1000])
+            #expect(running.spoolLeftovers() == 0)
+        }
+    }
+
+    /// The recipient over maxRecipients gets 452 4.5.3; the mail goes to the others.
+    @Test func recipientCap() async throws {
+        try await withListener({ $0.maxRecipients = 3 }) { running in
+            let client = try RawClient(port: running.port)
+            _ = try await client.code()
+            _ = try await client.command("HELO c")
+            _ = try await client.command("MAIL FROM:<a@x>")
+            var codes: [Int?] = []
+            for n in 1...5 { codes.append(try await client.command("RCPT TO:<r\(n)@x>")) }
+            #expect(codes == [250, 250, 250, 452, 452])
+            #expect(try await client.command("DATA") == 354)
+            try await client.send("x\r\n.\r\n")
+            #expect(try await client.code() == 250)
+            #expect(running.handler.mails.map(\.recipients) == [["r1@x", "r2@x", "r3@x"]])
+        }
+    }
+
+    /// The connection over maxConnections gets 421 4.7.0 and is closed; once
+    /// one ends, a new one is taken again.
+    @Test func connectionCap() async throws {
+        try await withListener({ $0.maxConnections = 3 }) { running in
+            let clients = try (0..<3).map { _ in try RawClient(port: running.port) }
+            for client in clients { #expect(try await client.code() == 220) }
+            let over = try RawClient(port: running.port)
+            let lines = try await over.readToEnd()
+            #expect(lines.count == 1 && lines[0].hasPrefix("421 4.7.0"))
+            #expect(try await clients[0].command("QUIT") == 221)
+            _ = try await clients[0].readToEnd()
+            // The slot frees when the server has seen the close.
+            var admitted = false
+            for _ in 0..<100 where !admitted {
+                let again = try RawClient(port: running.port)
+                admitted = try await again.code() == 220
+                if !admitted { try await sleepMicroseconds(20_000) }
+            }
+            #expect(admitted)
+        }
+    }
+
+    /// Silence between commands, and during DATA, ends the session with 421 4.4.2.
+    @Test func timeouts() async throws {
+        try await withListener({ $0.idleTimeout = .seconds(1); $0.dataTimeout = .seconds(1); $0.memoryLimit = 10 }) { running in
+            let idle = try RawClient(port: running.port)
+            let start = Date()
+            let lines = try await idle.readToEnd()
+            #expect(lines.count == 2 && lines[1].hasPrefix("421 4.4.2"))
+            #expect(Date().timeIntervalSince(start) >= 0.9)
+
+            // A slowloris: a byte every 250 ms, each well under the time-out, is
+            // still cut off: the idle clock restarts only with a whole command.
+            let slow = try RawClient(port: running.port)
+            _ = try await slow.code()
+            for _ in 0..<12 { try? await slow.send("N"); try await sleepMicroseconds(250_000) }
+            #expect(try await slow.readToEnd().last?.hasPrefix("421 4.4.2") == true)
+
+            let data = try RawClient(port: running.port)
+            _ = try await data.code()
+            try await data.send("HELO c\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@x>\r\nDATA\r\npart of a mail that is long enough to spool\r\n")
+            let rest = try await data.readToEnd()
+            #expect(rest.last?.hasPrefix("421 4.4.2") == true)
+            #expect(running.handler.mails.isEmpty)
+            #expect(await waitFor { running.spoolLeftovers() == 0 })
+            #expect(running.log.all.contains { $0.contains("time-out during DATA") })
+        }
+    }
+
+    /// A client gone in the middle of DATA: nothing handed over, no spool file left.
+    @Test func disconnectMidData() async throws {
+        try await withListener({ $0.memoryLimit = 16 }) { running in
+            for cut in [0, 5, 40, 4000] {
+                let client = try RawClient(port: running.port)
+                _ = try await client.code()
+                try await client.send("HELO c\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@x>\r\nDATA\r\n")
+                for _ in 0..<4 { _ = try await client.code() }
+                try await client.send(Array(repeating: UInt8(ascii: "m"), count: cut) + Array("\r\n.".utf8))
+                try await sleepMicroseconds(20_000)
+            }
+            #expect(await waitFor { running.listener.connections == 0 })
+            #expect(running.handler.mails.isEmpty)
+            #expect(running.spoolLeftovers() == 0)
+        }
+    }
+
+    /// start() refuses a non-loopback address unless allowed, and a spool
+    /// folder that is a file; it makes a missing one 0700.
+    @Test func startChecks() async throws {
+        let folder = try makePrivateDirectory(prefix: "ms-listen")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let handler = RecordingHandler()
+        for host in ["0.0.0.0", "::", "192.0.2.1"] {
+            let listener = SMTPListener(settings: ListenerSettings(host: host, port: 0, spoolDirectory: folder + "/s"),
+                                        handler: handler, log: { _ in })
+            await #expect(throws: ListenerError.self) { _ = try await listener.start() }
+        }
+        FileManager.default.createFile(atPath: folder + "/file", contents: Data())
+        let onFile = SMTPListener(settings: ListenerSettings(port: 0, spoolDirectory: folder + "/file"), handler: handler, log: { _ in })
+        await #expect(throws: ListenerError.self) { _ = try await onFile.start() }
+        for host in ["127.0.0.1", "127.8.9.10", "::1", "localhost"] { #expect(ListenerSettings.isLoopback(host), "\(host)") }
+        for host in ["0.0.0.0", "::", "128.0.0.1", "126.255.255.255", "::2", "192.0.2.1", "example.org", ""] {
+            #expect(!ListenerSettings.isLoopback(host), "\(host)")
+        }
+        for host in ["127.0.0.1", "::1", "localhost"] {
+            let listener = SMTPListener(settings: ListenerSettings(host: host, port: 0, spoolDirectory: folder + "/s"),
+                                        handler: handler, log: { _ in })
+            let port = try await listener.start()
+            #expect(port > 0)
+            _ = await listener.drain(timeout: .seconds(1))
+        }
+        var info = stat()
+        #expect(stat(folder + "/s", &info) == 0 && info.st_mode & 0o777 == 0o700)
+    }
+}
+
