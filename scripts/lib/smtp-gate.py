@@ -14,9 +14,12 @@ removed.
   reply  after passing on the ".", before passing back the server's reply to it
 A client that goes away while held (killed) is never completed on its behalf:
 its session to the server is dropped as it is, mid-message, as without the relay.
+SIGUSR1 ends every open session (as a server restarted in between would): a client
+that keeps sessions open between mails then has to open new ones.
 """
 import os
 import select
+import signal
 import socket
 import sys
 import threading
@@ -25,6 +28,7 @@ import time
 listen_port, target_port, gate = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 lock = threading.Lock()
 counts = {}  # (gate file identity, point) -> events seen
+servers = set()  # the open sessions' server sockets
 
 
 def gone(sock):
@@ -67,6 +71,8 @@ def session(client):
         client.close()
         return
     state = {"data": False, "dot": False}
+    with lock:
+        servers.add(server)
 
     def down():  # server -> client
         try:
@@ -104,10 +110,22 @@ def session(client):
         server.shutdown(socket.SHUT_RDWR)  # mid-message: the server drops what it had
     except OSError:
         pass
+    with lock:
+        servers.discard(server)
     client.close()
     server.close()
 
 
+def end_all(*_):
+    with lock:
+        for server in servers:
+            try:
+                server.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+signal.signal(signal.SIGUSR1, end_all)
 listener = socket.socket()
 listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 listener.bind(("127.0.0.1", listen_port))
