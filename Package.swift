@@ -13,12 +13,14 @@ let package = Package(
         .library(name: "Redaction", targets: ["Redaction"]),
         .library(name: "Pipeline", targets: ["Pipeline"]),
         .library(name: "Filter", targets: ["Filter"]),
+        .library(name: "FilterDaemon", targets: ["FilterDaemon"]),
         .library(name: "Incoming", targets: ["Incoming"]),
         .library(name: "Compose", targets: ["Compose"]),
         .library(name: "ComposeStore", targets: ["ComposeStore"]),
         .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
         .library(name: "ReadingServer", targets: ["ReadingServer"]),
         .library(name: "SMTP", targets: ["SMTP"]),
+        .library(name: "SMTPListener", targets: ["SMTPListener"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "Sending", targets: ["Sending"]),
@@ -106,6 +108,11 @@ let package = Package(
             .product(name: "NIOTLS", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
+        // The SMTP/LMTP server a resident filter listens with (the client is SMTP).
+        .target(name: "SMTPListener", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         // Reading mail that comes in: signatures with coverage and the From
         // check, safe decryption, Autocrypt import.
         .target(name: "Incoming", dependencies: ["OpenPGP", "MIME"]),
@@ -117,6 +124,9 @@ let package = Package(
         .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "TOMLKit"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
         .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
+        // The resident filter (`mailsec filter --listen`): the filter's decision
+        // path behind the SMTP/LMTP listener, on worker threads; reload, drain, sd_notify.
+        .target(name: "FilterDaemon", dependencies: ["Filter", "Pipeline", "OpenPGP", "SMTPListener"]),
         // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
         // the folder, the file modes and the migrations every feature adds to.
         .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
@@ -132,7 +142,7 @@ let package = Package(
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
+                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
                 "Settings", "Store", "Outbox", "Sending",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -146,6 +156,8 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",
                                                          "HTTPRequests", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
+        .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "Filter", "Pipeline", "OpenPGP", "SMTPListener",
+                                                             "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Store", "Outbox", "Pipeline", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
@@ -162,6 +174,7 @@ let package = Package(
         .testTarget(name: "AdversarialTests", dependencies: ["MIME", "TestSupport"], exclude: ["mail_views.py"]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport"]),
+        .testTarget(name: "SMTPListenerTests", dependencies: ["SMTPListener", "TestSupport"]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

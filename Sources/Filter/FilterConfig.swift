@@ -67,7 +67,21 @@ public enum LogDestination: String, Sendable {
 /// lifetime_days = 30           # optional; the server caps it
 /// notice = "letter-preferred"  # or letter-required: the password notice only as a letter
 /// timeout = 30                 # seconds for publishing
+///
+/// [listen]                     # only for the resident filter, `mailsec filter --listen`
+/// address = "127.0.0.1:10025"  # loopback only; port 0: any free port
+/// lmtp = false                 # true: speak LMTP (one reply per recipient)
+/// max_message_size = 10240000  # octets, announced with SIZE; bigger: 552
+/// max_connections = 100        # one more gets 421 and is closed
+/// parallel = 4                 # mails worked on at once (default: the number of cores)
+/// idle_timeout = 300           # seconds to wait for a client's next command
+/// spool_directory = "/var/spool/mailsec/incoming"   # large mails wait here (0700)
+/// drain_timeout = 30           # SIGTERM: seconds for the mails in progress
 /// ```
+///
+/// SIGHUP makes the resident filter read this file again; a file that cannot
+/// be used leaves the running configuration as it was (one log line). The
+/// `[listen]` table itself is read at start only.
 public struct FilterConfig: Sendable {
     public var gnupgHome: String?
     /// nil: sign with the From address's key.
@@ -94,6 +108,8 @@ public struct FilterConfig: Sendable {
     /// Key continuity's folder: the key each recipient last got a letter with.
     /// Default: `continuity` beside the journal folder.
     public var continuityDirectory: String?
+    /// The resident filter's listener (`[listen]`).
+    public var listen: ListenConfig
 
     /// Where key continuity is kept: the configured folder, or beside the journal.
     public var continuity: KeyContinuity {
@@ -118,6 +134,7 @@ public struct FilterConfig: Sendable {
         readingLifetime = nil
         noticeMustBeLetter = false
         continuityDirectory = nil
+        listen = ListenConfig()
     }
 
     /// Reads the file at `path`.
@@ -158,7 +175,7 @@ public struct FilterConfig: Sendable {
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
         try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "reading", "reinject", "journal",
-                                                 "on_key_loss", "continuity"]))
+                                                 "on_key_loss", "continuity", "listen"]))
         config.gnupgHome = try top.string("gnupg_home")
         let policy = try PolicySettings.read(top)
         config.mail = policy.mail
@@ -198,6 +215,7 @@ public struct FilterConfig: Sendable {
             config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout").map(TimeInterval.init)
         }
 
+        if let listen = try top.table("listen") { config.listen = try ListenConfig.read(listen) }
         if let journal = try top.table("journal") {
             try journal.allow(["directory", "expire_days"])
             config.journalDirectory = try journal.string("directory") ?? config.journalDirectory

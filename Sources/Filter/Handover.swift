@@ -8,38 +8,54 @@ public struct HandoverError: Error, Sendable, CustomStringConvertible {
 
 /// Hands written copies back to the mail system. Over SMTP all copies of a
 /// mail share one connection, one transaction each (the greeting and EHLO
-/// are paid once per mail, not per copy); with sendmail each copy is a run
-/// of its own. Close the handover when the mail is done.
+/// are paid once per mail, not per copy; with a ``ReinjectionPool``, once
+/// for many mails); with sendmail each copy is a run of its own. Close the
+/// handover when the mail is done.
 final class Handover {
     private let method: Reinjection
     private let timeout: TimeInterval
     private let finalReplyTimeout: TimeInterval
+    private let pool: ReinjectionPool?
     private var connection: BlockingSMTPConnection?
 
     /// `timeout` for each step (a sendmail run: the whole of it);
     /// `finalReplyTimeout` for the SMTP reply after the message, longer on
     /// purpose (RFC 1047: a copy taken after we stopped waiting is sent again).
-    init(via method: Reinjection, timeout: TimeInterval, finalReplyTimeout: TimeInterval? = nil) {
+    /// With `pool`, the SMTP session comes from it and goes back to it.
+    init(via method: Reinjection, timeout: TimeInterval, finalReplyTimeout: TimeInterval? = nil, pool: ReinjectionPool? = nil) {
         self.method = method
         self.timeout = timeout
         self.finalReplyTimeout = finalReplyTimeout ?? timeout
+        self.pool = pool
+    }
+
+    /// The configured hand-over of `config`.
+    convenience init(_ config: FilterConfig, pool: ReinjectionPool? = nil) {
+        self.init(via: config.reinjection, timeout: config.reinjectionTimeout,
+                  finalReplyTimeout: config.reinjectionFinalTimeout ?? config.reinjectionTimeout * 1.5, pool: pool)
     }
 
     deinit { close() }
+
+    private var server: SMTPServer? {
+        guard case .smtp(let host, let port) = method else { return nil }
+        // Loopback re-injection: no TLS, no AUTH, and our own name needs no DNS look-up.
+        return SMTPServer(host: host, port: port, security: .none, heloName: "localhost",
+                          timeouts: .uniform(step: timeout, finalReply: finalReplyTimeout))
+    }
 
     /// Hands on one copy; when this returns, the mail system has taken it.
     func send(_ bytes: [UInt8], sender: String, recipients: [String]) throws(HandoverError) {
         switch method {
         case .sendmail(let command):
             try Self.sendmail(command, bytes, sender: sender, recipients: recipients, timeout: timeout)
-        case .smtp(let host, let port):
+        case .smtp:
+            guard let server else { return }
             let client: BlockingSMTPConnection
             if let connection { client = connection } else {
-                // Loopback re-injection: no TLS, no AUTH, and our own name
-                // needs no DNS look-up.
-                let server = SMTPServer(host: host, port: port, security: .none, heloName: "localhost",
-                                        timeouts: .uniform(step: timeout, finalReply: finalReplyTimeout))
-                do { client = try BlockingSMTPConnection.open(server) } catch {
+                do throws(SMTPError) {
+                    if let pool { client = try pool.take(server) } else { client = try BlockingSMTPConnection.open(server) }
+                } catch {
                     throw HandoverError(description: error.description)  // closed; no QUIT on a session that never began
                 }
                 connection = client
@@ -48,18 +64,21 @@ final class Handover {
             // copy some of whose recipients were refused is not sent at all.
             do { _ = try client.send(from: sender, to: recipients, message: bytes, allOrNothing: true) } catch {
                 // A connection after a failed transaction is not used again.
-                close()
+                client.quit()
+                connection = nil
                 throw HandoverError(description: error.description)
             }
         }
     }
 
-    /// Ends the SMTP session, if one is open: QUIT without waiting for its
-    /// answer (every copy was taken already; a peer stalling on QUIT must not
-    /// hold the filter past its time limit, which would send everything again).
+    /// Ends the SMTP session, if one is open: back to the pool, or QUIT
+    /// without waiting for its answer (every copy was taken already; a peer
+    /// stalling on QUIT must not hold the filter past its time limit, which
+    /// would send everything again).
     func close() {
-        connection?.quit()
-        connection = nil
+        guard let connection else { return }
+        self.connection = nil
+        if let pool, let server { pool.give(connection, server) } else { connection.quit() }
     }
 
     /// Runs `command -f SENDER -- RCPT…` with the copy on stdin, in a process

@@ -62,7 +62,7 @@ public final class Journal {
     private func write(_ entries: [(key: String, sent: Bool)], to path: String) throws(JournalError) {
         var text = MailRecord.header
         for entry in entries { text += (entry.sent ? "S " : "P ") + entry.key + "\n" }
-        let temporary = path + ".\(getpid()).tmp"
+        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw JournalError(description: "cannot write the journal in \(directory) (\(reason()))") }
         let bytes = Array(text.utf8)

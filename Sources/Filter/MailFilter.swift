@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import Synchronization
 import OpenPGP
 import Pipeline
 import Policy
@@ -22,6 +23,19 @@ public struct FilterResult: Sendable {
         self.logLine = logLine
     }
 
+    /// The result for a mail not finished within `seconds` (the resident
+    /// filter answers it while the work goes on): defer.
+    public static func late(seconds: Int) -> FilterResult {
+        FilterResult(status: MailFilter.deferred,
+                     errorLine: "deferred: no result within \(seconds) s (gpg or re-injection hung); the mail stays queued",
+                     logLine: "message-id=<-> status=deferred reason=timeout")
+    }
+
+    /// The same result with another status and line (for tests of what callers make of it).
+    package func with(status: Int32, line: String?) -> FilterResult {
+        FilterResult(status: status, errorLine: line, logLine: logLine)
+    }
+
     /// The result for a configuration that cannot be read: defer.
     public static func unreadableConfiguration(_ error: any Error) -> FilterResult {
         let (status, line) = MailFilter.classify(error)
@@ -29,19 +43,48 @@ public struct FilterResult: Sendable {
     }
 }
 
+/// What a filter keeps from one mail to the next. A per-mail process keeps
+/// nothing (``perMail``); the resident filter (`mailsec filter --listen`)
+/// keeps key look-ups, dropped when the keyring changes, and its SMTP
+/// sessions to the re-injection address.
+public struct FilterResources: Sendable {
+    /// Key look-ups across mails; nil: every mail lists its keys.
+    public let keys: KeyCache?
+    /// Kept-open SMTP sessions for `[reinject] method = "smtp"`; nil: one session per mail.
+    public let reinjection: ReinjectionPool?
+
+    public init(keys: KeyCache?, reinjection: ReinjectionPool?) {
+        self.keys = keys
+        self.reinjection = reinjection
+    }
+
+    /// Nothing kept: the pipe filter's one mail per process.
+    public static let perMail = FilterResources(keys: nil, reinjection: nil)
+}
+
 /// The sendmail/Postfix content filter: one mail in, its copies handed on.
+/// The one decision path for a mail, for the pipe filter and the resident
+/// filter alike; they differ only in the ``FilterResources`` passed in.
 public struct MailFilter: Sendable {
     public static let deferred: Int32 = 75
     public static let dataError: Int32 = 65
     public static let refused: Int32 = 69
 
+    /// The mails being filtered in this process, by journal key. A resident
+    /// filter may be given the same mail again while its first try still
+    /// runs (the MTA stopped waiting and retried): the second try must not
+    /// read the journal record the first is still marking, or both would send.
+    private static let inProgress = Mutex(Set<String>())
+
     /// The loop tag every written copy carries (an HMAC, so it cannot be forged).
     static let tagHeader = "X-Mailsec-Copy"
 
     public let config: FilterConfig
+    public let resources: FilterResources
 
-    public init(config: FilterConfig) {
+    public init(config: FilterConfig, resources: FilterResources = .perMail) {
         self.config = config
+        self.resources = resources
     }
 
     /// Plans, writes and hands on every copy of `bytes` for `recipients`, or
@@ -70,14 +113,19 @@ public struct MailFilter: Sendable {
             // The journal keys on the mail exactly as the MTA gives it, the same on
             // every retry; two different mails that share a Message-ID never mix.
             let mailKey = Digest.sha256Hex(bytes)
+            guard Self.inProgress.withLock({ $0.insert(mailKey).inserted }) else {
+                return result(Self.deferred, "deferred: the same mail is being filtered already (a retry while the first try runs)",
+                              "deferred")
+            }
+            defer { _ = Self.inProgress.withLock { $0.remove(mailKey) } }
             let secret = try journal.secret()
 
             // A copy this filter wrote came back: pass it on as it is.
             if let tag = message.header(Self.tagHeader),
                Digest.constantTimeEqual(tag, Self.tag(secret, message.messageID ?? "", recipients, Self.body(of: bytes))) {
-                try Handover(via: config.reinjection, timeout: config.reinjectionTimeout,
-                         finalReplyTimeout: config.reinjectionFinalTimeout ?? config.reinjectionTimeout * 1.5)
-                    .send(bytes, sender: sender, recipients: recipients)
+                let handover = Handover(config, pool: resources.reinjection)
+                try handover.send(bytes, sender: sender, recipients: recipients)
+                handover.close()
                 counts.unchanged = 1
                 return result(0, nil, "sent-loop")
             }
@@ -102,8 +150,10 @@ public struct MailFilter: Sendable {
             let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))
+            let wanted = try pipeline.keysWanted(for: message, envelopeSender: sender, envelopeRecipients: remaining)
+            let keys = try resources.keys?.book(for: wanted, pipeline: pipeline) ?? pipeline.lookUp(wanted)
             let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
-                                                envelopeRecipients: remaining)
+                                                envelopeRecipients: remaining, keys: keys)
             if prepared.publishesSpans && config.noticeMustBeLetter && !prepared.senderCanReceiveLetter {
                 throw PipelineError(.noticeNeedsLetter(sender))
             }
@@ -119,8 +169,7 @@ public struct MailFilter: Sendable {
             }
 
             var handed = 0
-            let handover = Handover(via: config.reinjection, timeout: config.reinjectionTimeout,
-                         finalReplyTimeout: config.reinjectionFinalTimeout ?? config.reinjectionTimeout * 1.5)
+            let handover = Handover(config, pool: resources.reinjection)
             defer { handover.close() }
             func stopped() -> FilterResult {
                 result(Self.deferred, "deferred: stopped by a signal after \(handed) of \(copies.count) copies; "
@@ -198,12 +247,8 @@ public struct MailFilter: Sendable {
             return (dataError, "rejected: \(error.description)")
         case let error as EnvelopeAddressError:
             return (dataError, "rejected: \(error.description)")
-        case let error as KeyLossError:
-            return (deferred, "deferred: \(error.description); the mail stays queued")
-        case let error as KeyContinuityError:
-            return (deferred, "deferred: \(error.description); the mail stays queued")
-        case let error as KeyringError:
-            return (deferred, "deferred: \(error.description); the mail stays queued")
+        case is KeyLossError, is KeyContinuityError, is KeyringError, is StreamingError:
+            return (deferred, "deferred: \(error); the mail stays queued")
         case let error as PipelineError:
             switch error.code {
             case .refused: return (refused, "refused: \(error.description); nothing was sent")
@@ -222,8 +267,6 @@ public struct MailFilter: Sendable {
             return (deferred, "deferred: \(error.description)")
         case let error as HandoverError:
             return (deferred, "deferred: \(error.description)")
-        case let error as StreamingError:
-            return (deferred, "deferred: \(error.description); the mail stays queued")
         default:
             return (deferred, "deferred: unexpected error (\(type(of: error))); the mail stays queued")
         }

@@ -73,7 +73,8 @@ public struct KeyContinuity: Sendable {
             throw KeyContinuityError(description: "cannot make the key continuity folder \(directory)")
         }
         if (try? self.fingerprint(of: address)) == fingerprint.uppercased() { return }
-        let file = path(address), temporary = file + ".\(getpid()).tmp"
+        // Unique per writer: a resident filter may record one address from two threads at once.
+        let file = path(address), temporary = file + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let bytes = Array("\(address.lowercased()) \(fingerprint.uppercased())\n".utf8)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeyContinuityError(description: "cannot write the key continuity record in \(directory)") }

@@ -23,6 +23,12 @@ public final class BlockingSMTPConnection {
         }
     }
 
+    /// ``SMTPConnection/reset()``, blocking.
+    public func reset() throws(SMTPError) {
+        let connection = self.connection
+        try runBlocking { () async throws(SMTPError) in try await connection.reset() }
+    }
+
     /// ``SMTPConnection/quit()``, blocking.
     public func quit() {
         let connection = self.connection

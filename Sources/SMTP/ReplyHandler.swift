@@ -53,6 +53,13 @@ final class ReplyHandler: ChannelInboundHandler {
     /// With `tls`, the step is STARTTLS: a 220 switches the channel to TLS
     /// and the reply is given only once the handshake has succeeded.
     func expect(_ step: String, within timeout: Double, tls: NIOSSLClientHandler? = nil) -> EventLoopFuture<SMTPReply> {
+        // A reply that came before the server closed the connection is still
+        // its answer: a 250 to a message followed at once by a close (an idle
+        // time-out, a restart) means the message was taken. Failing it would
+        // make the caller send the message again.
+        if tls == nil, waiters.isEmpty, handshakeWaiter == nil, !unasked.isEmpty {
+            return eventLoop.makeSucceededFuture(unasked.removeFirst())
+        }
         guard let context else {
             return failed(failure ?? SMTPError(.connectionFailed, "the connection to \(peer) is closed"))
         }

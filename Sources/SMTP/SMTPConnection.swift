@@ -239,7 +239,8 @@ public actor SMTPConnection {
                 for recipient in recipients {
                     replies.append(try await command("RCPT TO:<\(recipient)>", step: "RCPT TO", within: timeouts.recipient))
                 }
-                if replies.contains(where: { $0.code / 100 == 2 }) {
+                // All or nothing: a refused recipient means no DATA at all (RSET keeps the session).
+                if replies.contains(where: { $0.code / 100 == 2 }) && !(allOrNothing && replies.contains(where: { $0.code / 100 != 2 })) {
                     dataReply = try await command("DATA", step: "DATA", within: timeouts.dataInitiation)
                 }
             }
@@ -284,6 +285,17 @@ public actor SMTPConnection {
         return SMTPDelivery(recipients: results.map {
             $0.status.isAccepted ? SMTPDelivery.Recipient(address: $0.address, status: .accepted(final)) : $0
         }, finalReply: final)
+    }
+
+    /// RSET (RFC 5321 §4.1.1.5): checks that a session kept open between
+    /// messages still works before it carries the next one. Any failure (the
+    /// server closed an idle connection, say) throws and closes the session;
+    /// nothing of a message was sent, so the caller may open a new one.
+    public func reset() async throws(SMTPError) {
+        if let failure { throw failure }
+        guard !quitted else { throw SMTPError(.connectionFailed, "the session with \(server.peer) has ended") }
+        let reply = try await command("RSET", step: "RSET", within: server.timeouts.command)
+        guard reply.code == 250 else { throw end(.rejected(reply, step: "RSET", peer: server.peer)) }
     }
 
     /// Ends the session: QUIT is written and the connection closed without

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Filter
+import FilterDaemon
 import Foundation
 import OpenPGP
 
@@ -11,6 +12,16 @@ struct FilterCommand: ParsableCommand {
             Invoked like Postfix's simple content filter (pipe(8)): 'mailsec filter --config FILE \
             -f ${sender} -- ${recipient}'. On failure it prints one line, which becomes the bounce \
             or defer text.
+
+            'mailsec filter --listen [ADDR:PORT] --config FILE' runs the resident filter instead: an \
+            SMTP (or LMTP) server for Postfix's after-queue content filter set-up, on the address of \
+            filter.toml's [listen] table (default 127.0.0.1:10025; port 0: any free port). It prints \
+            'mailsec filter: listening on ADDR:PORT' once it accepts mail, tells systemd READY=1 when \
+            $NOTIFY_SOCKET is set, logs one line per mail on stderr, answers 250 once every copy was \
+            handed on, 451 for anything temporary, 554 for bad input or a refusal. SIGHUP reloads \
+            filter.toml (a broken one keeps the running one); SIGTERM stops accepting, lets the mails \
+            in progress finish within drain_timeout and exits 0. With --check-config it only checks \
+            the configuration: one line per problem, exit 0 or 78.
 
             \(ExitStatus.section([
                 (.success, "every copy handed on"),
@@ -97,6 +108,45 @@ struct FilterCommand: ParsableCommand {
         let input = Array(FileHandle.standardInput.readDataToEndOfFile())
         let result = withExtendedLifetime(signals) { MailFilter(config: settings).run(input, sender: sender, recipients: recipients) }
         finish(result, log: settings.log)
+    }
+
+    /// `filter --listen [ADDR:PORT] [--config FILE] [--check-config]`, read
+    /// by hand: argument-parser has no option whose value may be left out.
+    /// Runs the resident filter (or checks its configuration) and exits.
+    static func listen(_ arguments: [String]) -> Never {
+        var config: String?, address: (host: String, port: Int)?, checkOnly = false, listen = false
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--listen" where !listen:
+                listen = true
+                if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") {
+                    do { address = try ListenConfig.address(arguments[index + 1]) } catch {
+                        fail("filter --listen: \(error)", status: .usage)
+                    }
+                    index += 1
+                }
+            case "--config" where config == nil && index + 1 < arguments.count:
+                config = arguments[index + 1]
+                index += 1
+            case let option where option.hasPrefix("--config=") && config == nil:
+                config = String(option.dropFirst("--config=".count))
+            case "--check-config" where !checkOnly:
+                checkOnly = true
+            default:
+                fail("filter --listen: unexpected argument '\(argument)' (usage: mailsec filter --listen [ADDR:PORT] "
+                     + "--config FILE [--check-config])", status: .usage)
+            }
+            index += 1
+        }
+        let path = config ?? Self.defaultConfig
+        if checkOnly {
+            let problems = ResidentFilter.check(configPath: path, address: address)
+            for problem in problems { FileHandle.standardError.write(Data("mailsec filter: \(problem)\n".utf8)) }
+            Foundation.exit(problems.isEmpty ? 0 : ResidentFilter.configError)
+        }
+        Foundation.exit(ResidentFilter.run(configPath: path, address: address))
     }
 
     /// Logs the mail's line, prints the error line if any, and exits.

@@ -43,6 +43,10 @@ struct Mailsec: ParsableCommand {
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "sendmail" && !arguments.contains("--help") { SendmailCommand.run(Array(arguments.dropFirst())) }
+        if arguments.first == "filter" && arguments.contains("--listen")
+            && !arguments.contains(where: { ["-h", "--help"].contains($0) }) {
+            FilterCommand.listen(Array(arguments.dropFirst()))
+        }
         if let filter = FilterCommand.plainInvocation(arguments) {
             FilterCommand.filter(config: filter.config, sender: filter.sender, recipients: filter.recipients)
         }

@@ -248,20 +248,44 @@ public final class RecordingSMTPServer: @unchecked Sendable {
         public let data: String
     }
 
+    /// Faults on demand, for the re-injection's exactly-once tests.
+    public struct Faults: Sendable {
+        /// Recipients (as in RCPT TO, without brackets) answered 550.
+        public var refused: Set<String> = []
+        /// Data attempts (1-based, over all connections) after whose "." the
+        /// connection is closed without a reply; the message is not taken.
+        public var cutAfterDot: Set<Int> = []
+        /// Like `cutAfterDot`, but the message was taken (queued) first: the
+        /// RFC 1047 duplicate window.
+        public var takeThenCut: Set<Int> = []
+        /// Closes a connection after this many transactions taken on it,
+        /// without a word (an idle time-out): the next RSET or MAIL fails.
+        public var closeAfterTransactions: Int?
+        /// QUIT gets no answer: the connection is reset.
+        public var resetOnQuit = false
+
+        public init() {}
+    }
+
     public let port: Int
     private let fd: Int32
     private let failing: Set<Int>
     private let stallOnQuit: Bool
-    private let state = Mutex<(connections: Int, transactions: [Transaction], attempts: Int)>((0, [], 0))
+    private let faults: Faults
+    private let state = Mutex<(connections: Int, transactions: [Transaction], attempts: Int, resets: Int)>((0, [], 0, 0))
+
+    /// RSET commands seen (a kept session is checked with one before each mail).
+    public var resets: Int { state.withLock { $0.resets } }
 
     public var connections: Int { state.withLock { $0.connections } }
     /// The transactions the server took (answered 250 to their data).
     public var transactions: [Transaction] { state.withLock { $0.transactions } }
 
-    public init(failing: Set<Int> = [], stallOnQuit: Bool = false) throws {
+    public init(failing: Set<Int> = [], stallOnQuit: Bool = false, faults: Faults = Faults()) throws {
         let server = try SilentServer()
         self.failing = failing
         self.stallOnQuit = stallOnQuit
+        self.faults = faults
         port = server.port
         fd = dup(server.listeningSocket)
         let listening = fd
@@ -298,26 +322,44 @@ public final class RecordingSMTPServer: @unchecked Sendable {
         }
         say("220 recorder ESMTP")
         var sender = "", recipients: [String] = []
+        var taken = 0
         while let line = readLine() {
             let verb = line.prefix(4).uppercased()
             switch verb {
             case "EHLO", "HELO": say("250 recorder")
             case "MAIL": sender = String(line.dropFirst(10)); recipients = []; say("250 ok")
-            case "RCPT": recipients.append(String(line.dropFirst(8))); say("250 ok")
-            case "RSET": sender = ""; recipients = []; say("250 ok")
+            case "RCPT":
+                let path = String(line.dropFirst(8))
+                if faults.refused.contains(String(path.dropFirst().dropLast())) { say("550 5.1.1 no such user"); continue }
+                recipients.append(path); say("250 ok")
+            case "RSET": sender = ""; recipients = []; state.withLock { $0.resets += 1 }; say("250 ok")
+            case "QUIT" where faults.resetOnQuit:
+                var linger = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+                return
             case "QUIT":
                 if stallOnQuit { while readLine() != nil {}; return }  // until the client hangs up
                 say("221 bye"); return
             case "DATA":
                 say("354 go on")
                 var lines: [String] = []
-                while let dataLine = readLine(), dataLine != "." { lines.append(dataLine) }
+                var ended = false
+                while let dataLine = readLine() {
+                    if dataLine == "." { ended = true; break }
+                    lines.append(dataLine)
+                }
+                // A connection closed before the "." delivers nothing.
+                guard ended else { return }
                 let attempt = state.withLock { $0.attempts += 1; return $0.attempts }
                 if failing.contains(attempt) { say("451 not now"); continue }
+                if faults.cutAfterDot.contains(attempt) { return }
                 let transaction = Transaction(connection: connection, sender: sender, recipients: recipients,
                                               data: lines.joined(separator: "\n"))
                 state.withLock { $0.transactions.append(transaction) }
+                if faults.takeThenCut.contains(attempt) { return }
                 say("250 taken")
+                taken += 1
+                if let limit = faults.closeAfterTransactions, taken >= limit { return }
             default: say("502 unknown")
             }
         }

@@ -1,0 +1,79 @@
+import Foundation
+import Settings
+
+/// The `[listen]` table of filter.toml: how the resident filter
+/// (`mailsec filter --listen`) takes mail over SMTP or LMTP. The pipe filter
+/// ignores it.
+public struct ListenConfig: Sendable, Equatable {
+    /// The address to listen on (a loopback address: the listener has no TLS and no AUTH).
+    public var host: String
+    /// The port; 0 takes any free port.
+    public var port: Int
+    /// LMTP (RFC 2033) instead of SMTP.
+    public var lmtp: Bool
+    /// The largest mail taken, in octets (announced with SIZE).
+    public var maxMessageSize: Int
+    /// Connections at once; one more is answered 421 and closed.
+    public var maxConnections: Int
+    /// Mails worked on at once (threads); the default is the number of cores.
+    public var parallel: Int
+    /// Seconds the listener waits for a client's next command.
+    public var idleTimeout: Int
+    /// Where mails too large to keep in memory wait; nil: the listener's default.
+    public var spoolDirectory: String?
+    /// Seconds SIGTERM waits for the mails in progress before it cuts them off.
+    public var drainTimeout: Int
+
+    /// The defaults: 127.0.0.1:10025, SMTP, 10 MB, 100 connections, one mail per core.
+    public init() {
+        host = "127.0.0.1"
+        port = 10025
+        lmtp = false
+        maxMessageSize = 10_240_000
+        maxConnections = 100
+        parallel = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        idleTimeout = 300
+        spoolDirectory = nil
+        drainTimeout = 30
+    }
+
+    /// `HOST:PORT`, `[IPv6]:PORT`, or `:PORT` for 127.0.0.1.
+    public static func address(_ text: String) throws(ConfigError) -> (host: String, port: Int) {
+        var host: Substring, port: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
+                throw ConfigError("listen address \"\(text)\": expected [IPv6]:PORT")
+            }
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { throw ConfigError("listen address \"\(text)\": expected HOST:PORT") }
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+        }
+        guard let number = Int(port), (0...65535).contains(number), !port.hasPrefix("+") else {
+            throw ConfigError("listen address \"\(text)\": the port must be 0 to 65535")
+        }
+        guard !host.contains(where: { $0.isWhitespace || $0 == "/" }) else {
+            throw ConfigError("listen address \"\(text)\": not a host")
+        }
+        return (host.isEmpty ? "127.0.0.1" : String(host), number)
+    }
+
+    /// Reads the `[listen]` table.
+    static func read(_ table: TOMLKeys) throws -> ListenConfig {
+        try table.allow(["address", "lmtp", "max_message_size", "max_connections", "parallel", "idle_timeout",
+                         "spool_directory", "drain_timeout"])
+        var listen = ListenConfig()
+        if let address = try table.string("address") { (listen.host, listen.port) = try Self.address(address) }
+        listen.lmtp = try table.bool("lmtp") ?? false
+        listen.maxMessageSize = try table.positiveInt("max_message_size") ?? listen.maxMessageSize
+        listen.maxConnections = try table.positiveInt("max_connections") ?? listen.maxConnections
+        listen.parallel = try table.positiveInt("parallel") ?? listen.parallel
+        listen.idleTimeout = try table.positiveInt("idle_timeout") ?? listen.idleTimeout
+        listen.spoolDirectory = try table.string("spool_directory")
+        listen.drainTimeout = try table.positiveInt("drain_timeout") ?? listen.drainTimeout
+        guard listen.parallel <= 256 else { throw ConfigError("listen.parallel: at most 256") }
+        return listen
+    }
+}

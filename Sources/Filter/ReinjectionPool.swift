@@ -1,0 +1,59 @@
+import Foundation
+import SMTP
+
+/// SMTP sessions to the re-injection address kept open between mails by a
+/// resident filter, so that a mail pays neither the connection nor the
+/// greeting and EHLO. A session is lent to one mail at a time and checked
+/// with RSET before it carries the next mail; one the server closed in the
+/// meantime is dropped and a new one opened — nothing of a copy was sent on
+/// it, so the exactly-once rules are those of a fresh connection. A session
+/// whose transaction failed is never returned (``Handover`` closes it).
+public final class ReinjectionPool: @unchecked Sendable {
+    // @unchecked: `idle` is only touched under `lock`; a lent session belongs to one thread.
+    private let lock = NSLock()
+    private var idle: [(server: SMTPServer, connection: BlockingSMTPConnection)] = []
+    /// At most this many idle sessions are kept (the rest are ended).
+    public let capacity: Int
+
+    public init(capacity: Int) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// A working session to `server`: a kept one that answers RSET, or a new one.
+    func take(_ server: SMTPServer) throws(SMTPError) -> BlockingSMTPConnection {
+        while let kept = pop(server) {
+            do {
+                try kept.reset()
+                return kept
+            } catch {
+                kept.quit()  // closed already by the failed RSET; a new session follows
+            }
+        }
+        return try BlockingSMTPConnection.open(server)
+    }
+
+    /// Takes back a session after a mail whose every transaction succeeded.
+    func give(_ connection: BlockingSMTPConnection, _ server: SMTPServer) {
+        lock.lock()
+        let kept = idle.count < capacity
+        if kept { idle.append((server, connection)) }
+        lock.unlock()
+        if !kept { connection.quit() }
+    }
+
+    /// Ends every idle session with QUIT (at shutdown).
+    public func closeAll() {
+        lock.lock()
+        let all = idle
+        idle.removeAll()
+        lock.unlock()
+        for item in all { item.connection.quit() }
+    }
+
+    private func pop(_ server: SMTPServer) -> BlockingSMTPConnection? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let index = idle.lastIndex(where: { $0.server == server }) else { return nil }
+        return idle.remove(at: index).connection
+    }
+}

@@ -1,0 +1,90 @@
+import Filter
+import Foundation
+import Pipeline
+import SMTPListener
+import Synchronization
+
+/// The resident filter's answer to each mail the listener received: the
+/// pipe filter's own decision path (``MailFilter``) run on a worker thread,
+/// with the resources kept between mails, and its status turned into the
+/// SMTP reply Postfix acts on — 250 only once every copy was handed on.
+public final class FilterMailHandler: MailHandler {
+    private let current: Mutex<MailFilter>
+    private let workers: WorkerPool
+    private let log: @Sendable (String) -> Void
+    /// What is kept between mails: key look-ups and re-injection sessions.
+    public let resources: FilterResources
+
+    /// `parallel` mails at once; `log` gets one line per mail.
+    public init(config: FilterConfig, parallel: Int, log: @escaping @Sendable (String) -> Void) {
+        resources = FilterResources(keys: KeyCache(), reinjection: ReinjectionPool(capacity: parallel))
+        current = Mutex(MailFilter(config: config, resources: resources))
+        workers = WorkerPool(threads: parallel, name: "mailsec-filter")
+        self.log = log
+    }
+
+    /// The configuration mails are filtered with now.
+    public var config: FilterConfig { current.withLock { $0.config } }
+
+    /// Takes `config` for every mail from now on (SIGHUP); mails in progress
+    /// finish with the one they began with.
+    public func replace(_ config: FilterConfig) {
+        let filter = MailFilter(config: config, resources: resources)
+        current.withLock { $0 = filter }
+    }
+
+    /// Mails being filtered or waiting for a worker.
+    public var mailsInProgress: Int { workers.load }
+
+    /// Waits until no mail is being filtered, at most `timeout` seconds.
+    public func waitIdle(timeout: TimeInterval) -> Bool { workers.waitIdle(timeout: timeout) }
+
+    public func handle(_ mail: ReceivedMail) async -> Verdict {
+        let bytes: [UInt8]
+        do { bytes = Self.unixLines(try mail.bytes()) } catch {
+            log("mailsec: message-id=<-> status=deferred reason=the received mail cannot be read back")
+            return .temporary("deferred: the received mail cannot be read back; try again")
+        }
+        let filter = current.withLock { $0 }
+        let timeout = filter.config.timeout
+        let result = await workers.run(timeout: .milliseconds(Int64(timeout * 1000)), late: {
+            // The work goes on; what it hands on is journalled, and the retry
+            // (deferred while the first try still runs) sends only the rest.
+            FilterResult.late(seconds: Int(timeout))
+        }) {
+            filter.run(bytes, sender: mail.sender, recipients: mail.recipients)
+        }
+        log("mailsec: " + result.logLine + (result.errorLine.map { " (\($0))" } ?? ""))
+        return Self.verdict(result)
+    }
+
+    /// The SMTP answer for a filter result: 0 → 250, 65 → 554 5.6.0 (bad
+    /// input), 69 → 554 5.7.1 (refused by policy), anything else → 451.
+    public static func verdict(_ result: FilterResult) -> Verdict {
+        switch result.status {
+        case 0: return .accepted("mailsec: every copy handed on")
+        case MailFilter.dataError: return .permanent("5.6.0 " + (result.errorLine ?? "rejected"))
+        case MailFilter.refused: return .permanent("5.7.1 " + (result.errorLine ?? "refused"))
+        default: return .temporary(result.errorLine ?? "deferred")
+        }
+    }
+
+    /// The mail with CRLF line ends as LF, as Postfix's pipe(8) hands it to
+    /// the pipe filter: the same mail gives the same copies and the same
+    /// journal key either way. A lone CR stays.
+    static func unixLines(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 13, index + 1 < bytes.count, bytes[index + 1] == 10 {
+                index += 1
+                continue
+            }
+            out.append(byte)
+            index += 1
+        }
+        return out
+    }
+}

@@ -1,0 +1,162 @@
+import Filter
+import Foundation
+import OpenPGP
+import SMTPListener
+
+/// `mailsec filter --listen`: the resident filter. Reads filter.toml, listens
+/// for SMTP (or LMTP) from the MTA, filters each mail on the pipe filter's
+/// decision path and answers it; SIGHUP reloads the configuration, SIGTERM
+/// (or SIGINT) stops accepting, lets the mails in progress finish within
+/// `drain_timeout`, and ends.
+public enum ResidentFilter {
+    /// EX_CONFIG: the configuration cannot be used.
+    public static let configError: Int32 = 78
+
+    /// Runs in the foreground until SIGTERM; returns the exit status (0 after
+    /// a clean stop, 78 for a configuration that cannot be used, 75 when the
+    /// address cannot be listened on). `address` overrides `[listen] address`.
+    public static func run(configPath: String, address: (host: String, port: Int)?) -> Int32 {
+        let config: FilterConfig
+        do { config = try FilterConfig.load(path: configPath) } catch {
+            say("mailsec filter: \(error)")
+            return configError
+        }
+        // Before any thread runs (setenv is not thread-safe): gpg's home as the
+        // process's, so GPGME probes `gpg --version` once for the daemon's life.
+        GnuPG.makeHomeTheDefault(config.gnupgHome)
+        signal(SIGPIPE, SIG_IGN)
+        let done = DispatchSemaphore(value: 0)
+        let status = StatusBox()
+        Task.detached {
+            status.value = await serve(config, configPath: configPath, address: address)
+            done.signal()
+        }
+        done.wait()
+        return status.value
+    }
+
+    /// Problems of the configuration at `configPath` for the resident filter,
+    /// one line each; empty when it can be used.
+    public static func check(configPath: String, address: (host: String, port: Int)?) -> [String] {
+        let config: FilterConfig
+        do { config = try FilterConfig.load(path: configPath) } catch { return ["\(error)"] }
+        var problems: [String] = []
+        let host = address?.host ?? config.listen.host
+        if !isLoopback(host) {
+            problems.append("listen address \(host) is not a loopback address (the listener has no TLS and no AUTH)")
+        }
+        for (what, folder) in [("journal folder", config.journalDirectory),
+                               ("spool folder", config.listen.spoolDirectory ?? ListenerSettings.defaultSpoolDirectory)] {
+            if let problem = folderProblem(folder) { problems.append("\(what) \(folder): \(problem)") }
+        }
+        if case .sendmail(let command) = config.reinjection, let executable = command.first, access(executable, X_OK) != 0 {
+            problems.append("reinject.sendmail \(executable) cannot be run")
+        }
+        return problems
+    }
+
+    private static func serve(_ initial: FilterConfig, configPath: String, address: (host: String, port: Int)?) async -> Int32 {
+        let listen = initial.listen
+        let handler = FilterMailHandler(config: initial, parallel: listen.parallel, log: say)
+        var settings = ListenerSettings(
+            host: address?.host ?? listen.host, port: address?.port ?? listen.port,
+            dialect: listen.lmtp ? .lmtp : .smtp, maxMessageSize: listen.maxMessageSize,
+            maxConnections: listen.maxConnections, idleTimeout: .seconds(listen.idleTimeout))
+        if let spool = listen.spoolDirectory { settings.spoolDirectory = spool }
+        let listener = SMTPListener(settings: settings, handler: handler, log: { say("mailsec filter: " + $0) })
+
+        let signals = SignalWatch([SIGTERM, SIGINT, SIGHUP])
+        let port: Int
+        do { port = try await listener.start() } catch {
+            say("mailsec filter: \(error)")
+            return 75
+        }
+        let shown = settings.host.contains(":") ? "[\(settings.host)]:\(port)" : "\(settings.host):\(port)"
+        say("mailsec filter: listening on \(shown)")
+        SystemdNotify.send("READY=1")
+
+        for await number in signals.stream {
+            if number == SIGHUP {
+                reload(configPath, into: handler)
+                continue
+            }
+            break
+        }
+        SystemdNotify.send("STOPPING=1")
+        let drain = handler.config.listen.drainTimeout
+        say("mailsec filter: stopping; \(handler.mailsInProgress) mails in progress, up to \(drain) s to finish them")
+        let clean = await listener.drain(timeout: .seconds(drain))
+        if !clean {
+            // Cut off: the mails still running stop between copies (what went
+            // out is journalled), so the MTA's retry sends only the rest.
+            Stop.request()
+        }
+        let idle = handler.waitIdle(timeout: clean ? 5 : 5 + 3)
+        handler.resources.reinjection?.closeAll()
+        say("mailsec filter: stopped" + (clean && idle ? "" : " (mails cut off: the MTA retries them)"))
+        return 0
+    }
+
+    /// SIGHUP: the file read again; one that cannot be used keeps the running one.
+    private static func reload(_ path: String, into handler: FilterMailHandler) {
+        do {
+            let config = try FilterConfig.load(path: path)
+            let listenChanged = config.listen != handler.config.listen
+            handler.replace(config)
+            say("mailsec filter: configuration reloaded" + (listenChanged ? " ([listen] changes take effect on restart)" : ""))
+        } catch {
+            say("mailsec filter: configuration not reloaded, the running one stays: \(error)")
+        }
+    }
+
+    private static func folderProblem(_ folder: String) -> String? {
+        var info = stat()
+        if stat(folder, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFDIR else { return "is not a folder" }
+            return access(folder, W_OK | X_OK) == 0 ? nil : "is not writable"
+        }
+        let parent = (folder as NSString).deletingLastPathComponent
+        return access(parent.isEmpty ? "." : parent, W_OK | X_OK) == 0 ? nil : "cannot be made (\(parent) is not writable)"
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" { return true }
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        if inet_pton(AF_INET6, host, &v6) == 1 { return host == "::1" }
+        return false
+    }
+
+    /// One line to stderr in one write (lines of parallel mails never mix).
+    @Sendable static func say(_ line: String) {
+        var text = String(line.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? " " : Character($0) })
+        text += "\n"
+        _ = text.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    }
+}
+
+/// Signals as a stream: each is ignored for its default action and delivered
+/// through a dispatch source.
+/// @unchecked: the sources are set up once in init and only kept alive after.
+private final class SignalWatch: @unchecked Sendable {
+    let stream: AsyncStream<Int32>
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ numbers: [Int32]) {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        self.stream = stream
+        let queue = DispatchQueue(label: "mailsec.signals")
+        sources = numbers.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+    }
+}
+
+/// Written by the serving task before the semaphore is signalled, read after the wait.
+private final class StatusBox: @unchecked Sendable {
+    var value: Int32 = 75
+}

@@ -1,0 +1,36 @@
+/// Why a listener could not start. The text names the address or folder
+/// and the system's reason; it never holds mail.
+public struct ListenerError: Error, Sendable, CustomStringConvertible, Equatable {
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The address could not be bound (in use, not ours, not an address).
+        public static let bindFailed = Code(rawValue: "bind-failed")
+        /// The address is not loopback and ``ListenerSettings/allowNonLoopback`` is off.
+        public static let notLoopback = Code(rawValue: "not-loopback")
+        /// The spool folder cannot be made, is not ours, or is not a folder.
+        public static let spoolDirectory = Code(rawValue: "spool-directory")
+        /// A setting is out of range (a negative size, no connections allowed).
+        public static let badSetting = Code(rawValue: "bad-setting")
+        /// ``SMTPListener/start()`` was called twice.
+        public static let alreadyStarted = Code(rawValue: "already-started")
+        /// A spool file could not be made or written.
+        public static let spoolFailed = Code(rawValue: "spool-failed")
+    }
+
+    public let code: Code
+    public let description: String
+
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+}
+
+
+/// Lets `catch ListenerError.Code.notLoopback` read naturally.
+public func ~= (code: ListenerError.Code, error: any Error) -> Bool {
+    (error as? ListenerError)?.code == code
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// How an ``SMTPListener`` listens and what it allows. The defaults suit a
+/// content filter behind Postfix on the same machine (Postfix's own limits:
+/// `message_size_limit`, `smtpd_recipient_limit`, RFC 5321's time-outs).
+public struct ListenerSettings: Sendable {
+    /// The protocol spoken: SMTP (RFC 5321, greeted with EHLO/HELO) or LMTP
+    /// (RFC 2033, greeted with LHLO, one reply per recipient after DATA).
+    public enum Dialect: Sendable { case smtp, lmtp }
+
+    /// The address to bind. Only loopback addresses unless ``allowNonLoopback``:
+    /// the listener has no AUTH and no TLS.
+    public var host: String
+    /// The port to bind; 0 for any free port (``SMTPListener/start()`` says which).
+    public var port: Int
+    public var dialect: Dialect
+    /// The largest message accepted, in octets (announced with SIZE); a
+    /// bigger one is read to its end and refused with 552 5.3.4.
+    public var maxMessageSize: Int
+    /// Sessions at once; the connection over the cap gets 421 4.7.0 and is closed.
+    public var maxConnections: Int
+    /// Recipients per mail; the one over the cap gets 452 4.5.3.
+    public var maxRecipients: Int
+    /// How long the listener waits for the next command (RFC 5321 4.5.3.2.7: 5 minutes).
+    public var idleTimeout: Duration
+    /// How long it waits for the next chunk of a message's content (RFC 5321: 3 minutes).
+    public var dataTimeout: Duration
+    /// Octets of one mail held in memory; a bigger mail goes to a spool file.
+    public var memoryLimit: Int
+    /// Where spool files go: a folder made 0700 if missing. The files are
+    /// 0600 and have no name (removed as soon as made), so nothing stays
+    /// behind after the mail, a disconnect or a crash.
+    public var spoolDirectory: String
+    /// The name in the 220 greeting and the EHLO/LHLO reply.
+    public var greetingName: String
+    /// Lets ``host`` be an address other machines can reach. Off by default:
+    /// anyone who can connect can hand the listener mail.
+    public var allowNonLoopback: Bool
+
+    public init(host: String = "127.0.0.1",
+                port: Int = 10025,
+                dialect: Dialect = .smtp,
+                maxMessageSize: Int = 10_240_000,
+                maxConnections: Int = 100,
+                maxRecipients: Int = 1000,
+                idleTimeout: Duration = .seconds(300),
+                dataTimeout: Duration = .seconds(180),
+                memoryLimit: Int = 1 << 20,
+                spoolDirectory: String = ListenerSettings.defaultSpoolDirectory,
+                greetingName: String = ListenerSettings.defaultGreetingName,
+                allowNonLoopback: Bool = false) {
+        self.host = host
+        self.port = port
+        self.dialect = dialect
+        self.maxMessageSize = maxMessageSize
+        self.maxConnections = maxConnections
+        self.maxRecipients = maxRecipients
+        self.idleTimeout = idleTimeout
+        self.dataTimeout = dataTimeout
+        self.memoryLimit = memoryLimit
+        self.spoolDirectory = spoolDirectory
+        self.greetingName = greetingName
+        self.allowNonLoopback = allowNonLoopback
+    }
+
+    /// `$TMPDIR/mailsec-spool-UID` (one per user: the folder must be ours).
+    public static var defaultSpoolDirectory: String {
+        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return base + "/mailsec-spool-\(getuid())"
+    }
+
+    /// This machine's host name, or "localhost".
+    public static var defaultGreetingName: String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty || name.contains(where: { $0 == " " || $0.isNewline }) ? "localhost" : name
+    }
+}

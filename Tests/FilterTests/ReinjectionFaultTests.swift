@@ -1,0 +1,162 @@
+import Foundation
+@testable import Filter
+import Pipeline
+import TestSupport
+import Testing
+
+/// SMTP re-injection against the journal, with a peer that misbehaves on
+/// purpose: every case must end with each recipient's copy taken exactly
+/// once (or, in the one window SMTP cannot close, at least once), never none.
+@Suite("Re-injection faults: each recipient exactly once, nothing lost", .serialized)
+struct ReinjectionFaultTests {
+    static let people = ["bob@example.org", "carol@example.org", "nobody@example.org", "nemo@example.org"]
+
+    func config(_ home: TemporaryGnuPGHome, port: Int) -> FilterConfig {
+        var config = FilterConfig()
+        config.gnupgHome = home.path
+        config.journalDirectory = home.path + "/journal"
+        config.reinjection = .smtp(host: "127.0.0.1", port: port)
+        config.reinjectionTimeout = 10
+        config.log = .none
+        return config
+    }
+
+    /// A mail to a random choice of people: To and Cc vary, so the copies
+    /// (letters to Bob and Carol, postcards to the rest) vary in number and shape.
+    func mail(_ random: inout SeededRandom) -> (bytes: [UInt8], recipients: [String]) {
+        var chosen = Self.people.filter { _ in Bool.random(using: &random) }
+        if chosen.isEmpty { chosen = [Self.people.randomElement(using: &random)!] }
+        let split = Int.random(in: 0...chosen.count, using: &random)
+        let to = chosen[..<split].joined(separator: ", "), cc = chosen[split...].joined(separator: ", ")
+        let text = "From: Alice <alice@example.org>\n" + (to.isEmpty ? "" : "To: \(to)\n") + (cc.isEmpty ? "" : "Cc: \(cc)\n")
+            + "Subject: \(UInt32.random(in: 0...UInt32.max, using: &random))\nMessage-ID: <rf.\(random.next())@example.org>\n\n"
+            + String(repeating: "line \(random.next())\n", count: Int.random(in: 1...40, using: &random))
+        return (Array(text.utf8), chosen)
+    }
+
+    /// How many copies each recipient got, over every server.
+    func counts(_ servers: [RecordingSMTPServer]) -> [String: Int] {
+        servers.flatMap(\.transactions).flatMap(\.recipients).reduce(into: [:]) {
+            $0[String($1.dropFirst().dropLast()), default: 0] += 1
+        }
+    }
+
+    @Test("QUIT reset after the last 250: the mail is done (0), each copy taken once")
+    func quitReset() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
+            var faults = RecordingSMTPServer.Faults()
+            faults.resetOnQuit = true
+            let peer = try RecordingSMTPServer(faults: faults)
+            let result = MailFilter(config: config(home, port: peer.port))
+                .run(Array("From: alice@example.org\nTo: bob@example.org, nobody@example.org\nMessage-ID: <q@x>\n\nhi\n".utf8),
+                     sender: "alice@example.org", recipients: ["bob@example.org", "nobody@example.org"])
+            #expect(result.status == 0, "\(result.errorLine ?? "")")
+            #expect(counts([peer]) == ["bob@example.org": 1, "nobody@example.org": 1])
+        }
+    }
+
+    @Test("one recipient of a shared letter refused: that copy is not sent at all (75); the retry sends it once", arguments: [false, true])
+    func partialRecipients(resident: Bool) throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
+            var faults = RecordingSMTPServer.Faults()
+            faults.refused = ["carol@example.org"]
+            let refusing = try RecordingSMTPServer(faults: faults)
+            let resources = resident ? FilterResources(keys: KeyCache(), reinjection: ReinjectionPool(capacity: 2)) : .perMail
+            let bytes = Array("From: alice@example.org\nTo: bob@example.org, carol@example.org\nCc: nobody@example.org\nMessage-ID: <p@x>\n\nhi\n".utf8)
+            let recipients = ["bob@example.org", "carol@example.org", "nobody@example.org"]
+            let first = MailFilter(config: config(home, port: refusing.port), resources: resources)
+                .run(bytes, sender: "alice@example.org", recipients: recipients)
+            #expect(first.status == 75, "\(first.errorLine ?? "")")
+            #expect(first.errorLine?.contains("nothing was sent") == true, "\(first.errorLine ?? "")")
+            #expect(counts([refusing])["bob@example.org"] == nil, "Bob's share of the refused letter never went")
+            let healthy = try RecordingSMTPServer()
+            let second = MailFilter(config: config(home, port: healthy.port), resources: resources)
+                .run(bytes, sender: "alice@example.org", recipients: recipients)
+            #expect(second.status == 0, "\(second.errorLine ?? "")")
+            #expect(counts([refusing, healthy]) == Dictionary(uniqueKeysWithValues: recipients.map { ($0, 1) }))
+            resources.reinjection?.closeAll()
+        }
+    }
+
+    @Test("random mails, random cuts after the final dot (not taken) and 451s, pipe and resident: retried until done, each recipient exactly once",
+          arguments: [false, true])
+    func randomCuts(resident: Bool) throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
+            let seed = UInt64.random(in: 0...UInt64.max)
+            var random = SeededRandom(seed: seed)
+            var faults = RecordingSMTPServer.Faults()
+            faults.cutAfterDot = Set((1...60).filter { _ in Int.random(in: 0..<5, using: &random) == 0 })
+            faults.closeAfterTransactions = resident ? Int.random(in: 1...4, using: &random) : nil
+            let failing = Set((1...60).filter { _ in Int.random(in: 0..<7, using: &random) == 0 })
+            let peer = try RecordingSMTPServer(failing: failing, faults: faults)
+            let resources = resident ? FilterResources(keys: KeyCache(), reinjection: ReinjectionPool(capacity: 1)) : .perMail
+            let filter = MailFilter(config: config(home, port: peer.port), resources: resources)
+            var expected: [String: Int] = [:]
+            for _ in 0..<8 {
+                let (bytes, recipients) = mail(&random)
+                var tries = 0, result = filter.run(bytes, sender: "alice@example.org", recipients: recipients)
+                // (Another suite's stop request may defer a try too: the retries outlast it.)
+                while result.status == 75 && tries < 40 {
+                    tries += 1
+                    usleep(100_000)
+                    result = filter.run(bytes, sender: "alice@example.org", recipients: recipients)
+                }
+                #expect(result.status == 0, "seed \(seed): \(result.errorLine ?? "")")
+                for person in recipients { expected[person, default: 0] += 1 }
+            }
+            #expect(counts([peer]) == expected, "seed \(seed)")
+            resources.reinjection?.closeAll()
+        }
+    }
+
+    @Test("resident: one kept session carries mail after mail, checked with RSET; one the server closed is replaced unseen")
+    func keptSessions() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let resources = FilterResources(keys: KeyCache(), reinjection: ReinjectionPool(capacity: 1))
+            defer { resources.reinjection?.closeAll() }
+            func send(_ filter: MailFilter, _ number: Int) -> FilterResult {
+                filter.run(Array("From: alice@example.org\nTo: bob@example.org\nMessage-ID: <k\(number).\(UUID())@x>\n\nhi\n".utf8),
+                           sender: "alice@example.org", recipients: ["bob@example.org"])
+            }
+            let peer = try RecordingSMTPServer()
+            let filter = MailFilter(config: config(home, port: peer.port), resources: resources)
+            for number in 0..<5 { #expect(send(filter, number).status == 0) }
+            #expect(peer.connections == 1)
+            #expect(peer.resets == 4)
+            #expect(peer.transactions.count == 5)
+
+            // A server that drops every connection after one mail (an idle time-out):
+            // each mail still goes at the first try, exactly once.
+            var faults = RecordingSMTPServer.Faults()
+            faults.closeAfterTransactions = 1
+            let closing = try RecordingSMTPServer(faults: faults)
+            let other = MailFilter(config: config(home, port: closing.port), resources: resources)
+            for number in 0..<4 {
+                let result = send(other, number)
+                #expect(result.status == 0, "\(result.errorLine ?? "")")
+            }
+            #expect(closing.transactions.count == 4)
+            #expect(closing.connections == 4)
+            #expect(resources.keys?.statistics.listings == 1, "one key listing for nine mails")
+        }
+    }
+
+    @Test("a copy taken but its 250 lost (the RFC 1047 window): deferred, and the retry sends that copy again and no other")
+    func takenThenCut() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
+            var faults = RecordingSMTPServer.Faults()
+            faults.takeThenCut = [2]
+            let peer = try RecordingSMTPServer(faults: faults)
+            let filter = MailFilter(config: config(home, port: peer.port))
+            let bytes = Array("From: alice@example.org\nTo: bob@example.org\nCc: nobody@example.org, nemo@example.org\nMessage-ID: <t@x>\n\nhi\n".utf8)
+            let recipients = ["bob@example.org", "nobody@example.org", "nemo@example.org"]
+            #expect(filter.run(bytes, sender: "alice@example.org", recipients: recipients).status == 75)
+            #expect(filter.run(bytes, sender: "alice@example.org", recipients: recipients).status == 0)
+            let got = counts([peer])
+            #expect(recipients.allSatisfy { got[$0, default: 0] >= 1 }, "nothing lost: \(got)")
+            // Letters go first: the second transaction was the postcard to nobody and nemo.
+            #expect(got["bob@example.org"] == 1, "\(got)")
+            #expect(got.values.reduce(0, +) == 5, "only the cut copy went twice: \(got)")
+        }
+    }
+}

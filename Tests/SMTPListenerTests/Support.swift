@@ -1,0 +1,91 @@
+import Foundation
+import SMTPListener
+import Synchronization
+import TestSupport
+
+/// A handler that records every mail it is given (its bytes read at once),
+/// answers with a verdict chosen per mail, and can be made slow.
+final class RecordingHandler: MailHandler {
+    struct Got: Sendable {
+        let sender: String
+        let recipients: [String]
+        let size: Int
+        let bytes: [UInt8]
+        let spooled: Bool
+    }
+
+    private let state = Mutex<[Got]>([])
+    private let verdict: @Sendable (ReceivedMail, [UInt8]) -> Verdict
+    private let delay: Duration
+
+    init(delay: Duration = .zero, verdict: @escaping @Sendable (ReceivedMail, [UInt8]) -> Verdict = { _, _ in .accepted("queued") }) {
+        self.verdict = verdict
+        self.delay = delay
+    }
+
+    var mails: [Got] { state.withLock { $0 } }
+
+    func handle(_ mail: ReceivedMail) async -> Verdict {
+        let bytes = (try? mail.bytes()) ?? []
+        state.withLock { $0.append(Got(sender: mail.sender, recipients: mail.recipients, size: mail.size,
+                                       bytes: bytes, spooled: mail.isSpooled)) }
+        if delay > .zero { try? await Task.sleep(for: delay) }
+        return verdict(mail, bytes)
+    }
+}
+
+/// Collects the listener's log lines.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    var all: [String] { lines.withLock { $0 } }
+    var sink: @Sendable (String) -> Void { { line in self.lines.withLock { $0.append(line) } } }
+}
+
+/// A listener on a free port with its own spool folder, stopped and removed by `stop()`.
+final class RunningListener {
+    let listener: SMTPListener
+    let handler: RecordingHandler
+    let log = LogLines()
+    let port: Int
+    let spool: String
+
+    init(_ configure: (inout ListenerSettings) -> Void = { _ in }, handler: RecordingHandler = RecordingHandler()) async throws {
+        let folder = try makePrivateDirectory(prefix: "ms-listen")
+        spool = folder + "/spool"
+        var settings = ListenerSettings(port: 0, spoolDirectory: spool, greetingName: "test.invalid")
+        configure(&settings)
+        self.handler = handler
+        listener = SMTPListener(settings: settings, handler: handler, log: log.sink)
+        port = try await listener.start()
+    }
+
+    func stop() async {
+        _ = await listener.drain(timeout: .seconds(5))
+        try? FileManager.default.removeItem(atPath: (spool as NSString).deletingLastPathComponent)
+    }
+
+    /// Files in the spool folder plus descriptors this process holds open on it
+    /// (spool files have no name; an open one shows as "… (deleted)").
+    func spoolLeftovers() -> Int {
+        let named = (try? FileManager.default.contentsOfDirectory(atPath: spool))?.count ?? 0
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        let open = fds.filter { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd))?.hasPrefix(spool + "/") ?? false
+        }
+        return named + open.count
+    }
+}
+
+/// Runs `body` with a listener, and stops it (and removes its folder) whatever happens.
+func withListener<R>(_ configure: (inout ListenerSettings) -> Void = { _ in }, handler: RecordingHandler = RecordingHandler(),
+                     _ body: (RunningListener) async throws -> R) async throws -> R {
+    let running = try await RunningListener(configure, handler: handler)
+    do {
+        let result = try await body(running)
+        await running.stop()
+        return result
+    } catch {
+        await running.stop()
+        throw error
+    }
+}
