@@ -158,9 +158,26 @@ PY
     postqueue -c "$conf" -f
     WAIT=180 wait_for 'queue_empty && [ "$(mails bob | xargs -r grep -l "^Message-ID: <e2e.burst" | wc -l)" -ge 40 ] && [ "$(mails nobody | xargs -r grep -l "^Message-ID: <e2e.burst" | wc -l)" -ge 40 ]'
     sleep 2
-    local n bad=0
-    for n in $(seq 0 39); do each_once "e2e.burst$n" bob nobody || bad=$((bad + 1)); done
-    check "40 mails, the daemon killed 4 times at random moments: each arrived exactly once ($bad not)" test "$bad" = 0
+    # Never lost. Twice only where the relay saw the re-injection smtpd take a copy and
+    # the daemon killed before its next command, so before it could record the copy:
+    # the window RFC 1047 describes, which no SMTP client can close.
+    local n box files copies explained file id bad=0 window=0
+    for n in $(seq 0 39); do
+        for box in bob nobody; do
+            files=$(mails $box | xargs -r grep -l "^Message-ID: <e2e.burst$n@example.org>")
+            copies=$(printf '%s' "$files" | grep -c .)
+            [ "$copies" = 1 ] && continue
+            [ "$copies" = 0 ] && { bad=$((bad + 1)); continue; }
+            explained=0
+            for file in $files; do
+                id=$(grep -m1 -A2 '^Received:' "$file" | grep -o 'with E*SMTP id [0-9A-Za-z]*' | awk '{print $NF}')
+                grep -qx "$id" "$T/gate.unconfirmed" 2>/dev/null && explained=$((explained + 1))
+            done
+            if [ "$explained" -ge $((copies - 1)) ]; then window=$((window + copies - 1)); else bad=$((bad + 1)); fi
+        done
+    done
+    check "40 mails, the daemon killed 4 times at random: none lost, none twice ($window twice in RFC 1047's window, $bad wrong)" \
+        test "$bad" = 0
 
     # --- 16. keys changed while the daemon runs: taken on the next mail -----------------
     local erin=$T/check-erin

@@ -14,10 +14,14 @@ removed.
   reply  after passing on the ".", before passing back the server's reply to it
 A client that goes away while held (killed) is never completed on its behalf:
 its session to the server is dropped as it is, mid-message, as without the relay.
+A copy the server took ("250 ... queued as ID") whose client then went away
+without another command (killed before it could record the copy as handed on:
+RFC 1047's window) is written to GATE_FILE.unconfirmed, one queue ID a line.
 SIGUSR1 ends every open session (as a server restarted in between would): a client
 that keeps sessions open between mails then has to open new ones.
 """
 import os
+import re
 import select
 import signal
 import socket
@@ -70,7 +74,7 @@ def session(client):
     except OSError:
         client.close()
         return
-    state = {"data": False, "dot": False}
+    state = {"data": False, "dot": False, "unconfirmed": None}
     with lock:
         servers.add(server)
 
@@ -80,6 +84,8 @@ def session(client):
                 if state["dot"]:
                     state["dot"] = False
                     hold("reply", client)
+                    queued = re.search(rb"^250 .*queued as ([0-9A-Za-z]+)", line)
+                    state["unconfirmed"] = queued.group(1).decode() if queued else None
                 if line.startswith(b"354"):
                     state["data"] = True
                 client.sendall(line)
@@ -94,6 +100,7 @@ def session(client):
     threading.Thread(target=down, daemon=True).start()
     try:
         for line in client.makefile("rb"):  # client -> server
+            state["unconfirmed"] = None  # a command after the reply: the client had it
             if state["data"]:
                 if line == b".\r\n":
                     if not hold("dot", client):
@@ -112,6 +119,9 @@ def session(client):
         pass
     with lock:
         servers.discard(server)
+        if state["unconfirmed"]:
+            with open(gate + ".unconfirmed", "a") as f:
+                f.write(state["unconfirmed"] + "\n")
     client.close()
     server.close()
 
