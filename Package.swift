@@ -162,7 +162,7 @@ let package = Package(
         .testTarget(name: "AdversarialTests", dependencies: ["MIME", "TestSupport"], exclude: ["mail_views.py"]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport"]),
-        .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport"]),
+        .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
 )

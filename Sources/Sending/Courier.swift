@@ -26,16 +26,26 @@ public struct DeliveryReport: Sendable, Hashable {
 /// the next. A failure that ends the session (no connection, authentication
 /// or TLS refused) is recorded for every copy of the run without another
 /// connection attempt. The sender's own copy is filed in `sent_maildir`
-/// once every one of its recipients has it.
+/// once every one of its recipients has it. At the end of each run, copies
+/// sent `keepSent` seconds ago or longer leave the outbox
+/// (``Outbox/purgeSent(olderThan:now:)``: `keep_sent_days`).
 public struct Courier: Sendable {
+    /// How long sent copies stay listed by default: 7 days.
+    public static let defaultKeepSent: TimeInterval = 7 * 86400
+
     public let outbox: Outbox
     public let transport: any SubmissionTransport
     public let sentFolder: SentFolder?
+    /// Seconds a sent copy stays in the outbox (its recipients and states,
+    /// not its bytes); 0 removes it at the end of the run that sent it.
+    public let keepSent: TimeInterval
 
-    public init(outbox: Outbox, transport: any SubmissionTransport, sentFolder: SentFolder?) {
+    public init(outbox: Outbox, transport: any SubmissionTransport, sentFolder: SentFolder?,
+                keepSent: TimeInterval = Courier.defaultKeepSent) {
         self.outbox = outbox
         self.transport = transport
         self.sentFolder = sentFolder
+        self.keepSent = keepSent
     }
 
     /// One run. `only`: just these copies; `ignoringSchedule`: due or not
@@ -93,6 +103,8 @@ public struct Courier: Sendable {
             if copy.isOwnCopy, entry?.state == .sent { fileOwnCopy(copy.id, &report) }
         }
         if let session { await session.quit() }
+        // Only the lock's holder purges; a failure here loses nothing (the next run tries again).
+        _ = try? outbox.purgeSent(olderThan: keepSent, now: now())
         return report
     }
 
