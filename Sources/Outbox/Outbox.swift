@@ -320,20 +320,26 @@ public final class Outbox: Sendable {
         notify(.removed(id: id))
     }
 
-    /// Removes copies sent more than `age` ago (their bytes went already).
+    /// Removes copies sent `age` or more ago (their bytes went already; an
+    /// own copy not yet filed in `sent_maildir` stays). Pending and failed
+    /// copies are never removed here. Returns how many copies went.
     @discardableResult
     public func purgeSent(olderThan age: TimeInterval, now: Date = Date()) throws(OutboxError) -> Int {
-        try run("update") {
+        let removed: [Int64] = try run("update") {
             try database.write { db in
                 let cutoff = now.timeIntervalSince1970 - age
-                try db.execute(sql: "DELETE FROM outboxRecipient WHERE outboxCopyId IN (SELECT id FROM outboxCopy WHERE sentAt < ? AND message IS NULL)",
+                let ids = try Int64.fetchAll(db, sql: "SELECT id FROM outboxCopy WHERE sentAt <= ? AND message IS NULL",
+                                             arguments: [cutoff])
+                guard !ids.isEmpty else { return [] }
+                try db.execute(sql: "DELETE FROM outboxRecipient WHERE outboxCopyId IN (SELECT id FROM outboxCopy WHERE sentAt <= ? AND message IS NULL)",
                                arguments: [cutoff])
-                try db.execute(sql: "DELETE FROM outboxCopy WHERE sentAt < ? AND message IS NULL", arguments: [cutoff])
-                let count = db.changesCount
+                try db.execute(sql: "DELETE FROM outboxCopy WHERE sentAt <= ? AND message IS NULL", arguments: [cutoff])
                 try db.execute(sql: "DELETE FROM outboxMail WHERE NOT EXISTS (SELECT 1 FROM outboxCopy WHERE outboxMailId = outboxMail.id)")
-                return count
+                return ids
             }
         }
+        for id in removed { notify(.removed(id: id)) }
+        return removed.count
     }
 
     // MARK: Changes

@@ -26,20 +26,31 @@ public struct DeliveryReport: Sendable, Hashable {
 /// the next. A failure that ends the session (no connection, authentication
 /// or TLS refused) is recorded for every copy of the run without another
 /// connection attempt. The sender's own copy is filed in `sent_maildir`
-/// once every one of its recipients has it.
+/// once every one of its recipients has it. At the end of each run, copies
+/// sent `keepSent` seconds ago or longer leave the outbox
+/// (``Outbox/purgeSent(olderThan:now:)``: `keep_sent_days`).
 public struct Courier: Sendable {
+    /// How long sent copies stay listed by default: 7 days.
+    public static let defaultKeepSent: TimeInterval = 7 * 86400
+
     /// The outbox the copies are taken from.
     public let outbox: Outbox
     /// How copies reach the submission server.
     public let transport: any SubmissionTransport
     /// Where the sender's own copy is filed; nil: nowhere.
     public let sentFolder: SentFolder?
+    /// Seconds a sent copy stays in the outbox (its recipients and states,
+    /// not its bytes); 0 removes it at the end of the run that sent it.
+    public let keepSent: TimeInterval
 
-    /// A courier from `outbox` over `transport`, filing own copies in `sentFolder`.
-    public init(outbox: Outbox, transport: any SubmissionTransport, sentFolder: SentFolder?) {
+    /// A courier from `outbox` over `transport`, filing own copies in
+    /// `sentFolder` and keeping sent copies listed for `keepSent` seconds.
+    public init(outbox: Outbox, transport: any SubmissionTransport, sentFolder: SentFolder?,
+                keepSent: TimeInterval = Courier.defaultKeepSent) {
         self.outbox = outbox
         self.transport = transport
         self.sentFolder = sentFolder
+        self.keepSent = keepSent
     }
 
     /// One run. `only`: just these copies; `ignoringSchedule`: due or not
@@ -97,6 +108,8 @@ public struct Courier: Sendable {
             if copy.isOwnCopy, entry?.state == .sent { fileOwnCopy(copy.id, &report) }
         }
         if let session { await session.quit() }
+        // Only the lock's holder purges; a failure here loses nothing (the next run tries again).
+        _ = try? outbox.purgeSent(olderThan: keepSent, now: now())
         return report
     }
 

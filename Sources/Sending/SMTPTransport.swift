@@ -38,7 +38,7 @@ public struct SMTPTransport: SubmissionTransport {
                 // locked password store waits for them, it is not the network).
                 throw SubmissionFailure(.permanent, error.description, endsSession: true)
             }
-            if let secret { credentials = SMTPCredentials(username: username, secret: secret) }
+            if let secret { credentials = SMTPCredentials(username: username, secret: secret, mechanisms: config.submission.mechanisms) }
         }
         do {
             return SMTPSession(connection: try await SMTPConnection.open(server, credentials: credentials))

@@ -47,7 +47,8 @@ public final class Submission: Sendable {
         self.config = config
         outbox = Outbox(store: try store ?? LocalStore())
         courier = Courier(outbox: outbox, transport: transport ?? SMTPTransport(config: config),
-                          sentFolder: config.sentMaildir.map(SentFolder.init(path:)))
+                          sentFolder: config.sentMaildir.map(SentFolder.init(path:)),
+                          keepSent: TimeInterval(config.keepSentDays) * 86400)
         (stateStream, states) = AsyncStream<ConnectionState>.makeStream(bufferingPolicy: .bufferingNewest(16))
     }
 

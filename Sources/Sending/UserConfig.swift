@@ -43,10 +43,14 @@ public struct SubmissionSettings: Sendable, Hashable {
     public var heloName: String?
     /// Seconds to wait for the server at each step (nil: RFC 5321's own).
     public var timeout: Int?
+    /// The SASL mechanisms we may use, most wanted first (`auth`): PLAIN and
+    /// LOGIN by default; with XOAUTH2 the password is an OAuth 2.0 access token.
+    public var mechanisms: [SMTPCredentials.Mechanism]
 
     /// Settings for `host`; the port defaults from `security`.
     public init(host: String, port: Int? = nil, security: SubmissionSecurity = .startTLS, username: String? = nil,
-                password: PasswordSource = .none, caFile: String? = nil, heloName: String? = nil, timeout: Int? = nil) {
+                password: PasswordSource = .none, caFile: String? = nil, heloName: String? = nil, timeout: Int? = nil,
+                mechanisms: [SMTPCredentials.Mechanism] = [.plain, .login]) {
         self.host = host
         self.port = port ?? (security == .tls ? 465 : 587)
         self.security = security
@@ -55,6 +59,7 @@ public struct SubmissionSettings: Sendable, Hashable {
         self.caFile = caFile
         self.heloName = heloName
         self.timeout = timeout
+        self.mechanisms = mechanisms
     }
 }
 
@@ -67,6 +72,7 @@ public struct SubmissionSettings: Sendable, Hashable {
 /// from = "alice@example.org"          # the envelope sender and signing identity
 /// gnupg_home = "~/.gnupg"             # default: $GNUPGHOME, then ~/.gnupg
 /// sent_maildir = "~/Mail/Sent"        # optional: the sender's own copy, after delivery
+/// keep_sent_days = 7                  # sent copies stay listed in the outbox this long (0: not at all)
 ///
 /// [submission]
 /// host = "smtp.example.org"
@@ -78,6 +84,7 @@ public struct SubmissionSettings: Sendable, Hashable {
 /// # ca_file = "/etc/ssl/private-ca.pem"
 /// # helo = "laptop.example.org"
 /// # timeout = 60                      # seconds per step; default: RFC 5321's
+/// # auth = "xoauth2"                  # or "plain", "login", or a list; default ["plain", "login"]
 ///
 /// # Policy defaults, as the filter's: sign_as, mode, invite, extension,
 /// # min_validity, [markers], [[rules]].
@@ -91,6 +98,9 @@ public struct UserConfig: Sendable {
     public var gnupgHome: String?
     /// The Maildir the sender's own copies are filed in; nil: none.
     public var sentMaildir: String?
+    /// Days a sent copy stays in the outbox (`keep_sent_days`, default 7;
+    /// 0: removed at the end of the run that sent it).
+    public var keepSentDays = 7
     /// The `[submission]` table.
     public var submission: SubmissionSettings
     /// The policy keys shared with the filter (mode, markers, rules …).
@@ -169,7 +179,7 @@ public struct UserConfig: Sendable {
             return (nil, [ConfigError("not TOML")])
         }
         let top = TOMLKeys(root, "")
-        step { try top.allow(PolicySettings.keys.union(["from", "gnupg_home", "sent_maildir", "submission"])) }
+        step { try top.allow(PolicySettings.keys.union(["from", "gnupg_home", "sent_maildir", "keep_sent_days", "submission"])) }
 
         var from: String?
         step {
@@ -193,6 +203,8 @@ public struct UserConfig: Sendable {
             guard !value.isEmpty else { throw ConfigError("sent_maildir: give a folder", path: "sent_maildir") }
             sentMaildir = expandTilde(value)
         }
+        var keepSentDays: Int?
+        step { keepSentDays = try top.nonNegativeInt("keep_sent_days") }
         var policy = PolicySettings()
         step { policy = try PolicySettings.read(top, collect: note) }
         if policy.mail.postcardExtension == .partiallyEncrypted {
@@ -210,6 +222,7 @@ public struct UserConfig: Sendable {
         guard problems.isEmpty, let from, let submission else { return (nil, problems) }
         var config = UserConfig(from: from, submission: submission, gnupgHome: gnupgHome, sentMaildir: sentMaildir, policy: policy)
         config.filePassword = filePassword
+        if let keepSentDays { config.keepSentDays = keepSentDays }
         return (config, [])
     }
 
@@ -224,7 +237,7 @@ public struct UserConfig: Sendable {
             }
         }
         _ = step { try table.allow(["host", "port", "security", "username", "password_command", "password", "ca_file",
-                                     "helo", "timeout"]) }
+                                     "helo", "timeout", "auth"]) }
         let host: String? = step {
             guard let host = try table.string("host"), !host.isEmpty else {
                 throw ConfigError("submission.host: required (the submission server's name)", path: "submission.host")
@@ -254,6 +267,7 @@ public struct UserConfig: Sendable {
         }
         let helo = step { try table.string("helo") }
         let timeout = step { try table.positiveInt("timeout") }
+        let mechanisms: [SMTPCredentials.Mechanism]? = step { try Self.mechanisms(table) }
 
         var source = PasswordSource.none
         if let command, inline != nil {
@@ -282,9 +296,25 @@ public struct UserConfig: Sendable {
             ok = false
             note(ConfigError("submission.username: required with a password", path: "submission.username"))
         }
-        guard ok, let host, let security else { return nil }
+        guard ok, let host, let security, let mechanisms else { return nil }
         return SubmissionSettings(host: host, port: port, security: security, username: username, password: source,
-                                  caFile: caFile, heloName: helo, timeout: timeout)
+                                  caFile: caFile, heloName: helo, timeout: timeout, mechanisms: mechanisms)
+    }
+
+    /// `auth`: one mechanism's name or a list of them, most wanted first.
+    private static func mechanisms(_ table: TOMLKeys) throws(ConfigError) -> [SMTPCredentials.Mechanism] {
+        guard table.table["auth"] != nil else { return [.plain, .login] }
+        var names: [String]
+        if let one = table.table["auth"]?.string { names = [one] } else { names = try table.strings("auth") }
+        let problem = ConfigError("submission.auth: must be \"plain\", \"login\", \"xoauth2\" or a list of them",
+                                  path: "submission.auth")
+        guard !names.isEmpty else { throw problem }
+        var mechanisms: [SMTPCredentials.Mechanism] = []
+        for name in names {
+            guard let mechanism = SMTPCredentials.Mechanism(rawValue: name.uppercased()) else { throw problem }
+            if !mechanisms.contains(mechanism) { mechanisms.append(mechanism) }
+        }
+        return mechanisms
     }
 
     /// A plain check of the form local@domain (the pipeline checks further).

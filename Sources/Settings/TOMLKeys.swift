@@ -38,6 +38,12 @@ package struct TOMLKeys {
         return int
     }
 
+    package func nonNegativeInt(_ key: String) throws(ConfigError) -> Int? {
+        guard let value = table[key] else { return nil }
+        guard let int = value.int, int >= 0 else { throw error(key, "must be a whole number, 0 or more") }
+        return int
+    }
+
     package func strings(_ key: String) throws(ConfigError) -> [String] {
         guard let value = table[key] else { return [] }
         guard let array = value.array else { throw error(key, "must be a list of strings") }

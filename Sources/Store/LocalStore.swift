@@ -103,6 +103,11 @@ public final class LocalStore: Sendable {
         }
         do {
             database = try DatabasePool(path: file, configuration: configuration)
+            // GRDB puts a pool's writer in WAL mode after prepareDatabase, and
+            // with it synchronous = NORMAL (a commit not synced until the next
+            // checkpoint: lost at a power cut). The writer is the one connection
+            // that commits; it gets FULL back here, for good.
+            try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             try Schema.migrator.migrate(database)
         } catch {
             throw LocalStoreError(.cannotOpen, "cannot open the store \(file) (\(Self.describe(error)))")

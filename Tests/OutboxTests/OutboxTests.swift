@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Outbox
 import Store
 import Testing
@@ -30,6 +31,18 @@ struct OutboxTests {
             #expect(files.contains("mailsec.sqlite"))
             for file in files { #expect(mode(folder + "/" + file) == 0o600, "\(file)") }
         }
+    }
+
+    @Test("every commit is synced: the writer runs with synchronous = FULL (GRDB's WAL set-up would make it NORMAL)")
+    func durableCommits() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-store-sync")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let store = try LocalStore(folder: folder + "/data")
+        let (mode, level) = try store.database.writeWithoutTransaction { db in
+            (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA synchronous"))
+        }
+        #expect(mode == "wal")
+        #expect(level == 2, "synchronous is \(level.map(String.init) ?? "unknown"), not FULL (2)")
     }
 
     @Test("a store folder others can read is closed again; one of another kind is refused")

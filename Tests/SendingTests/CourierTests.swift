@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Outbox
 import Sending
 import Store
@@ -158,6 +159,60 @@ struct CourierTests {
             } else {
                 #expect(filed.isEmpty)
             }
+        }
+    }
+
+    /// Runs at a clock that jumps forward by a random 0 to 3 days, with new
+    /// mail now and then and random server answers: after each run, a copy
+    /// is gone exactly when it was sent `keep` or longer ago; pending and
+    /// failed copies stay whatever their age.
+    @Test("sent copies leave the outbox keep_sent_days after they were sent, and nothing else does", arguments: 0..<6)
+    func purgeSent(seed: Int) async throws {
+        try await withStore { outbox, _ in
+            var random = SeededRandom(seed: UInt64(seed) + 101)
+            let keepDays = [0, 1, 2, 7][seed % 4]
+            let keep = TimeInterval(keepDays) * 86400
+            let server = ScriptedServer(seed: UInt64(seed) + 3)
+            let courier = Courier(outbox: outbox, transport: server, sentFolder: nil, keepSent: keep)
+            var clock = Date(timeIntervalSince1970: 1_800_000_000)
+            var sentAt: [Int64: Date] = [:]
+            // What the server took tells when a copy was sent, whatever the outbox says.
+            var takenKeys: [Int64: [String]] = [:]
+            for run in 0..<16 {
+                if run % 3 == 0 {
+                    let copies = (0..<2).map { copy in
+                        NewCopy(kind: "letter", recipients: (0..<2).map { "r\(run)\(copy)\($0)@x.org" }, message: Array("c\(run)\(copy)".utf8))
+                    }
+                    let ids = try outbox.enqueue(sender: "a@x.org", messageID: "m\(run)", origin: "test", copies: copies, now: clock)
+                    for (id, copy) in zip(ids, copies) {
+                        takenKeys[id] = copy.recipients.map { "\(String(decoding: copy.message, as: UTF8.self))/\($0)" }
+                    }
+                }
+                let now = clock
+                _ = try await courier.deliver(ignoringSchedule: true, now: { now })
+                let taken = server.state.withLock { $0.taken }
+                for (id, keys) in takenKeys where sentAt[id] == nil && keys.allSatisfy({ taken[$0] != nil }) { sentAt[id] = now }
+                let present = Dictionary(uniqueKeysWithValues: try outbox.entries().map { ($0.id, $0) })
+                for id in takenKeys.keys {
+                    if let sent = sentAt[id], now.timeIntervalSince(sent) >= keep {
+                        #expect(present[id] == nil, "copy \(id) sent \(now.timeIntervalSince(sent) / 86400) days ago is still listed (keep \(keepDays))")
+                    } else {
+                        #expect(present[id] != nil, "copy \(id) went although it was not sent \(keepDays) days ago")
+                        #expect((present[id]?.state == .sent) == (sentAt[id] != nil))
+                    }
+                }
+                for entry in try outbox.entries() where entry.state == .failed && Bool.random(using: &random) {
+                    _ = try? outbox.resend(entry.id, now: now)
+                }
+                clock = clock.addingTimeInterval(TimeInterval(Int.random(in: 0...(3 * 24), using: &random)) * 3600)
+            }
+            // Every mail left has a copy; every copy its recipients (nothing half removed).
+            let counts = try await outbox.store.database.read { db in
+                (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outboxMail m WHERE NOT EXISTS (SELECT 1 FROM outboxCopy c WHERE c.outboxMailId = m.id)") ?? -1,
+                 try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outboxRecipient r WHERE NOT EXISTS (SELECT 1 FROM outboxCopy c WHERE c.id = r.outboxCopyId)") ?? -1)
+            }
+            #expect(counts.0 == 0 && counts.1 == 0)
+            #expect(!sentAt.isEmpty, "no copy was ever sent: the test proved nothing")
         }
     }
 

@@ -37,6 +37,37 @@ struct UserConfigTests {
         #expect(read.submission.password == .command("printf secret"))
         #expect(read.policy.redactor.open == "{{p}}")
         #expect(read.sentMaildir == "/tmp/never-used")
+        #expect(read.keepSentDays == 7)
+        #expect(read.submission.mechanisms == [.plain, .login])
+    }
+
+    @Test("auth names the SASL mechanisms, one or a list, most wanted first; an unknown one is a problem on its line",
+          arguments: [("\"xoauth2\"", [.xoauth2]), ("[\"login\", \"PLAIN\", \"login\"]", [.login, .plain]),
+                      ("\"cram-md5\"", nil), ("[]", nil), ("3", nil)] as [(String, [SMTPCredentials.Mechanism]?)])
+    func auth(value: String, mechanisms: [SMTPCredentials.Mechanism]?) throws {
+        let text = goodConfig.replacingOccurrences(of: "[submission]\n", with: "[submission]\nauth = \(value)\n")
+        let (config, problems) = UserConfig.parse(text)
+        if let mechanisms {
+            #expect(problems.isEmpty)
+            #expect(config?.submission.mechanisms == mechanisms)
+        } else {
+            let line = text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.hasPrefix("auth =") }.map { $0 + 1 }
+            #expect(config == nil)
+            #expect(problems.contains { $0.path == "submission.auth" && $0.line == line }, "\(problems)")
+        }
+    }
+
+    @Test("keep_sent_days takes 0 or more whole days; anything else is a problem on its line",
+          arguments: [("0", 0), ("30", 30), ("-1", nil), ("1.5", nil), ("\"7\"", nil)] as [(String, Int?)])
+    func keepSent(value: String, days: Int?) throws {
+        let (config, problems) = UserConfig.parse("keep_sent_days = \(value)\n" + goodConfig)
+        if let days {
+            #expect(problems.isEmpty)
+            #expect(config?.keepSentDays == days)
+        } else {
+            #expect(config == nil)
+            #expect(problems.contains { $0.path == "keep_sent_days" && $0.line == 1 })
+        }
     }
 
     /// Each broken line, put into the good file, is reported on its own line
