@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "Store", targets: ["Store"]),
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "Sending", targets: ["Sending"]),
+        .library(name: "Contacts", targets: ["Contacts"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
     dependencies: [
@@ -122,18 +123,23 @@ let package = Package(
         .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // A compose session's persistence: drafts sealed to the sender's own
         // key in the store, and the outbox as where a sent mail goes.
-        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "Outbox", "Pipeline", "OpenPGP", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "Outbox", "Contacts", "Pipeline", "OpenPGP", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The contacts in the store: addresses with names, use and key status,
+        // suggestions, learning from received mail, and the CLI's key continuity.
+        .target(name: "Contacts", dependencies: ["Store", "OpenPGP", "MIME", "Incoming", "Pipeline",
+                                                 .product(name: "GRDB", package: "GRDB.swift")]),
         // The outbox: copies and their recipients with their states, durably.
         .target(name: "Outbox", dependencies: ["Store", .product(name: "GRDB", package: "GRDB.swift")]),
         // Sending as a person does: the user configuration, the password, the
         // delivery of the outbox, the sender's own copy, the connection state.
         .target(name: "Sending", dependencies: ["Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
-                                                "PartialEncryption", "SMTP", "CMailsecShims", "TOMLKit"]),
+                                                "PartialEncryption", "SMTP", "CMailsecShims", "TOMLKit", "Contacts",
+                                                .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
                 "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
-                "Settings", "Store", "Outbox", "Sending",
+                "Settings", "Store", "Outbox", "Sending", "Contacts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -162,6 +168,7 @@ let package = Package(
         .testTarget(name: "AdversarialTests", dependencies: ["MIME", "TestSupport"], exclude: ["mail_views.py"]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport"]),
+        .testTarget(name: "ContactsTests", dependencies: ["Contacts", "Store", "OpenPGP", "MIME", "Pipeline", "TestSupport"]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -160,10 +160,8 @@ public struct MailFilter: Sendable {
                 }
                 try record.markSent(copy.recipients)
                 // Key continuity remembers a key only once its letter was handed on.
-                if copy.kind == .letter && copy.fingerprints.count >= copy.recipients.count {  // the sender's own key comes last
-                    for (address, fingerprint) in zip(copy.recipients, copy.fingerprints) {
-                        try continuity.record(address, fingerprint: fingerprint)
-                    }
+                for (address, fingerprint) in copy.letterKeys {
+                    try continuity.record(address, fingerprint: fingerprint)
                 }
                 handed += 1
                 switch copy.kind {
