@@ -189,18 +189,24 @@ public struct SentNote: Sendable {
     /// Letter recipients and their keys.
     public var letterKeys: [(address: String, fingerprint: String)]
 
+    /// A note of recipients (names kept only when fit to show) and letter keys.
+    public init(recipients: [MailAddress], letterKeys: [(address: String, fingerprint: String)] = []) {
+        var seen = Set<String>()
+        self.recipients = recipients.compactMap { person in
+            let address = person.address.lowercased()
+            guard seen.insert(address).inserted else { return nil }
+            return MailAddress(name: DisplayNames.keepable(person.name, for: address) ?? "", address: address)
+        }
+        self.letterKeys = letterKeys.map { ($0.address.lowercased(), $0.fingerprint) }
+    }
+
     /// The note for `written`, the copies of a mail whose header fields
     /// named `named` (To, Cc and Bcc, for their names). A name that shows
     /// another address, or holds control characters, is not kept.
     public init(written: WrittenMail, named: [MailAddress]) {
         var names: [String: String] = [:]
         for person in named { names[person.address.lowercased()] = person.name }
-        var seen = Set<String>()
-        recipients = written.copies.flatMap(\.recipients).compactMap { raw in
-            let address = raw.lowercased()
-            guard seen.insert(address).inserted else { return nil }
-            return MailAddress(name: names[address].flatMap { DisplayNames.keepable($0, for: address) } ?? "", address: address)
-        }
-        letterKeys = written.copies.flatMap(\.letterKeys).map { ($0.address.lowercased(), $0.fingerprint) }
+        self.init(recipients: written.copies.flatMap(\.recipients).map { MailAddress(name: names[$0.lowercased()] ?? "", address: $0) },
+                  letterKeys: written.copies.flatMap(\.letterKeys))
     }
 }
