@@ -90,16 +90,18 @@ public final class ContactBook: Sendable {
     /// Makes sure a row exists for `address` and adds a use to its frecency;
     /// a name is kept when it is fit to show and no better source named it.
     static func noteUse(_ db: Database, address: String, name: String?, source: String, weight: Double, at t: Double) throws {
-        try db.execute(sql: "INSERT OR IGNORE INTO contact (address) VALUES (?)", arguments: [address])
-        let row = try Row.fetchOne(db, sql: "SELECT score, scoreAt, nameSource FROM contact WHERE address = ?", arguments: [address])!
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO contact (address) VALUES (?)").execute(arguments: [address])
+        let row = try Row.fetchOne(try db.cachedStatement(sql: "SELECT score, scoreAt, nameSource FROM contact WHERE address = ?"),
+                                   arguments: [address])!
         let (score, at) = weight > 0 ? Frecency.adding(weight, at: t, to: row["score"], keptAt: row["scoreAt"])
                                      : (row["score"] as Double, row["scoreAt"] as Double)
-        try db.execute(sql: "UPDATE contact SET score = ?, scoreAt = ? WHERE address = ?", arguments: [score, at, address])
+        try db.cachedStatement(sql: "UPDATE contact SET score = ?, scoreAt = ? WHERE address = ?").execute(arguments: [score, at, address])
         guard let name, !name.isEmpty else { return }
         let rank = ["seen": 1, "keyring": 2, "sent": 3]
         let current: String? = row["nameSource"]
         if (rank[source] ?? 0) >= (current.flatMap { rank[$0] } ?? 0) {
-            try db.execute(sql: "UPDATE contact SET name = ?, nameSource = ? WHERE address = ?", arguments: [name, source, address])
+            try db.cachedStatement(sql: "UPDATE contact SET name = ?, nameSource = ? WHERE address = ?")
+                .execute(arguments: [name, source, address])
         }
         if source == "sent" {
             try db.execute(sql: "UPDATE contact SET sentName = ? WHERE address = ?", arguments: [name, address])

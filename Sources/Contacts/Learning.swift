@@ -140,8 +140,8 @@ extension ContactBook {
     static func note(_ seen: Seen, in db: Database) throws {
         for person in seen.people {
             try noteUse(db, address: person.address, name: person.name, source: "seen", weight: Frecency.seenWeight, at: seen.time)
-            try db.execute(sql: "UPDATE contact SET seenCount = seenCount + 1, lastSeen = max(coalesce(lastSeen, 0), ?) WHERE address = ?",
-                           arguments: [seen.time, person.address])
+            try db.cachedStatement(sql: "UPDATE contact SET seenCount = seenCount + 1, lastSeen = max(coalesce(lastSeen, 0), ?) WHERE address = ?")
+                .execute(arguments: [seen.time, person.address])
         }
     }
 
@@ -160,12 +160,21 @@ extension ContactBook {
     static func parseDate(_ text: String) -> Date? {
         var value = text.trimmingCharacters(in: .whitespaces)
         if let comment = value.firstIndex(of: "(") { value = value[..<comment].trimmingCharacters(in: .whitespaces) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        for format in ["EEE, d MMM yyyy HH:mm:ss Z", "d MMM yyyy HH:mm:ss Z", "EEE, d MMM yyyy HH:mm Z", "d MMM yyyy HH:mm Z"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: value) { return date }
+        // Making a DateFormatter costs more than parsing a mail: one per thread, kept.
+        let key = "mailsec.contacts.dateFormatters"
+        let formatters: [DateFormatter]
+        if let kept = Thread.current.threadDictionary[key] as? [DateFormatter] {
+            formatters = kept
+        } else {
+            formatters = ["EEE, d MMM yyyy HH:mm:ss Z", "d MMM yyyy HH:mm:ss Z", "EEE, d MMM yyyy HH:mm Z", "d MMM yyyy HH:mm Z"].map {
+                let formatter = DateFormatter()
+                formatter.locale = Locale(identifier: "en_US_POSIX")
+                formatter.dateFormat = $0
+                return formatter
+            }
+            Thread.current.threadDictionary[key] = formatters
         }
+        for formatter in formatters { if let date = formatter.date(from: value) { return date } }
         return nil
     }
 }
