@@ -224,3 +224,44 @@ struct SuggestionTests {
         }
     }
 }
+
+@Suite("Contacts: one person across a key's user IDs", .serialized)
+struct SameKeyTests {
+    @Test("an address whose user ID on a key is revoked brings the key's other address, which can get a letter; a look-alike name joins nobody")
+    func sameKey() throws {
+        try withGnuPGHome { home throws in
+            let folder = try makePrivateDirectory(prefix: "ms-samekey")
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let book = ContactBook(store: try LocalStore(folder: folder))
+            #expect(try home.gpg(["--passphrase", "", "--quick-gen-key", "Quinn <quinn@old.test>", "future-default", "default", "never"]).status == 0)
+            let listing = try home.gpg(["--with-colons", "--list-keys", "quinn@old.test"]).output
+            let fingerprint = try #require(listing.split(separator: "\n").first { $0.hasPrefix("fpr:") }?
+                .split(separator: ":", omittingEmptySubsequences: false)[9]).description
+            #expect(try home.gpg(["--passphrase", "", "--quick-add-uid", fingerprint, "Quinn <q@new.test>"]).status == 0)
+            #expect(try home.gpg(["--passphrase", "", "--quick-revoke-uid", fingerprint, "Quinn <quinn@old.test>"]).status == 0)
+
+            let now = Date()
+            // The old address is written to often; the new one never; a stranger claims the same name in received mail.
+            for day in 0..<10 {
+                try book.noteSent(SentNote(recipients: [MailAddress(name: "Quinn", address: "quinn@old.test")]),
+                                  at: now.addingTimeInterval(Double(-day) * 86400))
+            }
+            _ = try book.learn(Array("From: Quinn <quinn@evil.test>\nTo: me@self.test\n\nhi\n".utf8), now: now)
+            try book.refreshKeys(gnupg: GnuPG(home: home.path))
+
+            let old = try #require(try book.contact("quinn@old.test"))
+            #expect(!old.key.canGetLetter && old.keyFingerprints == [fingerprint], "\(old.key)")
+            #expect(try book.contact("q@new.test")?.key == .usable(fingerprint: fingerprint))
+
+            let offered = try book.suggest(prefix: "quinn@o", now: now)
+            #expect(offered.map(\.contact.address) == ["q@new.test", "quinn@old.test"], "\(offered.map(\.contact.address))")
+            #expect(offered.first?.matched == false && offered.last?.matched == true)
+            #expect(Set(offered.map(\.person)).count == 1)
+            // By name: both addresses of the person, the keyed first; the stranger with the same name stands apart.
+            let byName = try book.suggest(prefix: "quinn", now: now).map(\.contact.address)
+            #expect(byName.prefix(2) == ["q@new.test", "quinn@old.test"] && byName.last == "quinn@evil.test", "\(byName)")
+            // Excluded, the keyed address is not brought back.
+            #expect(try book.suggest(prefix: "quinn@o", excluding: ["Q@new.test"], now: now).map(\.contact.address) == ["quinn@old.test"])
+        }
+    }
+}
