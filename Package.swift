@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "Store", targets: ["Store"]),
         .library(name: "Outbox", targets: ["Outbox"]),
         .library(name: "Sending", targets: ["Sending"]),
+        .library(name: "Contacts", targets: ["Contacts"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
     dependencies: [
@@ -132,18 +133,23 @@ let package = Package(
         .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // A compose session's persistence: drafts sealed to the sender's own
         // key in the store, and the outbox as where a sent mail goes.
-        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "Outbox", "Pipeline", "OpenPGP", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "Outbox", "Contacts", "Pipeline", "OpenPGP", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The contacts in the store: addresses with names, use and key status,
+        // suggestions, learning from received mail, and the CLI's key continuity.
+        .target(name: "Contacts", dependencies: ["Store", "OpenPGP", "MIME", "Incoming", "Pipeline",
+                                                 .product(name: "GRDB", package: "GRDB.swift")]),
         // The outbox: copies and their recipients with their states, durably.
         .target(name: "Outbox", dependencies: ["Store", .product(name: "GRDB", package: "GRDB.swift")]),
         // Sending as a person does: the user configuration, the password, the
         // delivery of the outbox, the sender's own copy, the connection state.
         .target(name: "Sending", dependencies: ["Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
-                                                "PartialEncryption", "SMTP", "CMailsecShims", "TOMLKit"]),
+                                                "PartialEncryption", "SMTP", "CMailsecShims", "TOMLKit", "Contacts",
+                                                .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
                 "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
-                "Settings", "Store", "Outbox", "Sending",
+                "Settings", "Store", "Outbox", "Sending", "Contacts",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -160,7 +166,7 @@ let package = Package(
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
-        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Store", "Outbox", "Pipeline", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
+        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
         .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming"], path: "Fuzz/Checks"),
@@ -175,6 +181,7 @@ let package = Package(
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "SMTPListenerTests", dependencies: ["SMTPListener", "TestSupport"], exclude: ["Clients"]),
+        .testTarget(name: "ContactsTests", dependencies: ["Contacts", "Store", "OpenPGP", "MIME", "Pipeline", "TestSupport"]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]

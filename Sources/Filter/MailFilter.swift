@@ -225,7 +225,7 @@ public struct MailFilter: Sendable {
                 try record.markSent(copy.recipients)
                 // Key continuity remembers a key only once its letter was handed on
                 // (when that fails, the mail defers and its retry writes it from the journal).
-                for (address, fingerprint) in Self.letterKeys([copy]) {
+                for (address, fingerprint) in copy.letterKeys {
                     try continuity.record(address, fingerprint: fingerprint)
                 }
                 handed += 1
@@ -248,8 +248,8 @@ public struct MailFilter: Sendable {
     /// recipients' in order, the sender's own key last.
     static func letterKeys(_ copies: [WrittenCopy]) -> [String: String] {
         var keys: [String: String] = [:]
-        for copy in copies where copy.kind == .letter && copy.fingerprints.count >= copy.recipients.count {
-            for (address, fingerprint) in zip(copy.recipients, copy.fingerprints) { keys[address] = fingerprint }
+        for copy in copies {
+            for (address, fingerprint) in copy.letterKeys { keys[address] = fingerprint }
         }
         return keys
     }

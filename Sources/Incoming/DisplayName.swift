@@ -60,3 +60,31 @@ enum DisplayName {
         return text.unicodeScalars.count > 120 ? out + "…" : out
     }
 }
+
+/// Display names that other features keep (the contacts), judged as the
+/// From check judges them.
+package enum DisplayNames {
+    /// `name` fit to keep and show beside `address`, or nil: empty, longer
+    /// than 200 characters, holding control, format or invisible characters
+    /// (a line break would forge a line of output), or showing an address
+    /// other than `address` (with look-alike `@` and `.` read as those).
+    package static func keepable(_ name: String, for address: String) -> String? {
+        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.count <= 200 else { return nil }
+        for scalar in trimmed.unicodeScalars {
+            let value = scalar.value
+            if value < 0x20 || (0x7F...0x9F).contains(value) || DisplayName.isInvisible(value)
+                || scalar.properties.generalCategory == .format || value == 0x2028 || value == 0x2029 {
+                return nil
+            }
+        }
+        if let (shown, plain) = FromCheck.addressInName(trimmed), !(plain && shown == address.lowercased()) { return nil }
+        return trimmed
+    }
+
+    /// `text` safe to print: control, format and direction characters escaped, at most 120 characters.
+    package static func printable(_ text: String) -> String { DisplayName.printable(text) }
+
+    /// The form two names are compared in (NFKC, case-folded, white space collapsed).
+    package static func comparable(_ name: String) -> String { DisplayName.comparable(name) }
+}

@@ -90,6 +90,15 @@ public struct GnuPG: Sendable {
             .sorted { ($0.created ?? .distantPast) > ($1.created ?? .distantPast) }
     }
 
+    /// Every public key of the keyring, in one key-listing operation
+    /// (`gpgme_op_keylist_ext_start` without patterns). For a view of the
+    /// whole keyring (the contacts); a mail's keys are looked up with
+    /// ``lookup(_:requirements:)``, never by listing everything.
+    public func allKeys() throws -> [Key] {
+        try KeyringCheck.check(home: home)
+        return try listKeys(patterns: [], secretOnly: false)
+    }
+
     func listKeys(patterns: [String], secretOnly: Bool) throws -> [Key] {
         let context = try Context(home: home, executable: executable)
         try check(gpgme_set_keylist_mode(context.raw, gpgme_keylist_mode_t(GPGME_KEYLIST_MODE_LOCAL)), .keyListing)

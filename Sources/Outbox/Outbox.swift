@@ -50,8 +50,18 @@ public final class Outbox: Sendable {
     @discardableResult
     public func enqueue(sender: String, messageID: String?, origin: String, copies: [NewCopy],
                         now: Date = Date()) throws(OutboxError) -> [Int64] {
+        try enqueue(sender: sender, messageID: messageID, origin: origin, copies: copies, now: now, alongside: nil)
+    }
+
+    /// ``enqueue(sender:messageID:origin:copies:now:)`` that also runs
+    /// `alongside` in the same transaction (the contacts note whom the mail
+    /// went to and which key each letter had): all of it is stored, or none.
+    @discardableResult
+    package func enqueue(sender: String, messageID: String?, origin: String, copies: [NewCopy], now: Date = Date(),
+                         alongside: ((Database) throws -> Void)?) throws(OutboxError) -> [Int64] {
         let ids: [Int64] = try run("write") {
             try database.write { db in
+                try alongside?(db)
                 try db.execute(sql: "INSERT INTO outboxMail (created, envelopeSender, messageID, origin) VALUES (?, ?, ?, ?)",
                                arguments: [now.timeIntervalSince1970, sender, messageID, origin])
                 let mail = db.lastInsertedRowID

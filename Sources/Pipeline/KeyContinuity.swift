@@ -6,6 +6,8 @@ import MIME
 public struct KeyContinuityError: Error, Sendable, CustomStringConvertible {
     /// One line naming the record's folder and the reason.
     public let description: String
+
+    package init(description: String) { self.description = description }
 }
 
 /// Recipients whose remembered key is gone (or lapsed, when the rule defers):
@@ -21,11 +23,24 @@ public struct KeyLossError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// Key continuity: the key each recipient last got a letter with, one small
-/// file per recipient in a private folder (0700; files 0600, written whole
+/// Where key continuity is kept: the key each recipient last got a letter
+/// with. The filter keeps it in a folder (``KeyContinuity``); the CLI in the
+/// user's store (target Contacts). The pipeline only asks ``remembered(_:)``;
+/// whoever hands letters on calls ``record(_:fingerprint:)``.
+public protocol KeyContinuityStore: Sendable {
+    /// The remembered fingerprints of `addresses` that have a record, by
+    /// lower-case address. A record that cannot be read throws.
+    func remembered(_ addresses: [String]) throws(KeyContinuityError) -> [String: String]
+    /// Remembers that `address` got a letter to `fingerprint`.
+    func record(_ address: String, fingerprint: String) throws(KeyContinuityError)
+    /// Forgets `address` on purpose; true when there was a record.
+    func forget(_ address: String) throws(KeyContinuityError) -> Bool
+}
+
+/// Key continuity for the filter: one small file per recipient in a private folder (0700; files 0600, written whole
 /// through a rename). The file is named by a hash of the lower-case address
 /// and holds `ADDRESS FINGERPRINT`, so a later contacts store can list it.
-public struct KeyContinuity: Sendable {
+public struct KeyContinuity: KeyContinuityStore {
     /// The folder holding one record per recipient.
     public let directory: String
 

@@ -117,7 +117,7 @@ public struct PipelineOptions: Sendable {
     public var spoolAbove: Int = 8 << 20
     /// Key continuity: where the keys recipients last got letters with are
     /// remembered (nil: not used). The plan holds a mail whose remembered key vanished.
-    public var continuity: KeyContinuity?
+    public var continuity: (any KeyContinuityStore)?
 
     /// Options; the defaults are standard policy and markers, signing as the From address.
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
@@ -223,6 +223,14 @@ public struct WrittenCopy: Sendable {
         self.content = content
     }
 
+    /// For a letter, each recipient with the key it is encrypted to (what
+    /// key continuity remembers once the letter is on its way); empty for
+    /// other copies. The sender's own key comes after the recipients' keys.
+    public var letterKeys: [(address: String, fingerprint: String)] {
+        guard kind == .letter, fingerprints.count >= recipients.count else { return [] }
+        return Array(zip(recipients, fingerprints)).map { (address: $0.0, fingerprint: $0.1) }
+    }
+
     /// The whole message in memory (a spooled letter is read in).
     public var bytes: [UInt8] {
         get throws {
@@ -269,7 +277,7 @@ public struct MailPipeline: Sendable {
     }
 
     /// The same pipeline with key continuity kept in `continuity`.
-    public func with(continuity: KeyContinuity?) -> MailPipeline {
+    public func with(continuity: (any KeyContinuityStore)?) -> MailPipeline {
         var options = options
         options.continuity = continuity
         return MailPipeline(gnupg: gnupg, options: options)

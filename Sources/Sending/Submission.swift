@@ -1,3 +1,4 @@
+import Contacts
 import Foundation
 import MIME
 import OpenPGP
@@ -52,11 +53,13 @@ public final class Submission: Sendable {
         (stateStream, states) = AsyncStream<ConnectionState>.makeStream(bufferingPolicy: .bufferingNewest(16))
     }
 
-    /// The pipeline as the configuration sets it up.
+    /// The pipeline as the configuration sets it up, with key continuity
+    /// kept in the store (a recipient whose remembered key vanished holds the mail).
     public var pipeline: MailPipeline {
         MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
             mail: config.policy.mail, redactor: config.policy.redactor, signAs: config.policy.signAs,
             requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity)))
+        .with(continuity: StoreContinuity(store: outbox.store))
     }
 
     /// Plans and writes every copy of the mail in `bytes`, and stores them
@@ -71,7 +74,7 @@ public final class Submission: Sendable {
         let prepared = try pipeline.prepare(message, original: MailPipeline.withoutBcc(bytes),
                                             envelopeSender: envelopeSender ?? config.from,
                                             envelopeRecipients: envelopeRecipients)
-        if prepared.plan.isRefused { throw PipelineError(.refused, addresses: prepared.plan.refused.map(\.recipient.address)) }
+        try MailPipeline.checkNotRefused(prepared.plan)
         let written = try pipeline.write(prepared)
         let own = Self.ownCopy(written.copies, plan: prepared.plan)
         var copies: [NewCopy] = []
@@ -79,7 +82,9 @@ public final class Submission: Sendable {
             copies.append(NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes,
                                   isOwnCopy: config.sentMaildir != nil && index == own))
         }
-        let ids = try outbox.enqueue(sender: prepared.envelopeSender, messageID: message.messageID, origin: origin, copies: copies)
+        let note = SentNote(written: written, named: [.to, .cc, .bcc].flatMap(message.addresses))
+        let ids = try outbox.enqueue(sender: prepared.envelopeSender, messageID: message.messageID, origin: origin, copies: copies,
+                                     alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
         return QueuedMail(plan: prepared.plan, copies: ids)
     }
 

@@ -40,6 +40,7 @@ enum Schema {
             try db.create(index: "outboxRecipient_state", on: "outboxRecipient", columns: ["state"])
         }
         registerDrafts(&migrator)
+        registerContacts(&migrator)
         return migrator
     }
 }

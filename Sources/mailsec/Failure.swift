@@ -1,3 +1,4 @@
+import Contacts
 import Foundation
 import MIME
 import OpenPGP
@@ -52,7 +53,7 @@ enum ExitStatus: Int32 {
         case is PublishError, is StreamingError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
-        case is OutboxError, is LocalStoreError, is ConfigError, is PasswordError: self = .temporary
+        case is OutboxError, is LocalStoreError, is ConfigError, is PasswordError, is ContactsError: self = .temporary
         default: self = .temporary  // unexpected: the sysexits answer is "try again"
         }
     }
@@ -116,6 +117,7 @@ func describe(_ error: any Error) -> String {
     case let error as LocalStoreError: error.description
     case let error as ConfigError: error.description
     case let error as PasswordError: error.description
+    case let error as ContactsError: error.description
     default: "unexpected error (\(type(of: error)))"
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Filter
 import OpenPGP
+import Pipeline
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -156,19 +157,29 @@ extension Keys {
     /// Key continuity: clears a remembered key on purpose.
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Forget the key an address last got a letter with (the filter's key continuity).",
+            abstract: "Forget the key an address last got a letter with (key continuity).",
             discussion: """
-                The filter remembers, beside its journal, the key each recipient last got a letter \
-                with, and defers mail to a recipient whose remembered key is gone. Run this when the \
-                key was removed on purpose: the next mail goes by the keyring alone (a postcard if \
-                there is no key). Exit status 0 also when there was no record.
+                mailsec remembers the key each recipient last got a letter with: the CLI (encrypt, \
+                send, sendmail, compose) in the store ($XDG_DATA_HOME/mailsec), the filter in a \
+                folder beside its journal. Mail to a recipient whose remembered key is gone is \
+                refused (CLI) or deferred (filter). Run this when the key was removed on purpose: \
+                both records are cleared (the filter's when its configuration exists), and the \
+                next mail goes by the keyring alone (a postcard if there is no key). One line per \
+                address: 'ADDRESS: forgotten' or 'ADDRESS: no record'.
+
+                \(ExitStatus.section([
+                    (.success, "done, also when there was no record"),
+                    (.usage, "usage error"),
+                    (.temporary, "a record cannot be removed, the store or the configuration unusable: try again"),
+                ]))
                 """
         )
 
-        @Option(help: ArgumentHelp("The filter's TOML configuration.", valueName: "file"))
-        var config = FilterCommand.defaultConfig
+        @Option(help: ArgumentHelp("The filter's TOML configuration (default: \(FilterCommand.defaultConfig), when it exists).",
+                                   valueName: "file"))
+        var config: String?
 
-        @Argument(help: ArgumentHelp("Mail addresses to forget.", valueName: "address"))
+        @Argument(help: ArgumentHelp("Mail addresses to forget.", valueName: "address"), completion: AddressCompletion.kind)
         var addresses: [String]
 
         func validate() throws {
@@ -176,9 +187,15 @@ extension Keys {
         }
 
         func run() throws {
-            let continuity = try FilterConfig.load(path: config).continuity
+            var records: [any KeyContinuityStore] = [try openContacts().continuity]
+            if let path = config ?? (FileManager.default.fileExists(atPath: FilterCommand.defaultConfig)
+                                     ? FilterCommand.defaultConfig : nil) {
+                records.append(try FilterConfig.load(path: path).continuity)
+            }
             for address in addresses {
-                print("\(address): " + (try continuity.forget(address) ? "forgotten" : "no record"))
+                var forgotten = false
+                for record in records where try record.forget(address) { forgotten = true }
+                print("\(address): " + (forgotten ? "forgotten" : "no record"))
             }
         }
     }

@@ -197,7 +197,10 @@ struct Encrypt: ParsableCommand {
             Recipients are To, Cc and Bcc. One letter (signed, encrypted to the recipients and the \
             sender, real headers inside, Subject '...' outside) goes to all To/Cc letter recipients, \
             one to each Bcc letter recipient, one postcard to all others (censored when the mail \
-            has marked spans). Mail that is encrypted already is written unchanged. Writes DIR/N-KIND.eml \
+            has marked spans). Mail that is encrypted already is written unchanged. Key continuity: \
+            the key each letter recipient got is remembered in the store ($XDG_DATA_HOME/mailsec); \
+            a recipient whose remembered key is gone from the keyring refuses the mail (75, naming \
+            the recipient) until the key is back or 'mailsec keys forget ADDRESS' clears the record. Writes DIR/N-KIND.eml \
             per copy and DIR/manifest.json ({envelopeSender, copies: [{file, kind, recipients, \
             fingerprints}], readingPage: {url, expires} or null}); DIR must not exist or be empty. \
             Nothing is written on failure.
@@ -209,7 +212,7 @@ struct Encrypt: ParsableCommand {
                 (.noInput, "the message (or the token file) cannot be read"),
                 (.refused, "refused: a letter is required but a key is missing, no signing key, a signed mail would need redaction"),
                 (.cannotCreate, "the --out folder or the --password-to file cannot be made"),
-                (.temporary, "GnuPG or its agent unusable, the reading server unreachable, anything unexpected: try again"),
+                (.temporary, "a recipient's remembered key is gone (key continuity); GnuPG or its agent unusable, the reading server unreachable, anything unexpected: try again"),
             ]))
             """
     )
@@ -239,7 +242,8 @@ struct Encrypt: ParsableCommand {
     }
 
     func run() throws {
-        let pipeline = try policy.pipeline(global, markers: markers, reading: reading)
+        let continuity = try openContacts().continuity
+        let pipeline = try policy.pipeline(global, markers: markers, reading: reading).with(continuity: continuity)
         // The bytes as they came are needed only for a mail that is encrypted
         // already (it goes out unchanged). A file is then read again and checked
         // again (it may have been replaced meanwhile: plaintext must not pass as
@@ -277,6 +281,14 @@ struct Encrypt: ParsableCommand {
                                          fingerprints: copy.fingerprints))
         }
         let manifestBytes = try encodeJSON(manifest)
+        // Key continuity: each letter recipient's key is remembered before the letters exist as files.
+        do {
+            for (address, fingerprint) in written.copies.flatMap(\.letterKeys) { try continuity.record(address, fingerprint: fingerprint) }
+        } catch {
+            pipeline.withdraw(written)
+            reading.discardPasswordFile(passwordFile)
+            throw error
+        }
         files.append(("manifest.json", { try manifestBytes.withUnsafeBytes($0) }))
         do { try writeFolder(output.out, files) } catch {
             pipeline.withdraw(written)

@@ -16,7 +16,9 @@ struct Mailsec: ParsableCommand {
             result on standard output, one file or one folder. Errors are one line on \
             standard error that never quotes the message. Every command that touches keys \
             takes --gnupg-home DIR (default: $GNUPGHOME, then ~/.gnupg). 'mailsec COMMAND \
-            --help' describes a command, its options and its exit status.
+            --help' describes a command, its options and its exit status. \
+            'mailsec --generate-completion-script bash|zsh|fish' writes a shell completion \
+            script (addresses for --to, --cc, --bcc from 'mailsec contacts'; see the README).
 
             \(ExitStatus.section([
                 (.success, "done"),
@@ -31,7 +33,7 @@ struct Mailsec: ParsableCommand {
             """,
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
         groupedSubcommands: [
-            CommandGroup(name: "Writing mail", subcommands: [PlanCommand.self, Encrypt.self, Redact.self]),
+            CommandGroup(name: "Writing mail", subcommands: [PlanCommand.self, Encrypt.self, Redact.self, ContactsCommand.self]),
             CommandGroup(name: "Reading mail", subcommands: [Verify.self, Decrypt.self, Reveal.self, AutocryptCommand.self]),
             CommandGroup(name: "Keys", subcommands: [Keys.self]),
             CommandGroup(name: "Sending", subcommands: [SendCommand.self, SendmailHelp.self, OutboxCommand.self, ConfigCommand.self]),
@@ -42,6 +44,12 @@ struct Mailsec: ParsableCommand {
     /// Runs the command; every failure ends as one line on stderr.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
+        // The shells' completion scripts: `---completion …` and `--generate-completion-script SHELL`
+        // go to argument-parser as they are (they name no command of ours).
+        if arguments.first == "---completion" || arguments.first?.hasPrefix("--generate-completion-script") == true {
+            do { var command = try parseAsRoot(arguments); try command.run() } catch { finish(error, arguments, arguments) }
+            Foundation.exit(0)
+        }
         if arguments.first == "sendmail" && !arguments.contains("--help") { SendmailCommand.run(Array(arguments.dropFirst())) }
         if arguments.first == "filter" && arguments.contains("--listen")
             && !arguments.contains(where: { ["-h", "--help"].contains($0) }) {
@@ -55,7 +63,7 @@ struct Mailsec: ParsableCommand {
         let named = commandPath(leaf)
         let group = named.type.configuration.subcommands.map { $0._commandName }
         let asksForHelp = leaf.contains { ["-h", "--help", "--version"].contains($0) }
-        if !group.isEmpty && !asksForHelp {  // `mailsec`, `mailsec keys`: a group, no command
+        if !group.isEmpty && named.type.configuration.defaultSubcommand == nil && !asksForHelp {  // `mailsec`, `mailsec keys`: a group, no command
             fail("\(named.name) needs a command: \(group.joined(separator: ", ")) (see '\(named.name) --help')",
                  status: .usage)
         }

@@ -13,7 +13,10 @@ struct SendCommand: ParsableCommand {
             submission server. Exit status: 0 every copy was delivered; 75 copies are queued for a \
             later try (one line says how many and why; 'mailsec outbox flush' or a running 'mailsec \
             outbox watch' sends them); 76 the server refused recipients for good (they wait in the \
-            outbox: resend or discard); 65 bad message and 69 refused by policy, with nothing queued.
+            outbox: resend or discard); 65 bad message and 69 refused by policy, with nothing queued; \
+            75 with nothing queued when a recipient's remembered key is gone from the keyring (key \
+            continuity: the line names the recipient; restore the key or 'mailsec keys forget ADDRESS'). \
+            Every recipient is noted in the contacts ('mailsec contacts').
             """
     )
 

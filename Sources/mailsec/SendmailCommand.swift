@@ -163,7 +163,8 @@ struct SendmailHelp: ParsableCommand {
             mailsec sendmail.
             """)
 
-    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("sendmail's arguments.", valueName: "arguments"))
+    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("sendmail's arguments.", valueName: "arguments"),
+              completion: AddressCompletion.kind)
     var arguments: [String] = []
 
     func run() throws { SendmailCommand.run(arguments) }

@@ -97,6 +97,8 @@ public final class TemporaryGnuPGHome: @unchecked Sendable {
     public var environment: [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["GNUPGHOME"] = path
+        // The user's store (contacts, key continuity of encrypt and send) of this home alone.
+        env["XDG_DATA_HOME"] = path + "/data"
         env.removeValue(forKey: "DISPLAY")
         env.removeValue(forKey: "GPG_AGENT_INFO")
         return env
