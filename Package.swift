@@ -133,7 +133,7 @@ let package = Package(
             name: "mailsec",
             dependencies: [
                 "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
-                "Settings", "Store", "Outbox", "Sending",
+                "Settings", "Store", "Outbox", "Sending", "Compose", "ComposeStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -161,7 +161,7 @@ let package = Package(
         // Issue 12 A as an attacker: hostile mails through the built CLI, every copy read by GMime and Python.
         .testTarget(name: "AdversarialTests", dependencies: ["MIME", "TestSupport"], exclude: ["mail_views.py"]),
         .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
-        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport"]),
+        .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -5,19 +5,35 @@ import Pipeline
 /// The outbox as a compose session's destination: "sent" means every copy
 /// stored durably in the outbox (all or none), one outbox id per copy.
 ///
-/// Not yet here: marking the sender's own copy for `sent_maildir` (the
-/// `Sending` target's `Submission` decides that from the plan).
+/// With `sources`, the composition itself is stored beside the copies,
+/// sealed to the sender's own key as a draft is: the copies of a letter are
+/// encrypted to the recipients, so only this sealed source lets `outbox
+/// edit` (``SealedDraftStore/takeBack(_:from:)``) turn a failed mail back into
+/// a draft. It goes once every recipient has the mail. A sender without a
+/// usable key of their own (no drafts either) queues without a source.
 public struct OutboxQueue: ComposeOutbox {
     public let outbox: Outbox
+    /// True when the sender's own copy is filed in a sent folder after
+    /// delivery (`sent_maildir`): that copy is marked, as `send` marks it.
+    public let fileOwnCopy: Bool
+    /// Where sources are sealed (the drafts' owner and key); nil: none kept.
+    public let sources: SealedDraftStore?
 
-    public init(_ outbox: Outbox) { self.outbox = outbox }
+    public init(_ outbox: Outbox, fileOwnCopy: Bool = false, sources: SealedDraftStore? = nil) {
+        self.outbox = outbox
+        self.fileOwnCopy = fileOwnCopy
+        self.sources = sources
+    }
 
     public func queue(_ mail: WrittenMail, draft: ComposeDraft) throws -> [String] {
-        let copies = try mail.copies.map { copy in
-            NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes)
+        let own = fileOwnCopy ? mail.ownCopy(bcc: Set(draft.mail.bcc.map(\.address))) : nil
+        let copies = try mail.copies.enumerated().map { index, copy in
+            NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes, isOwnCopy: index == own)
         }
+        let source = try sources?.sealedIfPossible(draft)
         let sender = mail.copies.first?.envelopeSender ?? draft.mail.from.address
-        return try outbox.enqueue(sender: sender, messageID: draft.mail.messageID, origin: "compose", copies: copies)
+        return try outbox.enqueue(sender: sender, messageID: draft.mail.messageID, origin: "compose", copies: copies,
+                                  source: source)
             .map(String.init)
     }
 }
