@@ -179,5 +179,16 @@ struct ComposeTerminalTests {
         try discard.wait { $0.contains("discarded") }
         #expect(discard.status() == 0)
         #expect(try world.ms(["drafts"]).output.split(separator: "\n").count == 1, "nothing more saved")
+
+        // The end of input at the prompt (Ctrl-D): kept as a draft, not lost.
+        let gone = try TmuxTerminal(folder: world.folder, [Paths.mailsecExecutable.path, "compose", "--config", world.config,
+                                                           "--to", "carol@example.org", "--subject", "Kept", "--no-edit"],
+                                    environment: environment)
+        defer { gone.stop() }
+        try gone.wait { $0.contains(Self.prompt) }
+        _ = try run("tmux", ["-S", gone.socket, "send-keys", "C-d"])
+        try gone.wait { $0.contains("saved as draft ") }
+        #expect(gone.status() == 0)
+        #expect(try world.ms(["drafts"]).output.contains("Kept"))
     }
 }

@@ -5,7 +5,9 @@ import Testing
 /// The commands a person runs, as words, with what each needs to get past
 /// its required options.
 let everyCommand: [[String]] = [["plan"], ["encrypt"], ["redact"], ["verify"], ["decrypt"], ["reveal"],
-                                ["autocrypt", "import"], ["keys", "lookup"], ["keys", "import"], ["filter"], ["serve"]]
+                                ["autocrypt", "import"], ["keys", "lookup"], ["keys", "import"], ["filter"], ["serve"],
+                                ["compose"], ["reply"], ["forward"], ["drafts", "list"], ["drafts", "show"], ["drafts", "edit"],
+                                ["drafts", "delete"], ["outbox", "edit"]]
 
 /// The exit statuses a help text lists under EXIT STATUS.
 func exitStatuses(inHelp help: String) -> Set<Int> {
