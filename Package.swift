@@ -149,7 +149,7 @@ let package = Package(
             name: "mailsec",
             dependencies: [
                 "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
-                "Settings", "Store", "Outbox", "Sending", "Contacts",
+                "Settings", "Store", "Outbox", "Sending", "Contacts", "Compose", "ComposeStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -73,6 +73,28 @@ public actor ComposeSession {
         }
     }
 
+    /// Replaces every recipient at once (as an edited header block gives
+    /// them): one key listing for the addresses not looked up before. An
+    /// address given twice keeps its first role.
+    @discardableResult
+    public func setRecipients(_ people: [ComposeDraft.Person]) throws -> ComposeState {
+        try change { draft in
+            var kept: [ComposeDraft.Person] = []
+            for person in people {
+                guard GnuPG.isLookupAddress(person.address) else { throw ComposeError(.badAddress(person.address)) }
+                guard !kept.contains(where: { $0.address.lowercased() == person.address.lowercased() }) else { continue }
+                kept.append(person)
+            }
+            draft.recipients = kept
+        }
+    }
+
+    /// Replaces the attachments.
+    @discardableResult
+    public func setAttachments(_ attachments: [ComposeDraft.Attachment]) throws -> ComposeState {
+        try change { $0.mail.attachments = attachments }
+    }
+
     /// Removes a recipient (whatever its role).
     @discardableResult
     public func remove(_ address: String) throws -> ComposeState {

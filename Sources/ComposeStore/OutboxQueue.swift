@@ -12,24 +12,40 @@ import Pipeline
 /// each letter, its key (key continuity: give the session's pipeline
 /// `StoreContinuity` to refuse a mail whose remembered key vanished).
 ///
-/// Not yet here: marking the sender's own copy for `sent_maildir` (the
-/// `Sending` target's `Submission` decides that from the plan).
+/// With `sources`, the composition itself is stored beside the copies,
+/// sealed to the sender's own key as a draft is: the copies of a letter are
+/// encrypted to the recipients, so only this sealed source lets `outbox
+/// edit` (``SealedDraftStore/takeBack(_:from:)``) turn a failed mail back into
+/// a draft. It goes once every recipient has the mail. A sender without a
+/// usable key of their own (no drafts either) queues without a source.
 public struct OutboxQueue: ComposeOutbox {
     /// The outbox copies are queued in.
     public let outbox: Outbox
+    /// True when the sender's own copy is filed in a sent folder after
+    /// delivery (`sent_maildir`): that copy is marked, as `send` marks it.
+    public let fileOwnCopy: Bool
+    /// Where sources are sealed (the drafts' owner and key); nil: none kept.
+    public let sources: SealedDraftStore?
 
-    /// Queues into `outbox`.
-    public init(_ outbox: Outbox) { self.outbox = outbox }
+    /// Queues into `outbox`, marking the own copy when `fileOwnCopy`, and
+    /// sealing each mail's source into `sources` when given.
+    public init(_ outbox: Outbox, fileOwnCopy: Bool = false, sources: SealedDraftStore? = nil) {
+        self.outbox = outbox
+        self.fileOwnCopy = fileOwnCopy
+        self.sources = sources
+    }
 
     /// Queues every copy of `mail` durably, in one transaction; returns their ids.
     public func queue(_ mail: WrittenMail, draft: ComposeDraft) throws -> [String] {
-        let copies = try mail.copies.map { copy in
-            NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes)
+        let own = fileOwnCopy ? mail.ownCopy(bcc: Set(draft.mail.bcc.map(\.address))) : nil
+        let copies = try mail.copies.enumerated().map { index, copy in
+            NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes, isOwnCopy: index == own)
         }
+        let source = try sources?.sealedIfPossible(draft)
         let sender = mail.copies.first?.envelopeSender ?? draft.mail.from.address
         let note = SentNote(written: mail, named: draft.recipients.map { MailAddress(name: $0.name, address: $0.address) })
         return try outbox.enqueue(sender: sender, messageID: draft.mail.messageID, origin: "compose", copies: copies,
-                                  alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
+                                  source: source, alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
             .map(String.init)
     }
 }

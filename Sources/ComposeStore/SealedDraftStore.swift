@@ -40,15 +40,28 @@ public final class SealedDraftStore: DraftStore, Sendable {
 
     /// Seals `draft` and stores it (in place of `id`, when given); returns its id.
     public func save(_ draft: ComposeDraft, replacing id: String?) throws -> String {
-        let sealed = try DraftSeal.seal(draft, key: try DraftSeal.ownKey(owner, gnupg: gnupg), gnupg: gnupg)
+        let sealed = try seal(draft)
         let key = id ?? UUID().uuidString.lowercased()
-        try run("write") {
-            try store.database.write { db in
-                try db.execute(sql: "INSERT OR REPLACE INTO draft (id, sealed, updated) VALUES (?, ?, ?)",
-                               arguments: [key, Data(sealed), Date().timeIntervalSince1970])
-            }
-        }
+        try run("write") { try store.database.write { db in try Self.insert(db, id: key, sealed: sealed) } }
         return key
+    }
+
+    /// `draft` sealed to the owner's key.
+    func seal(_ draft: ComposeDraft) throws -> [UInt8] {
+        try DraftSeal.seal(draft, key: try DraftSeal.ownKey(owner, gnupg: gnupg), gnupg: gnupg)
+    }
+
+    /// `draft` sealed, or nil when the owner has no usable key of their own
+    /// (other failures of gpg are thrown).
+    func sealedIfPossible(_ draft: ComposeDraft) throws -> [UInt8]? {
+        let key: Key
+        do { key = try DraftSeal.ownKey(owner, gnupg: gnupg) } catch is DraftSeal.Failure { return nil }
+        return try DraftSeal.seal(draft, key: key, gnupg: gnupg)
+    }
+
+    static func insert(_ db: Database, id: String, sealed: [UInt8]) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO draft (id, sealed, updated) VALUES (?, ?, ?)",
+                       arguments: [id, Data(sealed), Date().timeIntervalSince1970])
     }
 
     /// The draft `id`, opened; nil when there is none.
@@ -74,6 +87,11 @@ public final class SealedDraftStore: DraftStore, Sendable {
         }
     }
 
+    /// The ids of every draft, newest first (nothing is opened).
+    public func ids() throws -> [String] {
+        try run("read") { try store.database.read { db in try String.fetchAll(db, sql: "SELECT id FROM draft ORDER BY updated DESC") } }
+    }
+
     /// Removes the draft `id`.
     public func delete(_ id: String) throws {
         try run("write") {
@@ -81,7 +99,7 @@ public final class SealedDraftStore: DraftStore, Sendable {
         }
     }
 
-    private func run<T>(_ what: String, _ body: () throws -> T) throws -> T {
+    func run<T>(_ what: String, _ body: () throws -> T) throws -> T {
         do { return try body() } catch {
             throw Failure(description: "cannot \(what) the drafts (\(LocalStore.describe(error)))")
         }

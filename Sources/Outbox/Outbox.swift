@@ -7,9 +7,15 @@ import Synchronization
 public struct OutboxError: Error, Sendable, CustomStringConvertible {
     /// One line naming the problem, without mail content.
     public let description: String
+    /// True when trying again may succeed (the outbox changed under a step);
+    /// false when the step itself is refused (no such copy, a wrong state).
+    public let isConflict: Bool
 
-    /// An error saying `description`.
-    public init(_ description: String) { self.description = description }
+    /// An error saying `description`; `conflict`: trying again may succeed.
+    public init(_ description: String, conflict: Bool = false) {
+        self.description = description
+        isConflict = conflict
+    }
 }
 
 /// The outbox: every written copy of a mail, stored durably before the first
@@ -33,9 +39,9 @@ public final class Outbox: Sendable {
         self.backoff = backoff
     }
 
-    private var database: DatabasePool { store.database }
+    var database: DatabasePool { store.database }
 
-    private func run<T>(_ what: String, _ body: () throws -> T) throws(OutboxError) -> T {
+    func run<T>(_ what: String, _ body: () throws -> T) throws(OutboxError) -> T {
         do { return try body() } catch let error as OutboxError {
             throw error
         } catch {
@@ -46,24 +52,27 @@ public final class Outbox: Sendable {
     // MARK: Adding
 
     /// Stores the copies of one mail, all or none, and returns their ids.
-    /// When this returns, they are on disk (synchronous = FULL).
+    /// When this returns, they are on disk (synchronous = FULL). `source` is
+    /// what the mail was made from, sealed by the caller (a compose session's
+    /// draft, encrypted to the sender's own key); it is kept until every
+    /// recipient has the mail, for ``takeBack(_:)``.
     @discardableResult
-    public func enqueue(sender: String, messageID: String?, origin: String, copies: [NewCopy],
+    public func enqueue(sender: String, messageID: String?, origin: String, copies: [NewCopy], source: [UInt8]? = nil,
                         now: Date = Date()) throws(OutboxError) -> [Int64] {
-        try enqueue(sender: sender, messageID: messageID, origin: origin, copies: copies, now: now, alongside: nil)
+        try enqueue(sender: sender, messageID: messageID, origin: origin, copies: copies, source: source, now: now, alongside: nil)
     }
 
-    /// ``enqueue(sender:messageID:origin:copies:now:)`` that also runs
+    /// ``enqueue(sender:messageID:origin:copies:source:now:)`` that also runs
     /// `alongside` in the same transaction (the contacts note whom the mail
     /// went to and which key each letter had): all of it is stored, or none.
     @discardableResult
-    package func enqueue(sender: String, messageID: String?, origin: String, copies: [NewCopy], now: Date = Date(),
-                         alongside: ((Database) throws -> Void)?) throws(OutboxError) -> [Int64] {
+    package func enqueue(sender: String, messageID: String?, origin: String, copies: [NewCopy], source: [UInt8]? = nil,
+                         now: Date = Date(), alongside: ((Database) throws -> Void)?) throws(OutboxError) -> [Int64] {
         let ids: [Int64] = try run("write") {
             try database.write { db in
                 try alongside?(db)
-                try db.execute(sql: "INSERT INTO outboxMail (created, envelopeSender, messageID, origin) VALUES (?, ?, ?, ?)",
-                               arguments: [now.timeIntervalSince1970, sender, messageID, origin])
+                try db.execute(sql: "INSERT INTO outboxMail (created, envelopeSender, messageID, origin, source) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [now.timeIntervalSince1970, sender, messageID, origin, source.map { Data($0) }])
                 let mail = db.lastInsertedRowID
                 var ids: [Int64] = []
                 for (position, copy) in copies.enumerated() {
@@ -122,7 +131,7 @@ public final class Outbox: Sendable {
         }
     }
 
-    private static func entries(_ db: Database, where id: Int64?) throws -> [OutboxEntry] {
+    static func entries(_ db: Database, where id: Int64?) throws -> [OutboxEntry] {
         let copies = try Row.fetchAll(db, sql: """
             SELECT c.id, c.outboxMailId, c.kind, c.isOwnCopy, c.attempts, c.lastError, c.nextTry,
                    m.created, m.envelopeSender, m.messageID
@@ -261,6 +270,12 @@ public final class Outbox: Sendable {
         try db.execute(sql: "UPDATE outboxCopy SET sentAt = COALESCE(sentAt, ?), lastError = NULL WHERE id = ?",
                        arguments: [now.timeIntervalSince1970, id])
         try db.execute(sql: "UPDATE outboxCopy SET message = NULL WHERE id = ? AND (isOwnCopy = 0 OR filed = 1)", arguments: [id])
+        // Every recipient of the whole mail has it: its source is not needed any more.
+        try db.execute(sql: """
+            UPDATE outboxMail SET source = NULL WHERE id = (SELECT outboxMailId FROM outboxCopy WHERE id = ?)
+            AND NOT EXISTS (SELECT 1 FROM outboxRecipient r JOIN outboxCopy c ON c.id = r.outboxCopyId
+                            WHERE c.outboxMailId = outboxMail.id AND r.state != 'sent')
+            """, arguments: [id])
     }
 
     /// The bytes of a delivered own copy not yet filed in `sent_maildir`.
@@ -371,7 +386,7 @@ public final class Outbox: Sendable {
         }
     }
 
-    private func notify(_ change: OutboxChange) {
+    func notify(_ change: OutboxChange) {
         for continuation in listeners.withLock({ Array($0.values) }) { continuation.yield(change) }
     }
 }

@@ -76,7 +76,8 @@ public final class Submission: Sendable {
                                             envelopeRecipients: envelopeRecipients)
         try MailPipeline.checkNotRefused(prepared.plan)
         let written = try pipeline.write(prepared)
-        let own = Self.ownCopy(written.copies, plan: prepared.plan)
+        let bcc = Set(prepared.plan.decisions.filter { $0.recipient.role == .bcc }.map(\.recipient.address))
+        let own = written.ownCopy(bcc: bcc)
         var copies: [NewCopy] = []
         for (index, copy) in written.copies.enumerated() {
             copies.append(NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes,
@@ -86,18 +87,6 @@ public final class Submission: Sendable {
         let ids = try outbox.enqueue(sender: prepared.envelopeSender, messageID: message.messageID, origin: origin, copies: copies,
                                      alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
         return QueuedMail(plan: prepared.plan, copies: ids)
-    }
-
-    /// Which copy the sender keeps: the To/Cc letter (encrypted to the
-    /// sender's key too), else the postcard, else the mail as it came, else a
-    /// letter to a Bcc recipient.
-    static func ownCopy(_ copies: [WrittenCopy], plan: Plan) -> Int? {
-        let bcc = Set(plan.decisions.filter { $0.recipient.role == .bcc }.map { $0.recipient.address.lowercased() })
-        if let index = copies.firstIndex(where: { $0.kind == .letter && $0.recipients.contains { !bcc.contains($0.lowercased()) } }) {
-            return index
-        }
-        return copies.firstIndex { $0.kind == .postcard } ?? copies.firstIndex { $0.kind == .unchanged }
-            ?? copies.firstIndex { $0.kind == .letter }
     }
 
     /// One delivery run (see ``Courier/deliver(only:ignoringSchedule:lockWait:now:)``).

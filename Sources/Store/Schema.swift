@@ -41,6 +41,12 @@ enum Schema {
         }
         registerDrafts(&migrator)
         registerContacts(&migrator)
+        // What a compose session's mail was made from, sealed to the sender's
+        // own key like a draft (opaque here): `outbox edit` takes a failed mail
+        // back into a draft from it. Dropped once every recipient has the mail.
+        migrator.registerMigration("outbox-2") { db in
+            try db.alter(table: "outboxMail") { table in table.add(column: "source", .blob) }
+        }
         return migrator
     }
 }

@@ -1,3 +1,5 @@
+import Compose
+import ComposeStore
 import Contacts
 import Foundation
 import MIME
@@ -54,6 +56,14 @@ enum ExitStatus: Int32 {
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
         case is OutboxError, is LocalStoreError, is ConfigError, is PasswordError, is ContactsError: self = .temporary
+        case let error as ComposeError:
+            switch error.code {
+            case .downgrade, .notSendable: self = .refused
+            case .badAddress, .badRange: self = .dataError
+            case .sendInProgress, .finished, .noDraftStore: self = .temporary
+            }
+        case is DraftSeal.Failure: self = .refused
+        case is SealedDraftStore.Failure: self = .temporary
         default: self = .temporary  // unexpected: the sysexits answer is "try again"
         }
     }
@@ -118,6 +128,9 @@ func describe(_ error: any Error) -> String {
     case let error as ConfigError: error.description
     case let error as PasswordError: error.description
     case let error as ContactsError: error.description
+    case let error as ComposeError: error.description
+    case let error as DraftSeal.Failure: error.description
+    case let error as SealedDraftStore.Failure: error.description
     default: "unexpected error (\(type(of: error)))"
     }
 }

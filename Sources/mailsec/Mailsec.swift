@@ -33,7 +33,9 @@ struct Mailsec: ParsableCommand {
             """,
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
         groupedSubcommands: [
-            CommandGroup(name: "Writing mail", subcommands: [PlanCommand.self, Encrypt.self, Redact.self, ContactsCommand.self]),
+            CommandGroup(name: "Writing mail", subcommands: [ComposeCommand.self, ReplyCommand.self, ForwardCommand.self,
+                                                             DraftsCommand.self, PlanCommand.self, Encrypt.self, Redact.self,
+                                                             ContactsCommand.self]),
             CommandGroup(name: "Reading mail", subcommands: [Verify.self, Decrypt.self, Reveal.self, AutocryptCommand.self]),
             CommandGroup(name: "Keys", subcommands: [Keys.self]),
             CommandGroup(name: "Sending", subcommands: [SendCommand.self, SendmailHelp.self, OutboxCommand.self, ConfigCommand.self]),
@@ -63,7 +65,8 @@ struct Mailsec: ParsableCommand {
         let named = commandPath(leaf)
         let group = named.type.configuration.subcommands.map { $0._commandName }
         let asksForHelp = leaf.contains { ["-h", "--help", "--version"].contains($0) }
-        if !group.isEmpty && named.type.configuration.defaultSubcommand == nil && !asksForHelp {  // `mailsec`, `mailsec keys`: a group, no command
+        // `mailsec`, `mailsec keys`: a group, no command (`mailsec outbox`, `mailsec drafts` list by default).
+        if !group.isEmpty && named.type.configuration.defaultSubcommand == nil && !asksForHelp {
             fail("\(named.name) needs a command: \(group.joined(separator: ", ")) (see '\(named.name) --help')",
                  status: .usage)
         }

@@ -14,7 +14,7 @@ struct OutboxCommand: ParsableCommand {
             A temporary failure (no network, refused connection, time-out, 4xx) stays pending and \
             is tried again after 1, 2, 4 … minutes, at most an hour apart.
             """,
-        subcommands: [OutboxList.self, OutboxFlush.self, OutboxResend.self, OutboxDiscard.self, OutboxWatch.self],
+        subcommands: [OutboxList.self, OutboxFlush.self, OutboxResend.self, OutboxDiscard.self, OutboxEdit.self, OutboxWatch.self],
         defaultSubcommand: OutboxList.self
     )
 }
@@ -39,9 +39,7 @@ struct OutboxList: ParsableCommand {
             print("the outbox is empty")
             return
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        let formatter = localTimes("yyyy-MM-dd HH:mm:ss")
         for entry in entries {
             let next = entry.nextTry.map { formatter.string(from: $0) } ?? "-"
             print("\(entry.id)  \(formatter.string(from: entry.created))  \(entry.kind)  \(entry.state.rawValue)  "
@@ -200,5 +198,37 @@ struct OutboxWatch: ParsableCommand {
                 FileHandle.standardOutput.write(Data((line + "\n").utf8))
             }
         }
+    }
+}
+
+struct OutboxEdit: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "edit",
+        abstract: "Take a failed mail back into a draft, to fix and send again ('mailsec drafts edit').",
+        discussion: """
+            The mail of the failed copy ID leaves the outbox and becomes a draft, as it was written \
+            (from the source 'mailsec compose' keeps, sealed to your own key, until every recipient \
+            has the mail), less the recipients the server already accepted. Mail queued by 'send' or \
+            'sendmail' keeps no source: resend or discard it. A copy being sent, sent, or still \
+            pending is refused.
+
+            \(ExitStatus.section([
+                (.success, "taken back: the line names the new draft"),
+                (.usage, "usage error, no such copy, a copy that is not failed, a mail without a source"),
+                (.refused, "no key of your own to keep the draft with, or a source not signed by it"),
+                (.temporary, "temporary or unexpected: the outbox changed meanwhile, GnuPG or the store unusable; try again"),
+            ]))
+            """)
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var copy: CopyChoice
+
+    func run() throws {
+        let context = try ComposeContext(config: copy.configOption, global: global)
+        let draft: String
+        do { draft = try context.drafts.takeBack(copy.id, from: context.submission.outbox) } catch let error as OutboxError {
+            throw CommandFailure(error.description, status: error.isConflict ? .temporary : .usage)
+        }
+        print("copy \(copy.id) taken back into draft \(draft) ('mailsec drafts edit \(draft.prefix(8))')")
     }
 }

@@ -6,7 +6,9 @@ import Testing
 /// its required options.
 let everyCommand: [[String]] = [["plan"], ["encrypt"], ["redact"], ["verify"], ["decrypt"], ["reveal"],
                                 ["autocrypt", "import"], ["keys", "lookup"], ["keys", "import"], ["keys", "forget"],
-                                ["contacts", "list"], ["contacts", "learn"], ["filter"], ["serve"]]
+                                ["contacts", "list"], ["contacts", "learn"], ["filter"], ["serve"],
+                                ["compose"], ["reply"], ["forward"], ["drafts", "list"], ["drafts", "show"], ["drafts", "edit"],
+                                ["drafts", "delete"], ["outbox", "edit"]]
 
 /// The exit statuses a help text lists under EXIT STATUS.
 func exitStatuses(inHelp help: String) -> Set<Int> {

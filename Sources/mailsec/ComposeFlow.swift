@@ -1,0 +1,287 @@
+import ArgumentParser
+import Compose
+import ComposeStore
+import Foundation
+import MIME
+import OpenPGP
+import Outbox
+import Pipeline
+import Policy
+import Sending
+
+/// The options every composing command shares: the editor or not, what to
+/// do at the end, the per-mail options.
+struct ComposeFlowOptions: ParsableArguments {
+    @Option(name: .customLong("body-file"), help: ArgumentHelp(
+        "The text of the mail from FILE; - reads standard input (the prompt then reads the terminal).", valueName: "file"))
+    var bodyFile: String?
+
+    @Option(help: ArgumentHelp("Attach FILE (repeatable).", valueName: "file"))
+    var attach: [String] = []
+
+    @Flag(help: "Postcard recipients are invited to encrypted mail (explanation, your key, Autocrypt).")
+    var invite = false
+
+    @Flag(name: .customLong("enforce-postcard"), help: "Everybody gets a postcard, even recipients with keys.")
+    var enforcePostcard = false
+
+    @Option(name: .customLong("extension"), help: ArgumentHelp(
+        "What postcards do with private spans.", valueName: "censored|partially-encrypted"))
+    var postcardExtension: PostcardExtension?
+
+    @Flag(name: .customLong("no-edit"), help: "Do not open the editor.")
+    var noEdit = false
+
+    @Flag(help: "Send without asking (after the editor, unless --no-edit).")
+    var send = false
+
+    @Flag(name: .customLong("save-draft"), help: "Save as a draft without asking.")
+    var saveDraft = false
+
+    @Flag(name: .customLong("confirm-downgrade"), help: ArgumentHelp(
+        "Content that arrived encrypted may go to postcard recipients (else sending it is refused, 69)."))
+    var confirmDowngrade = false
+
+    func validate() throws {
+        if send && saveDraft { throw ValidationError("--send and --save-draft exclude each other") }
+    }
+}
+
+/// What a composing command works with: the configuration's store, keys,
+/// outbox and drafts.
+struct ComposeContext {
+    let submission: Submission
+    let gnupg: GnuPG
+    let options: PipelineOptions
+    let drafts: SealedDraftStore
+    let outbox: OutboxQueue
+    let from: MailAddress
+
+    init(config configOption: ConfigOption, global: GlobalOptions) throws {
+        submission = try configOption.submission()
+        let config = submission.config
+        gnupg = GnuPG(home: global.gnupgHome ?? config.gnupgHome)
+        options = submission.pipeline.options
+        from = MailAddress(address: config.from)
+        drafts = SealedDraftStore(store: submission.outbox.store, gnupg: gnupg, owner: config.from)
+        outbox = OutboxQueue(submission.outbox, fileOwnCopy: config.sentMaildir != nil, sources: drafts)
+    }
+
+    /// A session on `draft` (a new mail, or the draft `id` taken up again).
+    func session(_ draft: ComposeDraft, editing id: String? = nil) throws -> ComposeSession {
+        let (gnupg, options, outbox, drafts) = (gnupg, options, outbox, drafts)
+        return try runAsync {
+            if let id { return try await ComposeSession(editing: draft, id: id, gnupg: gnupg, options: options, outbox: outbox, drafts: drafts) }
+            return try await ComposeSession(draft, gnupg: gnupg, options: options, outbox: outbox, drafts: drafts)
+        }
+    }
+}
+
+/// How a composing command runs a session to its end: options applied, the
+/// editor and the prompt (or `--send` / `--save-draft`), and what it prints.
+struct ComposeFlow {
+    let session: ComposeSession
+    let context: ComposeContext
+    let flow: ComposeFlowOptions
+    /// The first line of the screen ("new mail", "reply to …").
+    let title: String
+
+    /// Where `--body-file`'s text goes: instead of the text, or above it (a reply's quote).
+    enum BodyPlace { case replacing, above }
+
+    /// Runs the session to an output state; exits through a thrown
+    /// ``CommandFailure`` when refused.
+    func run(body place: BodyPlace) throws {
+        try apply(place)
+        if flow.noEdit && (flow.send || flow.saveDraft) {
+            try finishWithoutAsking()
+            return
+        }
+        guard let terminal = ComposeTerminal() else {
+            throw CommandFailure("no terminal for the editor and the prompt; use --no-edit with --send or --save-draft",
+                                 status: .usage)
+        }
+        let workspace = try EditorFile()
+        defer { workspace.remove() }
+        var template = ComposeTemplate.text(for: try state().draft, redactor: context.options.redactor, mode: title)
+        var problem = flow.noEdit ? nil : try editOnce(terminal, workspace, &template)
+        if flow.send || flow.saveDraft {
+            if let problem { throw CommandFailure("the mail as edited has a problem: " + problem, status: .dataError) }
+            try finishWithoutAsking()
+            return
+        }
+        while true {
+            let state = try state()
+            terminal.write("\n" + terminal.screen(state, title: title))
+            if let problem { terminal.write(terminal.paint("  the edited text has a problem: ", 31) + problem + " (e: edit again)\n") }
+            let answer = terminal.ask("\n[s]end  [e]dit  [p]ostcard for everybody  [i]nvite  e[x]tension  save [d]raft  [q] discard? ")
+            switch answer {
+            case "s"?:
+                if problem != nil { terminal.write("mailsec: edit the text again first (e)\n"); continue }
+                if !state.downgrade.isEmpty && !state.downgradeConfirmed {
+                    terminal.write("Content that arrived encrypted would reach \(state.downgrade.joined(separator: ", ")) "
+                                   + "as a postcard (unencrypted).\n")
+                    guard terminal.ask("Send it to them as a postcard anyway? [y/N] ") == "y" else { continue }
+                    _ = try runAsync { try await session.confirmDowngrade() }
+                }
+                do {
+                    try sendNow()
+                    return
+                } catch let failure as CommandFailure where failure.status != .temporary {
+                    terminal.write("mailsec: not sent: \(failure.description)\n")
+                }
+            case "e"?:
+                problem = try editOnce(terminal, workspace, &template)
+            case "p"?:
+                _ = try runAsync { [session] in try await session.setEnforcePostcard(!(await session.state.draft.enforcePostcard)) }
+            case "i"?:
+                _ = try runAsync { [session] in try await session.setInvite(!(await session.state.draft.invite)) }
+            case "x"?:
+                try runAsync { [session] in
+                    let now = await session.state.draft.postcardExtension
+                    try await session.setExtension(now == .censored ? .partiallyEncrypted : .censored)
+                }
+            case "d"?:
+                try saveNow()
+                return
+            case "q"?:
+                if terminal.ask("Discard this mail? [y/N] ") == "y" {
+                    _ = try runAsync { [session] in try await session.discard() }
+                    print("discarded")
+                    return
+                }
+            case nil:
+                // The terminal went away: keep the mail rather than lose it.
+                terminal.write("\n")
+                try saveNow()
+                return
+            default:
+                terminal.write("answer with one letter: s, e, p, i, x, d or q\n")
+            }
+        }
+    }
+
+    private func state() throws -> ComposeState { try runAsync { [session] in await session.state } }
+
+    /// `--body-file`, `--attach`, the per-mail flags and `--confirm-downgrade`.
+    private func apply(_ place: BodyPlace) throws {
+        let attachments = try flow.attach.map(ComposeTemplate.attachment(path:))
+        let body: String? = try flow.bodyFile.map { path in
+            let bytes = try readInput(path, limit: ParseOptions.standard.maxSize, what: "the text of the mail")
+            guard let text = String(bytes: bytes, encoding: .utf8) else {
+                throw CommandFailure("the text of the mail is not UTF-8", status: .dataError)
+            }
+            return text
+        }
+        let flow = flow
+        try runAsync { [session] in
+            if flow.invite { try await session.setInvite(true) }
+            if flow.enforcePostcard { try await session.setEnforcePostcard(true) }
+            if let ext = flow.postcardExtension { try await session.setExtension(ext) }
+            for attachment in attachments { try await session.attach(attachment) }
+            if let body {
+                let text = place == .above ? body + (await session.state.draft.mail.text) : body
+                try await session.setText(text)
+            }
+            if flow.confirmDowngrade { try await session.confirmDowngrade() }
+        }
+    }
+
+    /// Opens the editor once on `template` and applies what it holds; returns
+    /// the problem of the edited text (the session keeps its last good state).
+    private func editOnce(_ terminal: ComposeTerminal, _ file: EditorFile, _ template: inout String) throws -> String? {
+        try file.write(template)
+        let status = try terminal.edit(file.path)
+        let edited = try file.read()
+        template = edited
+        guard status == 0 else { return "the editor ended with status \(status)" }
+        do {
+            let current = try state().draft.mail.attachments
+            let reading = try ComposeTemplate.read(edited, current: current)
+            try runAsync { [session] in
+                try await session.setRecipients(reading.recipients)
+                try await session.setSubject(reading.subject)
+                try await session.setText(reading.text)
+                try await session.setAttachments(reading.attachments)
+            }
+            return nil
+        } catch let problem as ComposeTemplate.Problem {
+            return problem.description
+        } catch let error as ComposeError {
+            return error.description
+        }
+    }
+
+    private func finishWithoutAsking() throws {
+        if flow.send { try sendNow() } else { try saveNow() }
+    }
+
+    /// Sends: refused before anything is queued when the mail cannot be sent
+    /// (69 refused by policy or a downgrade not confirmed, 65 bad text);
+    /// else queued in the outbox and delivered now as far as the server
+    /// takes it. Queued is sent: 0, with one line when delivery must wait.
+    private func sendNow() throws {
+        let before = try state()
+        let outcome: ComposeState
+        do { outcome = try runAsync { [session] in try await session.send() } } catch let error as ComposeError {
+            switch error.code {
+            case .downgrade: throw CommandFailure(error.description + " (--confirm-downgrade)", status: .refused)
+            case .notSendable(let why):
+                // Markers that do not pair up leave no plan: bad text. A refused plan, or no signing key: policy.
+                let status: ExitStatus = before.plan == nil && !before.draft.recipients.isEmpty ? .dataError : .refused
+                throw CommandFailure(before.draft.recipients.isEmpty ? "the mail has no recipients" : why,
+                                     status: before.draft.recipients.isEmpty ? .dataError : status)
+            default: throw CommandFailure(error.description, status: .temporary)
+            }
+        }
+        guard case .sent(let ids) = outcome.phase else { throw CommandFailure("not sent", status: .temporary) }
+        print("sent: \(ids.count) cop\(ids.count == 1 ? "y" : "ies") queued in the outbox (\(ids.joined(separator: ", ")))")
+        let only = Set(ids.compactMap { Int64($0) })
+        let submission = context.submission
+        let report = try? runAsync { try await submission.deliver(only: only, ignoringSchedule: true, lockWait: 30) }
+        guard let report else {
+            FileHandle.standardError.write(Data("mailsec: queued; delivery could not start ('mailsec outbox flush' sends it)\n".utf8))
+            return
+        }
+        if let line = deliveryLine(report, queuedCopies: ids.count) {
+            FileHandle.standardError.write(Data("mailsec: \(line)\n".utf8))
+        } else {
+            print("delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")")
+        }
+    }
+
+    private func saveNow() throws {
+        let outcome = try runAsync { [session] in try await session.saveAsDraft() }
+        guard case .savedAsDraft(let id) = outcome.phase else { throw CommandFailure("not saved", status: .temporary) }
+        print("saved as draft \(id)")
+    }
+}
+
+/// The file the editor works on: in a private folder (0700) under
+/// `$XDG_RUNTIME_DIR` or /tmp, the file 0600; overwritten and removed with
+/// the folder (and any swap file an editor left there) at the end.
+final class EditorFile {
+    let folder: String
+    var path: String { folder + "/mailsec-compose.txt" }
+
+    init() throws {
+        let base = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+        var template = Array((base + "/mailsec-compose.XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw CommandFailure("cannot make a folder for the editor in \(base)", status: .cannotCreate) }
+        folder = String(cString: made)
+    }
+
+    func write(_ text: String) throws { try writeOutput(Array(text.utf8), to: path) }
+
+    func read() throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else { return "" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    func remove() {
+        if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > 0 {
+            try? writeOutput([UInt8](repeating: 0, count: size), to: path)
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
