@@ -217,6 +217,10 @@ public struct UserConfig: Sendable {
             guard let host = try table.string("host"), !host.isEmpty else {
                 throw ConfigError("submission.host: required (the submission server's name)", path: "submission.host")
             }
+            // Not echoed: a line break in it would break the one error line.
+            guard Self.isHost(host) else {
+                throw ConfigError("submission.host: not a host name or an IP address", path: "submission.host")
+            }
             return host
         }
         let security: SubmissionSecurity? = step {
@@ -240,8 +244,21 @@ public struct UserConfig: Sendable {
             guard access(path, R_OK) == 0 else { throw ConfigError("submission.ca_file: cannot read \(path)", path: "submission.ca_file") }
             return path
         }
-        let helo = step { try table.string("helo") }
-        let timeout = step { try table.positiveInt("timeout") }
+        let helo: String? = step {
+            guard let value = try table.string("helo") else { return nil }
+            // A line break here would inject SMTP commands after EHLO.
+            guard HeloName.isAcceptable(value) else {
+                throw ConfigError("submission.helo: not a domain name or an address literal ([192.0.2.1])", path: "submission.helo")
+            }
+            return value
+        }
+        let timeout: Int? = step {
+            guard let value = try table.positiveInt("timeout") else { return nil }
+            guard value <= Self.longestTimeout else {
+                throw ConfigError("submission.timeout: at most \(Self.longestTimeout) seconds", path: "submission.timeout")
+            }
+            return value
+        }
 
         var source = PasswordSource.none
         if let command, inline != nil {
@@ -273,6 +290,16 @@ public struct UserConfig: Sendable {
         guard ok, let host, let security else { return nil }
         return SubmissionSettings(host: host, port: port, security: security, username: username, password: source,
                                   caFile: caFile, heloName: helo, timeout: timeout)
+    }
+
+    /// The longest `timeout` taken: an hour per step (RFC 5321's longest is ten minutes).
+    public static let longestTimeout = 3600
+
+    /// A domain name, or an IPv4 or IPv6 address.
+    static func isHost(_ text: String) -> Bool {
+        if HeloName.isAcceptable(text) && !text.hasPrefix("[") { return true }
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
     /// A plain check of the form local@domain (the pipeline checks further).

@@ -45,6 +45,11 @@ struct UserConfigTests {
         ("port = 70000", "submission.port"), ("helo = 3", "submission.helo"),
         ("port = \"587\"", "submission.port"), ("colour = \"blue\"", "submission.colour"),
         ("password = \"x\"", "submission.password"),
+        // Hostile values: a line break in the EHLO name would inject SMTP
+        // commands; a time-out past Int64 nanoseconds trapped the process.
+        ("helo = \"me.example\\r\\nRSET\"", "submission.helo"), ("helo = \"a b\"", "submission.helo"),
+        ("helo = \"\"", "submission.helo"), ("timeout = 10000000000", "submission.timeout"),
+        ("timeout = 3601", "submission.timeout"),
     ])
     func problems(line: String, key: String) throws {
         var lines = goodConfig.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -56,6 +61,17 @@ struct UserConfigTests {
         #expect(problems.contains { $0.path == "from" && $0.line == 1 })
         let problem = try #require(problems.first { $0.path == key })
         #expect(problem.line == at + 1, "\(problem.description)")
+    }
+
+    @Test("a host with a line break is refused, and the error line does not carry it; names and addresses are taken")
+    func hostileHost() {
+        let (config, problems) = UserConfig.parse("from = \"a@b.org\"\n[submission]\nhost = \"smtp.example.org\\r\\nEvil: 1\"\n")
+        #expect(config == nil)
+        #expect(problems.map(\.path) == ["submission.host"])
+        #expect(!problems.contains { $0.description.contains("\n") || $0.description.contains("Evil") })
+        for host in ["smtp.example.org", "192.0.2.1", "::1", "2001:db8::25", "localhost"] {
+            #expect(UserConfig.parse("from = \"a@b.org\"\n[submission]\nhost = \"\(host)\"\n").problems.isEmpty, "\(host)")
+        }
     }
 
     @Test("a TOML syntax error names its line")
