@@ -127,6 +127,23 @@ struct PasswordTests {
         }
     }
 
+    @Test("a command that leaves a child holding its output open: the password as soon as the shell is done, not the time-out")
+    func backgroundChild() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-pw")
+        defer {
+            // The test stops what it started: the children left in the background.
+            for name in ["one", "two"] {
+                if let pid = (try? String(contentsOfFile: folder + "/" + name, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+                    kill(pid, SIGKILL)
+                }
+            }
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        // Waiting for the end of file ran into the time-out: no password at all.
+        #expect(try password("printf 'secret\\n'; sleep 60 & echo $! > \(folder)/one", timeout: 20) == Array("secret".utf8))
+        #expect(throws: PasswordError.self) { try password("sleep 60 & echo $! > \(folder)/two; exit 2", timeout: 20) }
+    }
+
     @Test("a failing, silent, endless or talkative command is an error that shows none of its output")
     func failures() {
         let cases = ["echo leaked-word; exit 3", "true", "sleep 30", "yes leaked-word | head -c 10000"]
