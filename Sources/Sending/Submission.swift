@@ -4,6 +4,7 @@ import OpenPGP
 import Outbox
 import Pipeline
 import Policy
+import SMTP
 import Store
 
 /// A change an application may show: the outbox's copies, and the
@@ -11,6 +12,12 @@ import Store
 public enum SendingEvent: Sendable, Hashable {
     case outbox(OutboxChange)
     case connection(ConnectionState)
+}
+
+/// A copy of the mail is something SMTP cannot carry (a header line over
+/// 998 octets, say): the whole mail is refused, nothing is queued. Bad input (65).
+public struct UnsendableMessageError: Error, Sendable, CustomStringConvertible {
+    public let description: String
 }
 
 /// The mail as queued: its plan and the ids of its copies in the outbox.
@@ -47,18 +54,29 @@ public final class Submission: Sendable {
         (stateStream, states) = AsyncStream<ConnectionState>.makeStream(bufferingPolicy: .bufferingNewest(16))
     }
 
-    /// The pipeline as the configuration sets it up.
+    /// Key continuity for sending: the key each recipient last got a letter
+    /// with, in `continuity/` of the store's folder (as the filter keeps its own).
+    public var continuity: KeyContinuity { Self.continuity(in: outbox.store.folder) }
+
+    /// Key continuity of the store in `folder` (`mailsec keys forget --sending`).
+    public static func continuity(in folder: String) -> KeyContinuity { KeyContinuity(directory: folder + "/continuity") }
+
+    /// The pipeline as the configuration sets it up, with key continuity:
+    /// a recipient whose remembered key vanished (a damaged keyring, a
+    /// deleted key) holds the mail rather than getting a postcard.
     public var pipeline: MailPipeline {
         MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
             mail: config.policy.mail, redactor: config.policy.redactor, signAs: config.policy.signAs,
-            requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity)))
+            requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity))).with(continuity: continuity)
     }
 
     /// Plans and writes every copy of the mail in `bytes`, and stores them
     /// all in the outbox (or none). Recipients: `envelopeRecipients` when
     /// given (those not in To/Cc are Bcc), else To, Cc and Bcc. The envelope
     /// sender: `envelopeSender`, else `from` of the configuration. Throws the
-    /// pipeline's errors (bad message, refused by policy) before anything is stored.
+    /// pipeline's errors (bad message, refused by policy, ``KeyLossError`` when
+    /// key continuity holds it) before anything is stored. Each letter
+    /// recipient's key is remembered before the copies are stored.
     public func queue(_ bytes: [UInt8], envelopeSender: String? = nil, envelopeRecipients: [String]? = nil,
                       origin: String = "library", parseOptions: ParseOptions = .standard) throws -> QueuedMail {
         let message = try MIMEMessage.parse(bytes, options: parseOptions)
@@ -66,13 +84,26 @@ public final class Submission: Sendable {
         let prepared = try pipeline.prepare(message, original: MailPipeline.withoutBcc(bytes),
                                             envelopeSender: envelopeSender ?? config.from,
                                             envelopeRecipients: envelopeRecipients)
-        if prepared.plan.isRefused { throw PipelineError(.refused(prepared.plan.refused.map(\.recipient.address))) }
+        try MailPipeline.checkNotRefused(prepared.plan)
         let written = try pipeline.write(prepared)
         let own = Self.ownCopy(written.copies, plan: prepared.plan)
         var copies: [NewCopy] = []
         for (index, copy) in written.copies.enumerated() {
-            copies.append(NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes,
+            let bytes = try copy.bytes
+            // A copy no server can take would fail after the others went out: half sent.
+            if let problem = SMTPCarriage.problem(bytes) {
+                throw UnsendableMessageError(description: "copy \(index + 1) of \(written.copies.count) (\(copy.kind.rawValue)) "
+                                             + "cannot be sent: \(problem)")
+            }
+            copies.append(NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: bytes,
                                   isOwnCopy: config.sentMaildir != nil && index == own))
+        }
+        // Remembered before storing: a record that cannot be written stops the
+        // mail (75), rather than a later mail to a vanished key going as a postcard.
+        for decision in prepared.plan.decisions {
+            if case .letter(let fingerprint, _) = decision.decision {
+                try continuity.record(decision.recipient.address, fingerprint: fingerprint)
+            }
         }
         let ids = try outbox.enqueue(sender: prepared.envelopeSender, messageID: message.messageID, origin: origin, copies: copies)
         return QueuedMail(plan: prepared.plan, copies: ids)

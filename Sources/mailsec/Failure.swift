@@ -47,7 +47,7 @@ enum ExitStatus: Int32 {
             case .publishFailed: self = .temporary
             case .noticeNeedsLetter, .publishRefused: self = .refused
             }
-        case is MIMEError, is LetterError: self = .dataError
+        case is MIMEError, is LetterError, is UnsendableMessageError: self = .dataError
         case is PublishError, is StreamingError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage

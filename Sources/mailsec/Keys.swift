@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Filter
 import OpenPGP
+import Sending
+import Store
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -156,7 +158,7 @@ extension Keys {
     /// Key continuity: clears a remembered key on purpose.
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Forget the key an address last got a letter with (the filter's key continuity).",
+            abstract: "Forget the key an address last got a letter with (key continuity of the filter, or with --sending of send).",
             discussion: """
                 The filter remembers, beside its journal, the key each recipient last got a letter \
                 with, and defers mail to a recipient whose remembered key is gone. Run this when the \
@@ -168,6 +170,9 @@ extension Keys {
         @Option(help: ArgumentHelp("The filter's TOML configuration.", valueName: "file"))
         var config = FilterCommand.defaultConfig
 
+        @Flag(help: "The key continuity of 'send' and 'sendmail' (in $XDG_DATA_HOME/mailsec) instead of the filter's.")
+        var sending = false
+
         @Argument(help: ArgumentHelp("Mail addresses to forget.", valueName: "address"))
         var addresses: [String]
 
@@ -176,7 +181,8 @@ extension Keys {
         }
 
         func run() throws {
-            let continuity = try FilterConfig.load(path: config).continuity
+            let continuity = sending ? Submission.continuity(in: LocalStore.defaultFolder())
+                : try FilterConfig.load(path: config).continuity
             for address in addresses {
                 print("\(address): " + (try continuity.forget(address) ? "forgotten" : "no record"))
             }
