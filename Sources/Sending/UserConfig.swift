@@ -1,5 +1,6 @@
 import Foundation
 import OpenPGP
+import Pipeline
 import Policy
 import Settings
 import SMTP
@@ -162,8 +163,12 @@ public struct UserConfig: Sendable {
         var from: String?
         step {
             guard let value = try top.string("from") else { throw ConfigError("from: required (your address)", path: "from") }
-            guard Self.isAddress(value) else { throw ConfigError("from: \"\(value)\" is not a mail address", path: "from") }
-            from = value
+            // The check every envelope sender gets: a value the pipeline would
+            // refuse later made every mail 65 (bad message) for a mis-edited file.
+            // Not echoed: it may hold a line break.
+            do throws(EnvelopeAddressError) { from = try EnvelopeAddress.normalised(value, which: "sender") } catch {
+                throw ConfigError("from: not a mail address (\(error.problem))", path: "from")
+            }
         }
         var gnupgHome: String?
         step {
@@ -302,12 +307,6 @@ public struct UserConfig: Sendable {
         return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
-    /// A plain check of the form local@domain (the pipeline checks further).
-    static func isAddress(_ text: String) -> Bool {
-        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
-        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty
-            && !text.unicodeScalars.contains { $0.value <= 0x20 || $0 == "<" || $0 == ">" || $0.value == 0x7F }
-    }
 }
 
 /// `~` and `~/…` as the person's home.

@@ -74,6 +74,17 @@ struct UserConfigTests {
         }
     }
 
+    @Test("a from the pipeline would refuse is a configuration problem, named without its value")
+    func hostileFrom() {
+        for from in ["alice@example.org\\u2028", "alice@example.org\\nBcc: x@y.org", "<alice@example.org", "-alice@example.org", "a@b@c"] {
+            let (config, problems) = UserConfig.parse("from = \"\(from)\"\n[submission]\nhost = \"h\"\n")
+            #expect(config == nil, "\(from)")
+            #expect(problems.map(\.path) == ["from"], "\(from)")
+            #expect(!problems.contains { $0.description.contains("\n") || $0.description.contains("alice") }, "\(problems)")
+        }
+        #expect(UserConfig.parse("from = \"<alice@example.org>\"\n[submission]\nhost = \"h\"\n").problems.isEmpty)
+    }
+
     @Test("a TOML syntax error names its line")
     func syntax() {
         let (_, problems) = UserConfig.parse("from = \"a@b.org\"\n\n[submission\nhost = 1\n")
