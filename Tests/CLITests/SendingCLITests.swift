@@ -205,6 +205,13 @@ struct SendingCLITests {
         print("kill -9: \(windowHits) window hits, \(sentBeforeKill) recipients recorded sent before a kill, "
               + "\(killedBeforeQueue) sends killed before queueing (span \(String(format: "%.2f", span)) s)")
         #expect(!errors.contains(setup.password))
+        // Carol was Bcc: no copy has a Bcc field, and only her own copy names her.
+        for entry in setup.peer.log() {
+            guard let message = (entry["message"] as? String).flatMap({ Data(base64Encoded: $0) }) else { continue }
+            let text = String(decoding: message, as: UTF8.self).lowercased()
+            #expect(!text.contains("\r\nbcc:") && !text.hasPrefix("bcc:"))
+            if !(entry["rcpts"] as? [String] ?? []).contains("carol@example.org") { #expect(!text.contains("carol")) }
+        }
 
         // Temporary files: none left, even by processes killed half way.
         let left = (try? FileManager.default.contentsOfDirectory(atPath: setup.temporary)) ?? []
@@ -270,6 +277,46 @@ struct SendingCLITests {
                 #expect(result.errors.split(separator: "\n").count == 1 && !result.errors.contains(long))
             }
         }
+    }
+
+    /// The store's disk full (a 2 MiB tmpfs as `$XDG_DATA_HOME`; needs root
+    /// to mount, and says so when it could not): a mail larger than the room
+    /// left is either stored whole and sent, or refused (75) with one line and
+    /// nothing sent; with room again it goes, once.
+    @Test("the store's disk full: send refuses with one line (75) and sends nothing, or stores and sends; with room again, once")
+    func diskFull() throws {
+        let setup = try SendingSetup()
+        defer { setup.close() }
+        let data = setup.folder + "/data"
+        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=2m,mode=700", "tmpfs", data])
+        guard mounted.status == 0 else {
+            print("disk full: not tried, cannot mount a tmpfs here (\(mounted.errors.trimmingCharacters(in: .whitespacesAndNewlines)))")
+            return
+        }
+        defer { _ = try? run("/bin/umount", ["-l", data]) }
+        #expect(try setup.mailsec(["send"], input: mail("df.0@example.org", postcard: "p0@example.net")).status == 0)
+        // Filled to the last block.
+        let filler = data + "/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
+        let block = [UInt8](repeating: 0x55, count: 4096)
+        while block.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        close(fd)
+        var big = mail("df.1@example.org", postcard: "p1@example.net")
+        big += Array(String(repeating: "A fairly long line of text that fills the mail up to half a megabyte.\n", count: 7000).utf8)
+        let full = try setup.mailsec(["send"], input: big)
+        let delivered = setup.delivered().filter { $0.key.hasPrefix("df.1@") }
+        if full.status == 0 {
+            #expect(delivered.count == 3 && delivered.values.allSatisfy { $0 == 1 })
+        } else {
+            #expect(full.status == 75, "\(full.status) \(full.errors)")
+            #expect(full.errors.split(separator: "\n").count == 1, "\(full.errors)")
+            #expect(delivered.isEmpty, "sent though it could not be stored: \(delivered)")
+            unlink(filler)
+            let again = try setup.mailsec(["send"], input: big)
+            #expect(again.status == 0, "\(again.errors)")
+            #expect(setup.delivered().filter { $0.key.hasPrefix("df.1@") }.values.sorted() == [1, 1, 1])
+        }
+        print("disk full: send exited \(full.status)")
     }
 
     @Test("outbox watch --interval past a day is a usage error (it trapped converting to poll's Int32 milliseconds)")
