@@ -319,6 +319,39 @@ struct SendingCLITests {
         print("disk full: send exited \(full.status)")
     }
 
+    /// The store on a file system turned read-only (a tmpfs remounted; root
+    /// only, said when not tried): a mail waiting in the outbox is not sent
+    /// while its state cannot be recorded, the run says so in one line (75),
+    /// and with the store writable again it goes, once.
+    @Test("the store read-only: flush sends nothing it cannot record (75, one line); writable again, each recipient once")
+    func readOnlyStore() throws {
+        let setup = try SendingSetup()
+        defer { setup.close() }
+        let data = setup.folder + "/data"
+        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m,mode=700", "tmpfs", data])
+        guard mounted.status == 0 else {
+            print("read-only store: not tried, cannot mount a tmpfs here (\(mounted.errors.trimmingCharacters(in: .whitespacesAndNewlines)))")
+            return
+        }
+        defer { _ = try? run("/bin/umount", ["-l", data]) }
+        // Queued while the server is away: a configuration with a closed port.
+        let closedPort = try SilentServer().port  // closed again at once: refused
+        let away = setup.folder + "/away.toml"
+        let text = try String(contentsOfFile: setup.config, encoding: .utf8).replacingOccurrences(of: "port = \(setup.peer.port)", with: "port = \(closedPort)")
+        _ = FileManager.default.createFile(atPath: away, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        let queued = try run(Paths.mailsecExecutable.path, ["send", "--config", away], input: mail("ro.1@example.org", postcard: "p@example.net"),
+                             environment: setup.environment)
+        #expect(queued.status == 75, "\(queued.errors)")
+        #expect(try run("/bin/mount", ["-o", "remount,ro", data]).status == 0)
+        let refused = try setup.mailsec(["outbox", "flush"])
+        #expect(refused.status == 75 && refused.errors.split(separator: "\n").count == 1, "\(refused.status) \(refused.errors)")
+        #expect(!setup.peer.sawMail, "sent while the outcome could not be recorded")
+        #expect(try run("/bin/mount", ["-o", "remount,rw", data]).status == 0)
+        let flushed = try setup.mailsec(["outbox", "flush"])
+        #expect(flushed.status == 0, "\(flushed.errors)")
+        #expect(setup.delivered().filter { $0.key.hasPrefix("ro.1@") }.values.sorted() == [1, 1, 1])
+    }
+
     @Test("outbox watch --interval past a day is a usage error (it trapped converting to poll's Int32 milliseconds)")
     func intervalBound() throws {
         let setup = try SendingSetup()
