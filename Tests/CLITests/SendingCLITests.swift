@@ -95,7 +95,22 @@ final class SendingSetup {
         return counts
     }
 
+    private var mounted = false
+
+    /// Puts the store (`$XDG_DATA_HOME`) on a tmpfs of `size` ("2m"), unmounted
+    /// by `close()`; false, said on standard output, where mounting is not allowed.
+    func storeOnTmpfs(size: String, for what: String) throws -> Bool {
+        let result = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=700", "tmpfs", folder + "/data"])
+        guard result.status == 0 else {
+            print("\(what): not tried, cannot mount a tmpfs here (\(result.errors.trimmingCharacters(in: .whitespacesAndNewlines)))")
+            return false
+        }
+        mounted = true
+        return true
+    }
+
     func close() {
+        if mounted { _ = try? run("/bin/umount", ["-l", folder + "/data"]) }
         peer.stop()
         certificates.remove()
         home.close()
@@ -288,12 +303,7 @@ struct SendingCLITests {
         let setup = try SendingSetup()
         defer { setup.close() }
         let data = setup.folder + "/data"
-        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=2m,mode=700", "tmpfs", data])
-        guard mounted.status == 0 else {
-            print("disk full: not tried, cannot mount a tmpfs here (\(mounted.errors.trimmingCharacters(in: .whitespacesAndNewlines)))")
-            return
-        }
-        defer { _ = try? run("/bin/umount", ["-l", data]) }
+        guard try setup.storeOnTmpfs(size: "2m", for: "disk full") else { return }
         #expect(try setup.mailsec(["send"], input: mail("df.0@example.org", postcard: "p0@example.net")).status == 0)
         // Filled to the last block.
         let filler = data + "/filler"
@@ -328,12 +338,7 @@ struct SendingCLITests {
         let setup = try SendingSetup()
         defer { setup.close() }
         let data = setup.folder + "/data"
-        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m,mode=700", "tmpfs", data])
-        guard mounted.status == 0 else {
-            print("read-only store: not tried, cannot mount a tmpfs here (\(mounted.errors.trimmingCharacters(in: .whitespacesAndNewlines)))")
-            return
-        }
-        defer { _ = try? run("/bin/umount", ["-l", data]) }
+        guard try setup.storeOnTmpfs(size: "8m", for: "read-only store") else { return }
         // Queued while the server is away: a configuration with a closed port.
         let closedPort = try SilentServer().port  // closed again at once: refused
         let away = setup.folder + "/away.toml"
