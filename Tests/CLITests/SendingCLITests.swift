@@ -97,6 +97,16 @@ final class SendingSetup {
 
     private var mounted = false
 
+    /// A configuration like `config` but for a port nobody listens on: the
+    /// server away (a send through it queues, 75).
+    func awayConfig() throws -> String {
+        let closedPort = try SilentServer().port  // closed again at once: refused
+        let away = folder + "/away.toml"
+        let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: "port = \(peer.port)", with: "port = \(closedPort)")
+        _ = FileManager.default.createFile(atPath: away, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        return away
+    }
+
     /// Puts the store (`$XDG_DATA_HOME`) on a tmpfs of `size` ("2m"), unmounted
     /// by `close()`; false, said on standard output, where mounting is not allowed.
     func storeOnTmpfs(size: String, for what: String) throws -> Bool {
@@ -339,11 +349,8 @@ struct SendingCLITests {
         defer { setup.close() }
         let data = setup.folder + "/data"
         guard try setup.storeOnTmpfs(size: "8m", for: "read-only store") else { return }
-        // Queued while the server is away: a configuration with a closed port.
-        let closedPort = try SilentServer().port  // closed again at once: refused
-        let away = setup.folder + "/away.toml"
-        let text = try String(contentsOfFile: setup.config, encoding: .utf8).replacingOccurrences(of: "port = \(setup.peer.port)", with: "port = \(closedPort)")
-        _ = FileManager.default.createFile(atPath: away, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        // Queued while the server is away.
+        let away = try setup.awayConfig()
         let queued = try run(Paths.mailsecExecutable.path, ["send", "--config", away], input: mail("ro.1@example.org", postcard: "p@example.net"),
                              environment: setup.environment)
         #expect(queued.status == 75, "\(queued.errors)")
@@ -355,6 +362,42 @@ struct SendingCLITests {
         let flushed = try setup.mailsec(["outbox", "flush"])
         #expect(flushed.status == 0, "\(flushed.errors)")
         #expect(setup.delivered().filter { $0.key.hasPrefix("ro.1@") }.values.sorted() == [1, 1, 1])
+    }
+
+    @Test("three outbox flush and a send at once over a full outbox: every recipient gets exactly one copy")
+    func concurrentRuns() throws {
+        let setup = try SendingSetup()
+        defer { setup.close() }
+        let away = try setup.awayConfig()
+        var ids: [String] = []
+        for round in 0..<4 {
+            let id = "together.\(round)@example.org"
+            ids.append(id)
+            let queued = try run(Paths.mailsecExecutable.path, ["send", "--config", away],
+                                 input: mail(id, postcard: "p\(round)@example.net"), environment: setup.environment)
+            #expect(queued.status == 75, "\(queued.errors)")
+        }
+        let processes = try (0..<4).map { index in
+            let process = Process()
+            process.executableURL = Paths.mailsecExecutable
+            process.arguments = index == 3 ? ["send", "--config", setup.config] : ["outbox", "flush", "--config", setup.config]
+            process.environment = setup.environment
+            let input = Pipe()
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            if index == 3 { input.fileHandleForWriting.write(Data(mail("together.new@example.org", postcard: "pn@example.net"))) }
+            try input.fileHandleForWriting.close()
+            return process
+        }
+        for process in processes { process.waitUntilExit() }
+        // Whatever a busy run left queued goes now.
+        #expect(try setup.mailsec(["outbox", "flush"]).status == 0)
+        let delivered = setup.delivered()
+        for id in ids + ["together.new@example.org"] {
+            #expect(delivered.filter { $0.key.hasPrefix(id + " ") }.values.sorted() == [1, 1, 1], "\(id): \(delivered)")
+        }
     }
 
     @Test("outbox watch --interval past a day is a usage error (it trapped converting to poll's Int32 milliseconds)")
