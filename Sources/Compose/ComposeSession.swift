@@ -32,7 +32,12 @@ public actor ComposeSession {
     private var phase: ComposePhase = .editing
     private var book = KeyBook()
     private var keyLookups = 0
-    private var downgradeConfirmed = false
+    /// The postcard recipients a downgrade was confirmed for (lower case):
+    /// a confirmation covers those it named, never one added after it.
+    private var confirmedDowngrade: Set<String> = []
+    private func confirms(_ downgrade: [String]) -> Bool {
+        !confirmedDowngrade.isEmpty && Set(downgrade.map { $0.lowercased() }).isSubset(of: confirmedDowngrade)
+    }
     private var current: ComposeState!
 
     /// Starts a session on `draft` (a new mail, prefilled or empty). Keys of
@@ -178,11 +183,12 @@ public actor ComposeSession {
     }
 
     /// Confirms (or withdraws the confirmation) that content that arrived as
-    /// a letter may reach postcard recipients.
+    /// a letter may reach the postcard recipients ``ComposeState/downgrade``
+    /// names now. A postcard recipient added later needs a confirmation of its own.
     @discardableResult
     public func confirmDowngrade(_ confirmed: Bool = true) throws -> ComposeState {
         try checkEditable()
-        downgradeConfirmed = confirmed
+        confirmedDowngrade = confirmed ? confirmedDowngrade.union(current.downgrade.map { $0.lowercased() }) : []
         try recompute()
         return current
     }
@@ -216,7 +222,8 @@ public actor ComposeSession {
         try recompute()
         if let problem = current.problem { throw ComposeError(.notSendable(problem)) }
         guard current.plan != nil else { throw ComposeError(.notSendable(PipelineError(.noRecipients).description)) }
-        if !current.downgrade.isEmpty && !downgradeConfirmed { throw ComposeError(.downgrade(current.downgrade)) }
+        let unconfirmed = current.downgrade.filter { !confirmedDowngrade.contains($0.lowercased()) }
+        if !unconfirmed.isEmpty { throw ComposeError(.downgrade(unconfirmed)) }
         phase = .sendInProgress
         publish()
         let (draft, book, options, gnupg, outbox) = (self.draft, self.book, pipelineOptions, self.gnupg, self.outbox)
@@ -310,14 +317,14 @@ public actor ComposeSession {
                             decision: decisions[person.address.lowercased()])
         }
         current = ComposeState(phase: phase, mode: mode, draft: draft, recipients: statuses, plan: plan, problem: problem,
-                               downgrade: downgrade, downgradeConfirmed: downgradeConfirmed, keyLookups: keyLookups)
+                               downgrade: downgrade, downgradeConfirmed: confirms(downgrade), keyLookups: keyLookups)
         continuation.yield(current)
     }
 
     private func publish() {
         current = ComposeState(phase: phase, mode: mode, draft: draft, recipients: current.recipients, plan: current.plan,
                                problem: current.problem, downgrade: current.downgrade,
-                               downgradeConfirmed: downgradeConfirmed, keyLookups: keyLookups)
+                               downgradeConfirmed: confirms(current.downgrade), keyLookups: keyLookups)
         continuation.yield(current)
     }
 

@@ -55,7 +55,8 @@ public struct ComposeState: Sendable {
     /// Postcard recipients who would get content that arrived as a letter;
     /// sending needs ``downgradeConfirmed`` while this is not empty.
     public let downgrade: [String]
-    /// True once the person confirmed the downgrade in ``downgrade``.
+    /// True when a confirmation covers every recipient in ``downgrade``
+    /// (it covers those named when it was given, not one added later).
     public let downgradeConfirmed: Bool
     /// How many key listings (gpg processes) the session has run so far.
     public let keyLookups: Int

@@ -381,7 +381,10 @@ public struct MailPipeline: Sendable {
             original.withUnsafeBytes { search.feed($0) }
             if search.finish() { readings = Redactor.ReadingsFinding(marker: "the mail as it came", uncertain: readings.uncertain) }
         }
-        let hasSpans = alreadyEncrypted ? false : try options.redactor.hasMarkedSpans(message) || readings.marker != nil
+        // For a mail encrypted already, a marker outside the ciphertext (the
+        // Subject, say) is a span too: the plan says so, as the copy is censored.
+        let hasSpans = alreadyEncrypted ? readings.marker != nil
+            : try options.redactor.hasMarkedSpans(message) || readings.marker != nil
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)

@@ -25,6 +25,15 @@ public enum HeloName {
         return [canonical, host].compactMap { $0 }.first { isDomain($0) && $0.contains(".") }
     }()
 
+    /// True for a name EHLO may carry: a domain (``isDomain(_:)``) or an
+    /// address literal in brackets of printable ASCII without spaces. Anything
+    /// else (a line break above all, which would inject commands) is refused.
+    public static func isAcceptable(_ name: String) -> Bool {
+        if isDomain(name) { return true }
+        guard name.hasPrefix("["), name.hasSuffix("]"), name.count > 2, name.utf8.count <= 255 else { return false }
+        return name.dropFirst().dropLast().unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && $0 != "[" && $0 != "]" }
+    }
+
     /// Letters, digits, hyphens and dots, as RFC 5321's Domain.
     static func isDomain(_ name: String) -> Bool {
         !name.isEmpty && name.count <= 253 && !name.hasPrefix(".") && !name.hasSuffix(".") && !name.contains("..")

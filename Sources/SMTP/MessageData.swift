@@ -85,3 +85,27 @@ extension MessageData {
         return data
     }
 }
+
+/// What no SMTP server can carry, checked before a mail is queued: so that a
+/// mail is refused whole (65) rather than some copies sent and one failing.
+package enum SMTPCarriage {
+    /// Why `message` cannot go over SMTP to any server, even re-encoded (a
+    /// header line over 998 octets, a NUL in a header); nil when it can.
+    /// Server-dependent limits (SIZE, SMTPUTF8) are not judged here.
+    package static func problem(_ message: [UInt8]) -> String? {
+        var length = 0
+        var suspect = false
+        for byte in message {
+            if byte == 10 { length = 0; continue }
+            length += 1
+            if byte == 0 || length > MessageData.maxLine { suspect = true; break }
+        }
+        guard suspect else { return nil }  // the common case: no copy is made
+        do {
+            _ = try MessageData.prepare(message, eightBitMIME: true, smtpUTF8: true, peer: "a server")
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+}

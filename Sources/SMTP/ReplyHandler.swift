@@ -239,7 +239,12 @@ final class ReplyHandler: ChannelInboundHandler {
         return SMTPError(.connectionFailed, "the connection to \(peer) failed: \(what)")
     }
 
-    static func amount(_ seconds: Double) -> TimeAmount { .nanoseconds(Int64(max(0, seconds) * 1e9)) }
+    /// At most about 146 years: a larger figure (a hostile `timeout`) must not
+    /// trap converting to Int64 nanoseconds (a crash is no clear line, and the
+    /// sendmail entry would leave a queued mail looking unsent).
+    static func amount(_ seconds: Double) -> TimeAmount {
+        .nanoseconds(Int64(min(max(0, seconds.isNaN ? 0 : seconds), 4.6e9) * 1e9))
+    }
 
     static func seconds(_ value: Double) -> String {
         value == value.rounded() ? "\(Int(value)) s" : "\(value) s"

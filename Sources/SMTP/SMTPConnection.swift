@@ -46,6 +46,10 @@ public actor SMTPConnection {
     /// authenticates when `credentials` are given. Nothing of a transaction
     /// is sent before all that succeeded.
     public static func open(_ server: SMTPServer, credentials: SMTPCredentials? = nil) async throws(SMTPError) -> SMTPConnection {
+        if let name = server.heloName, !HeloName.isAcceptable(name) {
+            // Not echoed: it may hold line breaks. A setting, so temporary (75), never a bounce.
+            throw SMTPError(.protocolError, "the EHLO name given is not a domain name or an address literal")
+        }
         let tlsContext: NIOSSLContext? = server.security == .none ? nil : try makeTLSContext(server)
         let peer = server.peer
         let implicitTLS = server.security == .tls

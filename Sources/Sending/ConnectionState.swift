@@ -69,7 +69,7 @@ public enum Reachability {
         if connect(fd, info.ai_addr, info.ai_addrlen) == 0 { return true }
         guard errno == EINPROGRESS else { return false }
         var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        guard poll(&poller, 1, Int32(timeout * 1000)) == 1 else { return false }
+        guard poll(&poller, 1, Int32(min(max(0, timeout), 86_400) * 1000)) == 1 else { return false }  // no Int32 trap
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)

@@ -1,4 +1,5 @@
 import Foundation
+import MIME
 import Outbox
 
 /// What one delivery run did.
@@ -113,6 +114,14 @@ public struct Courier: Sendable {
         return report
     }
 
+    /// The Maildir name an own copy is filed under (``SentFolder/file(_:now:key:)``):
+    /// its mail's time, the copy's id and the store's folder, so that filing it
+    /// again after a crash finds it, and another store's copy never matches.
+    public func filingKey(_ entry: OutboxEntry) -> String {
+        let store = Digest.sha256Hex(Array(outbox.store.folder.utf8)).prefix(12)
+        return "\(Int(entry.created.timeIntervalSince1970)).mailsec\(entry.id)S\(store)"
+    }
+
     /// Own copies delivered earlier whose filing failed (the folder was
     /// missing, say) are filed now.
     private func fileOwnCopies(_ report: inout DeliveryReport) {
@@ -123,8 +132,8 @@ public struct Courier: Sendable {
     private func fileOwnCopy(_ id: Int64, _ report: inout DeliveryReport) {
         guard let sentFolder else { return }
         do {
-            guard let bytes = try outbox.unfiledOwnCopy(id) else { return }
-            try sentFolder.file(bytes)
+            guard let bytes = try outbox.unfiledOwnCopy(id), let entry = try outbox.entry(id) else { return }
+            try sentFolder.file(bytes, key: filingKey(entry))
             try outbox.markFiled(id)
         } catch let error as SentFolderError {
             report.filingProblems.append(error.description)

@@ -28,7 +28,7 @@ public final class NetworkEvents: @unchecked Sendable {
             return false
         }
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let ready = poll(&poller, 1, Int32(max(0, timeout) * 1000))
+        let ready = poll(&poller, 1, Int32(min(max(0, timeout), 86_400) * 1000))  // no Int32 trap
         guard ready == 1 else { return false }
         var buffer = [UInt8](repeating: 0, count: 16384)
         while recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0 {}

@@ -43,6 +43,8 @@ public enum Password {
         defer {
             for pointer in argv { if let pointer { explicit_bzero(pointer, strlen(pointer)); free(pointer) } }
         }
+        // Our own process group, not one of its own: a command that asks on the
+        // terminal (/dev/tty) must stay in the foreground group to read it.
         let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ)
         close(pipeFDs[1])
         guard spawned == 0 else {
@@ -54,13 +56,23 @@ public enum Password {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: limit, alignment: 1)
         var count = 0
         var failure: String?
+        var status: Int32 = 0
+        var exited = false
         let deadline = Date().addingTimeInterval(timeout)
         while true {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { failure = "password_command: no answer within \(Int(timeout)) s"; break }
             var poller = pollfd(fd: pipeFDs[0], events: Int16(POLLIN), revents: 0)
-            let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
-            let ready = poll(&poller, 1, left)
+            // Short slices: the shell may be done while a child it left in the
+            // background still holds the pipe open (no end of file would come).
+            let ready = poll(&poller, 1, Int32(min(left, 0.1) * 1000) + 1)
             if ready < 0 && errno == EINTR { continue }
-            if ready <= 0 { failure = "password_command: no answer within \(Int(timeout)) s"; break }
+            if ready < 0 { failure = "password_command: cannot read its output"; break }
+            if ready == 0 {
+                if exited { break }  // the shell is gone and nothing more came: that was all
+                if waitpid(pid, &status, WNOHANG) == pid { exited = true }
+                continue
+            }
             if count == limit { failure = "password_command: printed more than \(limit) bytes"; break }
             let got = read(pipeFDs[0], buffer.baseAddress! + count, limit - count)
             if got < 0 && errno == EINTR { continue }
@@ -68,9 +80,8 @@ public enum Password {
             count += got
         }
         close(pipeFDs[0])
-        if failure != nil { kill(pid, SIGKILL) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        if failure != nil && !exited { kill(pid, SIGKILL) }
+        if !exited { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
         if failure == nil {
             let exited = status & 0x7f == 0
             let code = (status >> 8) & 0xff

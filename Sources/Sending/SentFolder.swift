@@ -20,9 +20,13 @@ public struct SentFolder: Sendable {
         self.path = path
     }
 
-    /// Files `message`; returns the file's path.
+    /// Files `message`; returns the file's path. With `key` (the same for
+    /// every attempt to file one copy) the name is made from it, and a copy
+    /// already filed under it — in `new/`, or moved to `cur/` by a reader —
+    /// is not filed again: a crash after the rename but before the outbox
+    /// noted the filing must not leave two copies in the folder.
     @discardableResult
-    public func file(_ message: [UInt8], now: Date = Date()) throws(SentFolderError) -> String {
+    public func file(_ message: [UInt8], now: Date = Date(), key: String? = nil) throws(SentFolderError) -> String {
         for sub in ["", "/tmp", "/new", "/cur"] {
             let folder = path + sub
             if mkdir(folder, 0o700) != 0 && errno != EEXIST {
@@ -37,7 +41,19 @@ public struct SentFolder: Sendable {
         let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).replacingOccurrences(of: "/", with: "\\057").replacingOccurrences(of: ":", with: "\\072")
         let seconds = Int(now.timeIntervalSince1970)
         let micros = Int((now.timeIntervalSince1970 - Double(seconds)) * 1_000_000)
-        let unique = "\(seconds).M\(micros)P\(getpid())R\(random.map { String(format: "%02x", $0) }.joined()).\(hostName)"
+        let unique: String
+        if let key {
+            unique = "\(key).\(hostName)"
+            for sub in ["/new/", "/cur/"] {
+                // A reader's flags follow a ":" (cur/NAME:2,S).
+                if let filed = ((try? FileManager.default.contentsOfDirectory(atPath: path + sub)) ?? [])
+                    .first(where: { $0 == unique || $0.hasPrefix(unique + ":") }) {
+                    return path + sub + filed
+                }
+            }
+        } else {
+            unique = "\(seconds).M\(micros)P\(getpid())R\(random.map { String(format: "%02x", $0) }.joined()).\(hostName)"
+        }
         let temporary = path + "/tmp/" + unique
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw SentFolderError(description: "cannot write into \(path)/tmp: \(String(cString: strerror(errno)))") }

@@ -5,6 +5,7 @@ import OpenPGP
 import Outbox
 import Pipeline
 import Policy
+import SMTP
 import Store
 
 /// A change an application may show: the outbox's copies, and the
@@ -12,6 +13,13 @@ import Store
 public enum SendingEvent: Sendable, Hashable {
     case outbox(OutboxChange)
     case connection(ConnectionState)
+}
+
+/// A copy of the mail is something SMTP cannot carry (a header line over
+/// 998 octets, say): the whole mail is refused, nothing is queued. Bad input (65).
+public struct UnsendableMessageError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the copy and what SMTP cannot carry, without its content.
+    public let description: String
 }
 
 /// The mail as queued: its plan and the ids of its copies in the outbox.
@@ -66,7 +74,9 @@ public final class Submission: Sendable {
     /// all in the outbox (or none). Recipients: `envelopeRecipients` when
     /// given (those not in To/Cc are Bcc), else To, Cc and Bcc. The envelope
     /// sender: `envelopeSender`, else `from` of the configuration. Throws the
-    /// pipeline's errors (bad message, refused by policy) before anything is stored.
+    /// pipeline's errors (bad message, refused by policy, ``KeyLossError`` when
+    /// key continuity holds it) before anything is stored. Each letter
+    /// recipient's key is remembered before the copies are stored.
     public func queue(_ bytes: [UInt8], envelopeSender: String? = nil, envelopeRecipients: [String]? = nil,
                       origin: String = "library", parseOptions: ParseOptions = .standard) throws -> QueuedMail {
         let message = try MIMEMessage.parse(bytes, options: parseOptions)
@@ -80,7 +90,13 @@ public final class Submission: Sendable {
         let own = written.ownCopy(bcc: bcc)
         var copies: [NewCopy] = []
         for (index, copy) in written.copies.enumerated() {
-            copies.append(NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes,
+            let bytes = try copy.bytes
+            // A copy no server can take would fail after the others went out: half sent.
+            if let problem = SMTPCarriage.problem(bytes) {
+                throw UnsendableMessageError(description: "copy \(index + 1) of \(written.copies.count) (\(copy.kind.rawValue)) "
+                                             + "cannot be sent: \(problem)")
+            }
+            copies.append(NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: bytes,
                                   isOwnCopy: config.sentMaildir != nil && index == own))
         }
         let note = SentNote(written: written, named: [.to, .cc, .bcc].flatMap(message.addresses))

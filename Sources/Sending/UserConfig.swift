@@ -1,5 +1,6 @@
 import Foundation
 import OpenPGP
+import Pipeline
 import Policy
 import Settings
 import SMTP
@@ -184,8 +185,12 @@ public struct UserConfig: Sendable {
         var from: String?
         step {
             guard let value = try top.string("from") else { throw ConfigError("from: required (your address)", path: "from") }
-            guard Self.isAddress(value) else { throw ConfigError("from: \"\(value)\" is not a mail address", path: "from") }
-            from = value
+            // The check every envelope sender gets: a value the pipeline would
+            // refuse later made every mail 65 (bad message) for a mis-edited file.
+            // Not echoed: it may hold a line break.
+            do throws(EnvelopeAddressError) { from = try EnvelopeAddress.normalised(value, which: "sender") } catch {
+                throw ConfigError("from: not a mail address (\(error.problem))", path: "from")
+            }
         }
         var gnupgHome: String?
         step {
@@ -242,6 +247,10 @@ public struct UserConfig: Sendable {
             guard let host = try table.string("host"), !host.isEmpty else {
                 throw ConfigError("submission.host: required (the submission server's name)", path: "submission.host")
             }
+            // Not echoed: a line break in it would break the one error line.
+            guard Self.isHost(host) else {
+                throw ConfigError("submission.host: not a host name or an IP address", path: "submission.host")
+            }
             return host
         }
         let security: SubmissionSecurity? = step {
@@ -265,8 +274,21 @@ public struct UserConfig: Sendable {
             guard access(path, R_OK) == 0 else { throw ConfigError("submission.ca_file: cannot read \(path)", path: "submission.ca_file") }
             return path
         }
-        let helo = step { try table.string("helo") }
-        let timeout = step { try table.positiveInt("timeout") }
+        let helo: String? = step {
+            guard let value = try table.string("helo") else { return nil }
+            // A line break here would inject SMTP commands after EHLO.
+            guard HeloName.isAcceptable(value) else {
+                throw ConfigError("submission.helo: not a domain name or an address literal ([192.0.2.1])", path: "submission.helo")
+            }
+            return value
+        }
+        let timeout: Int? = step {
+            guard let value = try table.positiveInt("timeout") else { return nil }
+            guard value <= Self.longestTimeout else {
+                throw ConfigError("submission.timeout: at most \(Self.longestTimeout) seconds", path: "submission.timeout")
+            }
+            return value
+        }
         let mechanisms: [SMTPCredentials.Mechanism]? = step { try Self.mechanisms(table) }
 
         var source = PasswordSource.none
@@ -317,12 +339,16 @@ public struct UserConfig: Sendable {
         return mechanisms
     }
 
-    /// A plain check of the form local@domain (the pipeline checks further).
-    static func isAddress(_ text: String) -> Bool {
-        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
-        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty
-            && !text.unicodeScalars.contains { $0.value <= 0x20 || $0 == "<" || $0 == ">" || $0.value == 0x7F }
+    /// The longest `timeout` taken: an hour per step (RFC 5321's longest is ten minutes).
+    public static let longestTimeout = 3600
+
+    /// A domain name, or an IPv4 or IPv6 address.
+    static func isHost(_ text: String) -> Bool {
+        if HeloName.isAcceptable(text) && !text.hasPrefix("[") { return true }
+        var v4 = in_addr(), v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
+
 }
 
 /// `~` and `~/…` as the person's home.

@@ -51,7 +51,7 @@ enum ExitStatus: Int32 {
             case .noticeNeedsLetter, .publishRefused: self = .refused
             default: self = .temporary  // a code added later: "try again" until it is placed
             }
-        case is MIMEError, is LetterError: self = .dataError
+        case is MIMEError, is LetterError, is UnsendableMessageError: self = .dataError
         case is PublishError, is StreamingError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage

@@ -157,7 +157,7 @@ extension Keys {
     /// Key continuity: clears a remembered key on purpose.
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Forget the key an address last got a letter with (key continuity).",
+            abstract: "Forget the key an address last got a letter with (key continuity; with --sending only the CLI's).",
             discussion: """
                 mailsec remembers the key each recipient last got a letter with: the CLI (encrypt, \
                 send, sendmail, compose) in the store ($XDG_DATA_HOME/mailsec), the filter in a \
@@ -179,6 +179,9 @@ extension Keys {
                                    valueName: "file"))
         var config: String?
 
+        @Flag(help: "Only the CLI's record (encrypt, send, sendmail, compose; in $XDG_DATA_HOME/mailsec), not the filter's.")
+        var sending = false
+
         @Argument(help: ArgumentHelp("Mail addresses to forget.", valueName: "address"), completion: AddressCompletion.kind)
         var addresses: [String]
 
@@ -188,8 +191,8 @@ extension Keys {
 
         func run() throws {
             var records: [any KeyContinuityStore] = [try openContacts().continuity]
-            if let path = config ?? (FileManager.default.fileExists(atPath: FilterCommand.defaultConfig)
-                                     ? FilterCommand.defaultConfig : nil) {
+            if !sending, let path = config ?? (FileManager.default.fileExists(atPath: FilterCommand.defaultConfig)
+                                               ? FilterCommand.defaultConfig : nil) {
                 records.append(try FilterConfig.load(path: path).continuity)
             }
             for address in addresses {

@@ -182,6 +182,7 @@ struct OutboxWatch: ParsableCommand {
 
     func validate() throws {
         guard interval > 0 else { throw ValidationError("--interval must be positive") }
+        guard interval <= 86_400 else { throw ValidationError("--interval is at most 86400 seconds (a day)") }
     }
 
     func run() throws {

@@ -55,7 +55,14 @@ enum SendmailCommand {
             case "i" where flag == "i": invocation.ignoreDots = true
             case "f": invocation.sender = try value("-f", flag.dropFirst())
             case "r": invocation.sender = try value("-r", flag.dropFirst())  // an old name of -f
-            case "F": invocation.fullName = try value("-F", flag.dropFirst())
+            case "F":
+                // It becomes part of a From line: a line break would add header
+                // fields of its own (a Bcc recipient, say). Not echoed.
+                let name = try value("-F", flag.dropFirst())
+                guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "\u{2028}" || $0 == "\u{2029}" }) else {
+                    throw CommandFailure("sendmail: -F NAME holds a control character (a line break, say)", status: .usage)
+                }
+                invocation.fullName = name
             case "C": invocation.config = try value("-C", flag.dropFirst())
             case "o":
                 // -oi (and -o i); -oXvalue options otherwise ignored.

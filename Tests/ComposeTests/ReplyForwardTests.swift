@@ -166,6 +166,14 @@ struct ReplyForwardTests {
             state = try await reply.setText(original.quoted)
             state = try await reply.confirmDowngrade()
             #expect(state.downgradeConfirmed)
+            // The confirmation named nobody@; a postcard recipient added after
+            // it is not covered (it was: the flag held for anyone added).
+            state = try await reply.add([person("erin@example.com")], as: .cc)
+            #expect(state.downgrade == ["nobody@example.org", "erin@example.com"] && !state.downgradeConfirmed)
+            await #expect(throws: ComposeError(.downgrade(["erin@example.com"]))) { try await reply.send() }
+            #expect(outbox.queued.isEmpty)
+            state = try await reply.confirmDowngrade()
+            #expect(state.downgradeConfirmed)
             try await reply.send()
             let postcard = try #require(outbox.queued.first?.copies.first { $0.kind == .postcard })
             #expect(try visibleText(try postcard.bytes).contains("launch window"), "confirmed: the postcard carries it")

@@ -370,6 +370,28 @@ struct ReviewFindingTests {
 
 @Suite("Unchanged copies", .serialized)
 struct UnchangedCopyTests {
+    @Test("an encrypted mail with a marked span in its outer Subject: the plan reports the span, and the copy has it censored")
+    func markerOutsideTheCiphertext() throws {
+        let secret = "Operation \(UUID().uuidString.prefix(8))"
+        for shape in ["[[private]]\(secret)[[/private]]", "=?utf-8?b?\(Data("[[private]]\(secret)[[/private]]".utf8).base64EncodedString())?="] {
+            let text = "From: alice@example.org\nTo: bob@example.org\nSubject: re \(shape)\n"
+                + "Content-Type: multipart/encrypted; protocol=\"application/pgp-encrypted\"; boundary=b\n\n"
+                + "--b\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n--b\nContent-Type: application/octet-stream\n\n"
+                + "-----BEGIN PGP MESSAGE-----\n\nhQ\n-----END PGP MESSAGE-----\n--b--\n"
+            try withGnuPGHome(importing: senderFixtures) { home throws in
+                let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
+                let prepared = try pipeline.prepare(try MIMEMessage.parse(Array(text.utf8)), original: Array(text.utf8))
+                #expect(prepared.plan.hasMarkedSpans, "the plan must not say 'no spans' for a copy it censors")
+                #expect(PlanReport(prepared.plan).hasMarkedSpans)
+                #expect(prepared.plan.copies.map(\.kind) == [.unchanged])
+                let copies = try pipeline.write(prepared).copies
+                let written = String(decoding: try copies[0].bytes, as: UTF8.self)
+                let subject = try MIMEMessage.parse(try copies[0].bytes).subject ?? ""
+                #expect(!written.contains(secret) && !subject.contains(secret) && written.contains("-----BEGIN PGP MESSAGE-----"))
+            }
+        }
+    }
+
     @Test("given the original bytes, an encrypted mail goes out as exactly those bytes, Bcc aside")
     func exactBytes() throws {
         // No line break after the closing boundary: GMime writes that back differently.

@@ -33,6 +33,28 @@ import TestSupport
         #expect(peer.lines().first == "EHLO client.test")
     }
 
+    /// Settings from a hostile configuration: an EHLO name with a line break
+    /// would have put commands of its own on the wire; a time-out too large
+    /// for Int64 nanoseconds trapped the process (no clear line, no 75).
+    @Test func hostileSettingsAreRefusedOrBounded() async throws {
+        let peer = try Peer()
+        defer { peer.stop() }
+        for name in ["client.test\r\nRSET", "client.test\nMAIL FROM:<x@example.org>", "a b", "", "[1.2.3.4\r\n]", "client.test\u{0}"] {
+            let server = SMTPServer(host: "127.0.0.1", port: peer.port, security: .none, heloName: name,
+                                    timeouts: .uniform(step: 10, finalReply: 20))
+            await #expect(throws: SMTPError.self) { _ = try await SMTPConnection.open(server) }
+        }
+        #expect(peer.lines().isEmpty, "nothing reached the server: \(peer.lines())")
+        for step in [1e13, 1e300, .infinity] {
+            let server = SMTPServer(host: "127.0.0.1", port: peer.port, security: .none, heloName: "[127.0.0.1]",
+                                    timeouts: .uniform(step: step, finalReply: step))
+            let connection = try await SMTPConnection.open(server)
+            let delivery = try await connection.send(from: "a@example.org", to: ["b@example.org"], message: Self.message)
+            await connection.quit()
+            #expect(delivery.allAccepted)
+        }
+    }
+
     /// Random messages: leading dots, lone dots, CRLF and LF mixed, lines up
     /// to 998 octets, no final newline — each arrives exactly as sent.
     @Test(arguments: [false, true]) func randomMessagesRoundTrip(pipelining: Bool) async throws {

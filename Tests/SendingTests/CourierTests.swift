@@ -216,6 +216,36 @@ struct CourierTests {
         }
     }
 
+    /// The crash between the rename into new/ and the outbox's note that the
+    /// copy is filed: the next run filed it a second time. (A reader may also
+    /// have moved it to cur/ with flags meanwhile.)
+    @Test("an own copy filed by a run that died before noting it is not filed again", arguments: ["new", "cur"])
+    func ownCopyAfterCrash(moved: String) async throws {
+        try await withStore { outbox, folder in
+            let sent = SentFolder(path: folder + "/Sent")
+            let mine = Array("the letter".utf8)
+            try outbox.enqueue(sender: "a@x.org", messageID: nil, origin: "test", copies: [
+                NewCopy(kind: "letter", recipients: ["b@x.org"], message: mine, isOwnCopy: true)])
+            // Delivered by a run without the folder: sent, not yet filed.
+            let server = ScriptedServer(seed: 1)
+            for _ in 0..<20 where try outbox.entries()[0].state != .sent {
+                _ = try await Courier(outbox: outbox, transport: server, sentFolder: nil).deliver(ignoringSchedule: true)
+                for entry in try outbox.entries() where entry.state == .failed { _ = try? outbox.resend(entry.id) }
+            }
+            let entry = try outbox.entries()[0]
+            try #require(entry.state == .sent)
+            // The dead run's filing: renamed into new/ (and perhaps read), never noted.
+            let courier = Courier(outbox: outbox, transport: server, sentFolder: sent)
+            let path = try sent.file(mine, key: courier.filingKey(entry))
+            if moved == "cur" { #expect(rename(path, path.replacingOccurrences(of: "/new/", with: "/cur/") + ":2,S") == 0) }
+            _ = try await courier.deliver(ignoringSchedule: true)
+            let filed = try FileManager.default.contentsOfDirectory(atPath: folder + "/Sent/new")
+                + FileManager.default.contentsOfDirectory(atPath: folder + "/Sent/cur")
+            #expect(filed.count == 1, "\(filed)")
+            #expect(try outbox.unfiledOwnCopy(entry.id) == nil)
+        }
+    }
+
     @Test("while another process delivers, a run waits, then reports busy and leaves the copies queued")
     func busy() async throws {
         try await withStore { outbox, _ in

@@ -76,6 +76,11 @@ struct UserConfigTests {
         ("port = 70000", "submission.port"), ("helo = 3", "submission.helo"),
         ("port = \"587\"", "submission.port"), ("colour = \"blue\"", "submission.colour"),
         ("password = \"x\"", "submission.password"),
+        // Hostile values: a line break in the EHLO name would inject SMTP
+        // commands; a time-out past Int64 nanoseconds trapped the process.
+        ("helo = \"me.example\\r\\nRSET\"", "submission.helo"), ("helo = \"a b\"", "submission.helo"),
+        ("helo = \"\"", "submission.helo"), ("timeout = 10000000000", "submission.timeout"),
+        ("timeout = 3601", "submission.timeout"),
     ])
     func problems(line: String, key: String) throws {
         var lines = goodConfig.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -87,6 +92,28 @@ struct UserConfigTests {
         #expect(problems.contains { $0.path == "from" && $0.line == 1 })
         let problem = try #require(problems.first { $0.path == key })
         #expect(problem.line == at + 1, "\(problem.description)")
+    }
+
+    @Test("a host with a line break is refused, and the error line does not carry it; names and addresses are taken")
+    func hostileHost() {
+        let (config, problems) = UserConfig.parse("from = \"a@b.org\"\n[submission]\nhost = \"smtp.example.org\\r\\nEvil: 1\"\n")
+        #expect(config == nil)
+        #expect(problems.map(\.path) == ["submission.host"])
+        #expect(!problems.contains { $0.description.contains("\n") || $0.description.contains("Evil") })
+        for host in ["smtp.example.org", "192.0.2.1", "::1", "2001:db8::25", "localhost"] {
+            #expect(UserConfig.parse("from = \"a@b.org\"\n[submission]\nhost = \"\(host)\"\n").problems.isEmpty, "\(host)")
+        }
+    }
+
+    @Test("a from the pipeline would refuse is a configuration problem, named without its value")
+    func hostileFrom() {
+        for from in ["alice@example.org\\u2028", "alice@example.org\\nBcc: x@y.org", "<alice@example.org", "-alice@example.org", "a@b@c"] {
+            let (config, problems) = UserConfig.parse("from = \"\(from)\"\n[submission]\nhost = \"h\"\n")
+            #expect(config == nil, "\(from)")
+            #expect(problems.map(\.path) == ["from"], "\(from)")
+            #expect(!problems.contains { $0.description.contains("\n") || $0.description.contains("alice") }, "\(problems)")
+        }
+        #expect(UserConfig.parse("from = \"<alice@example.org>\"\n[submission]\nhost = \"h\"\n").problems.isEmpty)
     }
 
     @Test("a TOML syntax error names its line")
@@ -140,6 +167,23 @@ struct PasswordTests {
             let octal = bytes.map { String(format: "\\%03o", $0) }.joined()
             #expect(try password("printf '\(octal)'") == bytes)
         }
+    }
+
+    @Test("a command that leaves a child holding its output open: the password as soon as the shell is done, not the time-out")
+    func backgroundChild() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-pw")
+        defer {
+            // The test stops what it started: the children left in the background.
+            for name in ["one", "two"] {
+                if let pid = (try? String(contentsOfFile: folder + "/" + name, encoding: .utf8)).flatMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) {
+                    kill(pid, SIGKILL)
+                }
+            }
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+        // Waiting for the end of file ran into the time-out: no password at all.
+        #expect(try password("printf 'secret\\n'; sleep 60 & echo $! > \(folder)/one", timeout: 20) == Array("secret".utf8))
+        #expect(throws: PasswordError.self) { try password("sleep 60 & echo $! > \(folder)/two; exit 2", timeout: 20) }
     }
 
     @Test("a failing, silent, endless or talkative command is an error that shows none of its output")

@@ -1,17 +1,17 @@
 import Foundation
-import TestSupport
 
 /// A scripted SMTP peer (Peers/peer.py, Python's stdlib) on a free loopback
 /// port, stopped by `stop()`; what the client sent is read from its log.
-final class Peer {
-    let port: Int
+/// The SMTP client's tests and the sending commands' tests share it.
+public final class Peer {
+    public let port: Int
     private let process: Process
     private let folder: String
     private var logPath: String { folder + "/log" }
 
-    static let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers")
+    public static let peers = Paths.root.appendingPathComponent("Tests/SMTPTests/Peers")
 
-    init(_ arguments: [String] = []) throws {
+    public init(_ arguments: [String] = []) throws {
         folder = try makePrivateDirectory(prefix: "ms-smtp")
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
@@ -36,7 +36,7 @@ final class Peer {
 
     /// Stops the peer and removes its folder; returns what it logged.
     @discardableResult
-    func stop() -> [[String: Any]] {
+    public func stop() -> [[String: Any]] {
         let entries = log()
         // SIGKILL: a test runner may hand SIGTERM down ignored.
         if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
@@ -46,7 +46,7 @@ final class Peer {
 
     deinit { stop() }
 
-    func log() -> [[String: Any]] {
+    public func log() -> [[String: Any]] {
         guard let data = FileManager.default.contents(atPath: logPath) else { return [] }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
@@ -54,28 +54,28 @@ final class Peer {
     }
 
     /// The command lines the client sent, in order.
-    func lines() -> [String] { log().compactMap { $0["line"] as? String } }
+    public func lines() -> [String] { log().compactMap { $0["line"] as? String } }
 
     /// The messages received (the bytes between 354 and ".", CRLF lines, still dot-stuffed).
-    func messages() -> [[UInt8]] {
+    public func messages() -> [[UInt8]] {
         log().compactMap { ($0["message"] as? String).flatMap { Data(base64Encoded: $0) }.map { Array($0) } }
     }
 
     /// True when any MAIL FROM reached the peer.
-    var sawMail: Bool { lines().contains { $0.uppercased().hasPrefix("MAIL FROM") } }
+    public var sawMail: Bool { lines().contains { $0.uppercased().hasPrefix("MAIL FROM") } }
 }
 
 /// Throwaway TLS material (Peers/make-certs.sh, openssl), removed by `remove()`.
-struct Certificates {
-    let folder: String
-    init() throws {
+public struct Certificates {
+    public let folder: String
+    public init() throws {
         folder = try makePrivateDirectory(prefix: "ms-cert")
         let result = try run(Peer.peers.appendingPathComponent("make-certs.sh").path, [folder])
         guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
     }
-    func path(_ name: String) -> String { folder + "/" + name }
+    public func path(_ name: String) -> String { folder + "/" + name }
     /// Peer arguments serving the certificate `name` (server, other, wrongname, expired).
-    func serving(_ name: String) -> [String] { ["--cert", path(name + ".pem"), "--key", path(name + ".key")] }
-    var ca: String { path("ca.pem") }
-    func remove() { try? FileManager.default.removeItem(atPath: folder) }
+    public func serving(_ name: String) -> [String] { ["--cert", path(name + ".pem"), "--key", path(name + ".key")] }
+    public var ca: String { path("ca.pem") }
+    public func remove() { try? FileManager.default.removeItem(atPath: folder) }
 }
