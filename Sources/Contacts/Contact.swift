@@ -76,7 +76,9 @@ public struct Contact: Sendable, Hashable {
 
 /// The contacts could not be read or written. Never carries mail content.
 public struct ContactsError: Error, Sendable, CustomStringConvertible {
+    /// One line naming the problem, without mail content.
     public let description: String
 
+    /// An error saying `description`.
     public init(_ description: String) { self.description = description }
 }

@@ -18,8 +18,10 @@ import Store
 /// let offers = try book.suggest(prefix: "ali", excluding: ["bob@example.org"])
 /// ```
 public final class ContactBook: Sendable {
+    /// The store the contacts are kept in.
     public let store: LocalStore
 
+    /// The contacts kept in `store`.
     public init(store: LocalStore) { self.store = store }
 
     /// Key continuity kept in this store (the CLI's; the filter keeps its own folder).

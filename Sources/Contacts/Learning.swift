@@ -181,7 +181,10 @@ extension ContactBook {
 
 /// A mail file or Maildir to learn from cannot be read.
 public struct LearnInputError: Error, Sendable, CustomStringConvertible {
+    /// The file or folder that could not be read.
     public let path: String
+    /// The system's reason.
     public let reason: String
+    /// One line naming the path and the reason.
     public var description: String { "cannot read \(path): \(reason)" }
 }

@@ -8,10 +8,13 @@ import Store
 /// got a letter with. The decision and its errors are the pipeline's
 /// (``KeyContinuityStore``, `KeyLossError`); the filter keeps its own folder.
 public struct StoreContinuity: KeyContinuityStore {
+    /// The store the records are kept in.
     public let store: LocalStore
 
+    /// Key continuity kept in `store`.
     public init(store: LocalStore) { self.store = store }
 
+    /// The remembered fingerprints of `addresses` that have a record, by lower-case address.
     public func remembered(_ addresses: [String]) throws(KeyContinuityError) -> [String: String] {
         let wanted = Array(Set(addresses.map { $0.lowercased() }))
         guard !wanted.isEmpty else { return [:] }
@@ -33,6 +36,7 @@ public struct StoreContinuity: KeyContinuityStore {
         }
     }
 
+    /// Remembers that `address` got a letter to `fingerprint`.
     public func record(_ address: String, fingerprint: String) throws(KeyContinuityError) {
         do {
             try store.database.write { db in try Self.record(address, fingerprint: fingerprint, at: Date().timeIntervalSince1970, in: db) }
@@ -41,6 +45,7 @@ public struct StoreContinuity: KeyContinuityStore {
         }
     }
 
+    /// Forgets `address` on purpose; true when there was a record.
     public func forget(_ address: String) throws(KeyContinuityError) -> Bool {
         do {
             return try store.database.write { db in

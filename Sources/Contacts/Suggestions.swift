@@ -3,6 +3,7 @@ import Incoming
 
 /// One address offered for a prefix.
 public struct Suggestion: Sendable, Hashable {
+    /// The address offered, with what the contacts know of it.
     public let contact: Contact
     /// The frecency of the person the address belongs to (every address of
     /// theirs summed): what the list is ordered by.

@@ -15,6 +15,7 @@ public final class ReinjectionPool: @unchecked Sendable {
     /// At most this many idle sessions are kept (the rest are ended).
     public let capacity: Int
 
+    /// A pool keeping at most `capacity` idle sessions (at least one).
     public init(capacity: Int) {
         self.capacity = max(1, capacity)
     }

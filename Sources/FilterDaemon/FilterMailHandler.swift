@@ -39,6 +39,7 @@ public final class FilterMailHandler: MailHandler {
     /// Waits until no mail is being filtered, at most `timeout` seconds.
     public func waitIdle(timeout: TimeInterval) -> Bool { workers.waitIdle(timeout: timeout) }
 
+    /// Filters `mail` on a worker and answers with its verdict for the client.
     public func handle(_ mail: ReceivedMail) async -> Verdict {
         let bytes: [UInt8]
         do { bytes = Self.unixLines(try mail.bytes()) } catch {

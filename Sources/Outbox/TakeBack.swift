@@ -7,6 +7,7 @@ import GRDB
 public struct TakeBack: Sendable {
     /// The copy named, and its mail.
     public let copyID: Int64
+    /// The mail the copy belongs to.
     public let mailID: Int64
     /// What the mail was made from, as the caller sealed it at queue time.
     public let source: [UInt8]

@@ -28,6 +28,7 @@ public final class KeyCache: Sendable {
     private let entries = Mutex(Entries())
     private let counters = Mutex((hits: 0, listings: 0))
 
+    /// An empty cache: the first mail lists its keys.
     public init() {}
 
     /// How many calls were answered from the cache, and how many listed keys

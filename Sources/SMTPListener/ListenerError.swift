@@ -1,9 +1,13 @@
 /// Why a listener could not start. The text names the address or folder
 /// and the system's reason; it never holds mail.
 public struct ListenerError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// What kind of failure it was; compare with `~=` or `==`.
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        /// The code as a short word (`bind-failed`).
         public let rawValue: String
+        /// A code from its word.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code as a short word.
         public var description: String { rawValue }
 
         /// The address could not be bound (in use, not ours, not an address).
@@ -20,9 +24,12 @@ public struct ListenerError: Error, Sendable, CustomStringConvertible, Equatable
         public static let spoolFailed = Code(rawValue: "spool-failed")
     }
 
+    /// What kind of failure it was.
     public let code: Code
+    /// One line naming the address or folder and the reason.
     public let description: String
 
+    /// An error of kind `code` saying `description`.
     public init(_ code: Code, _ description: String) {
         self.code = code
         self.description = description

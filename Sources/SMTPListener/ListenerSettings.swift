@@ -13,6 +13,7 @@ public struct ListenerSettings: Sendable {
     public var host: String
     /// The port to bind; 0 for any free port (``SMTPListener/start()`` says which).
     public var port: Int
+    /// SMTP or LMTP (see ``Dialect``).
     public var dialect: Dialect
     /// The largest message accepted, in octets (announced with SIZE); a
     /// bigger one is read to its end and refused with 552 5.3.4.
@@ -37,6 +38,7 @@ public struct ListenerSettings: Sendable {
     /// anyone who can connect can hand the listener mail.
     public var allowNonLoopback: Bool
 
+    /// Settings for a content filter behind Postfix; each value can be changed.
     public init(host: String = "127.0.0.1",
                 port: Int = 10025,
                 dialect: Dialect = .smtp,

@@ -17,6 +17,7 @@ public final class SMTPListener: Sendable {
     private let server = Mutex<(any Channel)?>(nil)
     private let started = Mutex(false)
 
+    /// A listener handing every mail to `handler` and lines to `log`; ``start()`` binds it.
     public init(settings: ListenerSettings, handler: any MailHandler, log: @escaping @Sendable (String) -> Void) {
         core = ListenerCore(settings: settings, handler: handler, log: log)
     }
