@@ -118,6 +118,9 @@ public struct PipelineOptions: Sendable {
     /// Key continuity: where the keys recipients last got letters with are
     /// remembered (nil: not used). The plan holds a mail whose remembered key vanished.
     public var continuity: (any KeyContinuityStore)?
+    /// A resident program's cache of exported Autocrypt key data (the
+    /// sender's key in every letter); nil: exported for each mail.
+    public var keyCache: KeyCache?
 
     /// Options; the defaults are standard policy and markers, signing as the From address.
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
@@ -546,7 +549,10 @@ public struct MailPipeline: Sendable {
         // streams into gpg and its ciphertext into a spool file.
         let gnupg = self.gnupg
         let exportWanted = wanted
-        let export = Background(wanted.isEmpty ? nil : { try gnupg.autocryptKeydata(exportWanted) })
+        let cache = options.keyCache
+        let export = Background(wanted.isEmpty ? nil : {
+            try cache?.autocryptKeydata(exportWanted, gnupg: gnupg) ?? gnupg.autocryptKeydata(exportWanted)
+        })
         var ciphertexts: [Int: Spool] = [:]
         do {
             if !gossip.isEmpty {
