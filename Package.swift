@@ -156,7 +156,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",
                                                          "HTTPRequests", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),
-        .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "Filter", "Pipeline", "OpenPGP", "SMTPListener",
+        .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "Filter", "Pipeline", "OpenPGP", "SMTPListener", "SMTP",
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),

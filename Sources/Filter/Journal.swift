@@ -1,12 +1,16 @@
 import Foundation
 import MIME
+import Synchronization
 
 /// Remembers which recipients of a mail were handed on already, so that a
 /// retry after a failure half way sends only the rest.
 ///
 /// Each mail has one record file, written in full (the intent: every
-/// recipient pending) and synced before the first copy is handed on, so a
-/// full disk or a lack of inodes defers the mail before anything leaves.
+/// recipient pending, and the key each recipient's letter is encrypted to)
+/// and synced before the first copy is handed on, so a full disk or a lack
+/// of inodes defers the mail before anything leaves. The keys let a retry
+/// write the key-continuity record of a letter that went out when writing
+/// it failed right after the hand-over.
 /// Marking a recipient as sent overwrites one byte of that file in place:
 /// it needs no new disk space, so a copy that went out can always be
 /// recorded. Records of a mail are removed once all of it went out, and
@@ -15,8 +19,13 @@ public final class Journal {
     public let directory: String
     public let expiry: TimeInterval
 
-    /// Opens (and makes, 0700) the journal folder and drops expired records.
-    public init(directory: String, expiry: TimeInterval) throws {
+    /// When each journal folder was last swept for expired records, in this process.
+    private static let lastSweep = Mutex([String: Date]())
+
+    /// Opens (and makes, 0700) the journal folder and drops expired records;
+    /// with `sweepOncePerMinute` (a resident filter opens it for every mail)
+    /// only when this process has not swept that folder in the last minute.
+    public init(directory: String, expiry: TimeInterval, sweepOncePerMinute: Bool = false) throws {
         self.directory = directory
         self.expiry = expiry
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -24,7 +33,13 @@ public final class Journal {
         guard access(directory, W_OK | X_OK) == 0 else {
             throw JournalError(description: "journal folder \(directory) is not writable")
         }
-        let cutoff = Date().addingTimeInterval(-expiry)
+        let now = Date()
+        guard !sweepOncePerMinute || Self.lastSweep.withLock({ sweeps -> Bool in
+            if let last = sweeps[directory], now.timeIntervalSince(last) < 60 { return false }
+            sweeps[directory] = now
+            return true
+        }) else { return }
+        let cutoff = now.addingTimeInterval(-expiry)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         where name.hasSuffix(".sent") || name.hasSuffix(".journal") || name.hasSuffix(".tmp") {
             let path = directory + "/" + name
@@ -38,32 +53,32 @@ public final class Journal {
     /// Writes the intent for `mail` to `recipients` durably (or finds the one
     /// an earlier try wrote) and returns it, open for marking.
     public func begin(mail: String, recipients: [String]) throws(JournalError) -> MailRecord {
+        let record = try open(mail: mail)
+        try record.commit(recipients, keys: [:])
+        return record
+    }
+
+    /// The record of `mail` as an earlier try left it (empty when none), not
+    /// yet open for marking: ``MailRecord/commit(_:keys:)`` writes the intent.
+    public func open(mail: String) throws(JournalError) -> MailRecord {
         let path = directory + "/" + Digest.sha256Hex(Array(mail.utf8)) + ".journal"
-        var entries: [(key: String, sent: Bool)] = []
+        var content = MailRecord.Content()
         if access(path, F_OK) == 0 {
-            entries = try MailRecord.read(path)
+            content = try MailRecord.read(path)
         }
-        var changed = entries.isEmpty
-        for recipient in recipients {
-            let key = MailRecord.key(mail, recipient)
-            guard !entries.contains(where: { $0.key == key }) else { continue }
-            // A record of the journal before version 2: one empty file per recipient sent.
-            entries.append((key, access(directory + "/" + key + ".sent", F_OK) == 0))
-            changed = true
-        }
-        if changed { try write(entries, to: path) }
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw JournalError(description: "cannot open the journal in \(directory)") }
-        return MailRecord(fd: fd, path: path, mail: mail, entries: entries)
+        return MailRecord(journal: self, path: path, mail: mail, content: content)
     }
 
     /// Writes a whole record through a temporary file and a rename, synced:
     /// a record is there completely or not at all.
-    private func write(_ entries: [(key: String, sent: Bool)], to path: String) throws(JournalError) {
-        var text = MailRecord.header
-        for entry in entries { text += (entry.sent ? "S " : "P ") + entry.key + "\n" }
+    func write(_ content: MailRecord.Content, to path: String) throws(JournalError) {
+        var text = content.keys.isEmpty ? MailRecord.header : MailRecord.headerWithKeys
+        for entry in content.entries { text += (entry.sent ? "S " : "P ") + entry.key + "\n" }
+        for (key, fingerprint) in content.keys.sorted(by: { $0.key < $1.key }) {
+            text += "K " + key + " " + fingerprint.padding(toLength: 64, withPad: ".", startingAt: 0) + "\n"
+        }
         let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw JournalError(description: "cannot write the journal in \(directory) (\(reason()))") }
         let bytes = Array(text.utf8)
         var offset = 0
@@ -89,7 +104,7 @@ public final class Journal {
             unlink(temporary)
             throw JournalError(description: "cannot write the journal in \(directory) (\(reason()))")
         }
-        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let folder = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard folder >= 0, fsync(folder) == 0 else {
             if folder >= 0 { close(folder) }
             throw JournalError(description: "cannot sync the journal folder \(directory)")
@@ -103,7 +118,7 @@ public final class Journal {
     public func wasSent(mail: String, to recipient: String) -> Bool {
         let path = directory + "/" + Digest.sha256Hex(Array(mail.utf8)) + ".journal"
         let key = MailRecord.key(mail, recipient)
-        return ((try? MailRecord.read(path)) ?? []).contains { $0.key == key && $0.sent }
+        return ((try? MailRecord.read(path))?.entries ?? []).contains { $0.key == key && $0.sent }
     }
 
     /// A per-installation secret for the loop tag, made on first use (0600).
@@ -112,7 +127,7 @@ public final class Journal {
         if let data = FileManager.default.contents(atPath: path), data.count >= 32 { return Array(data) }
         var bytes = [UInt8](repeating: 0, count: 32)
         guard getentropy(&bytes, bytes.count) == 0 else { throw JournalError(description: "no randomness for the loop secret") }
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if fd >= 0 {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
             let synced = fsync(fd) == 0
@@ -131,25 +146,75 @@ public final class Journal {
     }
 }
 
-/// One mail's record in the journal, open for marking recipients as sent.
+/// One mail's record in the journal: read by ``Journal/open(mail:)``, its
+/// intent written by ``commit(_:keys:)``, then open for marking recipients as sent.
 public final class MailRecord {
     static let header = "mailsec-journal 2\n"
+    /// Version 3 adds the letters' keys after the recipients' lines.
+    static let headerWithKeys = "mailsec-journal 3\n"
     /// "P " or "S ", 64 hex digits, a newline.
     static let lineLength = 67
+    /// "K ", 64 hex digits (the recipient), a space, the fingerprint padded with "." to 64, a newline.
+    static let keyLineLength = 132
 
-    private let fd: Int32
+    /// What a record holds.
+    struct Content {
+        var entries: [(key: String, sent: Bool)] = []
+        /// Recipient key → the fingerprint of the key their letter is encrypted to.
+        var keys: [String: String] = [:]
+    }
+
+    private let journal: Journal
+    private var fd: Int32 = -1
     private let path: String
     private let mail: String
-    private var entries: [(key: String, sent: Bool)]
+    private var content: Content
+    private var entries: [(key: String, sent: Bool)] {
+        get { content.entries }
+        set { content.entries = newValue }
+    }
 
-    init(fd: Int32, path: String, mail: String, entries: [(key: String, sent: Bool)]) {
-        self.fd = fd
+    init(journal: Journal, path: String, mail: String, content: Content) {
+        self.journal = journal
         self.path = path
         self.mail = mail
-        self.entries = entries
+        self.content = content
     }
 
     deinit { if fd >= 0 { close(fd) } }
+
+    /// Writes the intent durably: every recipient of `recipients` not in the
+    /// record yet is pending, and `keys` (recipient → fingerprint of the key
+    /// their letter is encrypted to) are kept for the recipients still
+    /// pending. Nothing is written when the record holds all of it already.
+    /// Then the record is open for ``markSent(_:)``.
+    public func commit(_ recipients: [String], keys: [String: String]) throws(JournalError) {
+        var changed = !FileManager.default.fileExists(atPath: path)
+        let directory = journal.directory
+        for recipient in recipients {
+            let key = Self.key(mail, recipient)
+            guard !entries.contains(where: { $0.key == key }) else { continue }
+            // A record of the journal before version 2: one empty file per recipient sent.
+            entries.append((key, access(directory + "/" + key + ".sent", F_OK) == 0))
+            changed = true
+        }
+        for (recipient, fingerprint) in keys where !wasSent(recipient) {
+            let key = Self.key(mail, recipient)
+            let wanted = fingerprint.uppercased()
+            guard GnuPGFingerprint.isValid(wanted), content.keys[key] != wanted else { continue }
+            content.keys[key] = wanted
+            changed = true
+        }
+        if changed { try journal.write(content, to: path) }
+        if fd < 0 {
+            fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
+            guard fd >= 0 else { throw JournalError(description: "cannot open the journal in \(directory)") }
+        }
+    }
+
+    /// The fingerprint of the key `recipient`'s letter was encrypted to, as
+    /// the intent recorded it; nil when none was (a postcard, an old record).
+    public func letterKey(_ recipient: String) -> String? { content.keys[Self.key(mail, recipient)] }
 
     /// Recipients are kept as hashes with the mail: the journal names nobody.
     static func key(_ mail: String, _ recipient: String) -> String {
@@ -157,28 +222,38 @@ public final class MailRecord {
     }
 
     /// Reads a record; anything not in its exact format is an error (the mail is deferred).
-    static func read(_ path: String) throws(JournalError) -> [(key: String, sent: Bool)] {
+    static func read(_ path: String) throws(JournalError) -> Content {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw JournalError(description: "cannot read the journal record \(path)")
         }
+        let damaged = JournalError(description: "the journal record \(path) is damaged; remove it only if no copy of that mail went out")
         let bytes = Array(data)
-        let head = Array(header.utf8)
-        guard bytes.starts(with: head), (bytes.count - head.count) % lineLength == 0 else {
-            throw JournalError(description: "the journal record \(path) is damaged; remove it only if no copy of that mail went out")
-        }
-        var entries: [(String, Bool)] = []
-        var offset = head.count
-        while offset < bytes.count {
+        let withKeys = bytes.starts(with: Array(headerWithKeys.utf8))
+        guard withKeys || bytes.starts(with: Array(header.utf8)) else { throw damaged }
+        func isHex(_ part: ArraySlice<UInt8>) -> Bool { part.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
+        var content = Content()
+        var offset = header.utf8.count
+        // The recipients' lines, then (version 3) the keys' lines.
+        while offset < bytes.count, bytes[offset] != UInt8(ascii: "K") {
+            guard offset + lineLength <= bytes.count else { throw damaged }
             let line = bytes[offset..<(offset + lineLength)]
             let state = line.first!, key = line.dropFirst(2).dropLast()
-            guard state == UInt8(ascii: "P") || state == UInt8(ascii: "S"), line[offset + 1] == 32, line.last == 10,
-                  key.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
-                throw JournalError(description: "the journal record \(path) is damaged; remove it only if no copy of that mail went out")
-            }
-            entries.append((String(decoding: key, as: UTF8.self), state == UInt8(ascii: "S")))
+            guard state == UInt8(ascii: "P") || state == UInt8(ascii: "S"), line[offset + 1] == 32, line.last == 10, isHex(key)
+            else { throw damaged }
+            content.entries.append((String(decoding: key, as: UTF8.self), state == UInt8(ascii: "S")))
             offset += lineLength
         }
-        return entries
+        while offset < bytes.count {
+            guard withKeys, offset + keyLineLength <= bytes.count else { throw damaged }
+            let line = bytes[offset..<(offset + keyLineLength)]
+            let key = line.dropFirst(2).prefix(64)
+            let fingerprint = String(decoding: line.dropFirst(67).dropLast().prefix { $0 != UInt8(ascii: ".") }, as: UTF8.self)
+            guard line[offset + 1] == 32, line[offset + 66] == 32, line.last == 10, isHex(key),
+                  GnuPGFingerprint.isValid(fingerprint) else { throw damaged }
+            content.keys[String(decoding: key, as: UTF8.self)] = fingerprint
+            offset += keyLineLength
+        }
+        return content
     }
 
     /// True when `recipient` was handed on before.
@@ -190,6 +265,7 @@ public final class MailRecord {
     /// Marks `recipients` as handed on: one byte each, overwritten in place,
     /// then synced. Needs no new disk space.
     public func markSent(_ recipients: [String]) throws(JournalError) {
+        guard fd >= 0 else { throw JournalError(description: "the journal record was marked before its intent was written") }
         for recipient in recipients {
             let key = Self.key(mail, recipient)
             guard let index = entries.firstIndex(where: { $0.key == key }) else {
@@ -214,4 +290,11 @@ public final class MailRecord {
 
 public struct JournalError: Error, Sendable, CustomStringConvertible {
     public let description: String
+}
+
+/// A full OpenPGP fingerprint as the journal keeps it: 40 or 64 upper-case hex digits.
+enum GnuPGFingerprint {
+    static func isValid(_ text: String) -> Bool {
+        (text.utf8.count == 40 || text.utf8.count == 64) && text.utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) }
+    }
 }

@@ -107,7 +107,8 @@ public struct MailFilter: Sendable {
             let recipients = try recipients.enumerated().map { index, address throws(EnvelopeAddressError) in
                 try EnvelopeAddress.normalised(address, which: "recipient \(index + 1)")
             }
-            let journal = try Journal(directory: config.journalDirectory, expiry: config.journalExpiry)
+            let journal = try Journal(directory: config.journalDirectory, expiry: config.journalExpiry,
+                                      sweepOncePerMinute: resources.keys != nil)
             let message = try MIMEMessage.parse(bytes)
             messageID = message.messageID.map { sanitise($0) } ?? "-"
             // The journal keys on the mail exactly as the MTA gives it, the same on
@@ -133,9 +134,13 @@ public struct MailFilter: Sendable {
 
             var options = config.mail
             try Overrides.apply(message, to: &options)
-            // The intent for every recipient is on disk before anything is handed
-            // on: a full disk defers here, with nothing sent.
-            let record = try journal.begin(mail: mailKey, recipients: recipients)
+            // What an earlier try handed on is not sent again. A letter it handed
+            // on whose continuity record could not be written then gets it now.
+            let record = try journal.open(mail: mailKey)
+            let continuity = config.continuity
+            for recipient in recipients where record.wasSent(recipient) {
+                if let fingerprint = record.letterKey(recipient) { try continuity.record(recipient, fingerprint: fingerprint) }
+            }
             let remaining = recipients.filter { !record.wasSent($0) }
             guard !remaining.isEmpty else {
                 record.clear()
@@ -145,8 +150,8 @@ public struct MailFilter: Sendable {
                 mail: options, redactor: config.redactor, signAs: config.signAs,
                 requirements: KeyRequirements(minimumValidity: config.minimumValidity),
                 publisher: config.publisher, readingLifetime: config.readingLifetime)
-            let continuity = config.continuity
             pipelineOptions.continuity = continuity
+            pipelineOptions.keyCache = resources.keys
             let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))
@@ -163,7 +168,12 @@ public struct MailFilter: Sendable {
             // has a link, and a retry after a failed letter sends no second notice.
             let copies = written.copies.filter { $0.kind != .postcard } + written.copies.filter { $0.kind == .postcard }
             var notice: (copy: WrittenCopy, messageID: String)?
-            do { notice = try pipeline.passwordNotice(prepared, written, mustBeLetter: config.noticeMustBeLetter) } catch {
+            do {
+                notice = try pipeline.passwordNotice(prepared, written, mustBeLetter: config.noticeMustBeLetter)
+                // The intent for every recipient, with the key of each one's letter, is
+                // on disk before anything is handed on: a full disk defers here, with nothing sent.
+                try record.commit(recipients, keys: Self.letterKeys(copies))
+            } catch {
                 pipeline.withdraw(written)
                 throw error
             }
@@ -208,11 +218,10 @@ public struct MailFilter: Sendable {
                                   + "the mail stays queued and only the rest is sent on retry", "deferred")
                 }
                 try record.markSent(copy.recipients)
-                // Key continuity remembers a key only once its letter was handed on.
-                if copy.kind == .letter && copy.fingerprints.count >= copy.recipients.count {  // the sender's own key comes last
-                    for (address, fingerprint) in zip(copy.recipients, copy.fingerprints) {
-                        try continuity.record(address, fingerprint: fingerprint)
-                    }
+                // Key continuity remembers a key only once its letter was handed on
+                // (when that fails, the mail defers and its retry writes it from the journal).
+                for (address, fingerprint) in Self.letterKeys([copy]) {
+                    try continuity.record(address, fingerprint: fingerprint)
                 }
                 handed += 1
                 switch copy.kind {
@@ -228,6 +237,16 @@ public struct MailFilter: Sendable {
             let (status, line) = Self.classify(error)
             return result(status, line, status == Self.deferred ? "deferred" : status == Self.refused ? "refused" : "rejected")
         }
+    }
+
+    /// Each letter recipient's key: the fingerprints of a letter are its
+    /// recipients' in order, the sender's own key last.
+    static func letterKeys(_ copies: [WrittenCopy]) -> [String: String] {
+        var keys: [String: String] = [:]
+        for copy in copies where copy.kind == .letter && copy.fingerprints.count >= copy.recipients.count {
+            for (address, fingerprint) in zip(copy.recipients, copy.fingerprints) { keys[address] = fingerprint }
+        }
+        return keys
     }
 
     /// The status and line for an error. Anything not known to be the

@@ -54,7 +54,9 @@ public final class FilterMailHandler: MailHandler {
         }) {
             filter.run(bytes, sender: mail.sender, recipients: mail.recipients)
         }
-        log("mailsec: " + result.logLine + (result.errorLine.map { " (\($0))" } ?? ""))
+        if filter.config.log != .none {
+            log("mailsec: " + result.logLine + (result.errorLine.map { " (\($0))" } ?? ""))
+        }
         return Self.verdict(result)
     }
 

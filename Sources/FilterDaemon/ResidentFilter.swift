@@ -83,6 +83,7 @@ public enum ResidentFilter {
             break
         }
         SystemdNotify.send("STOPPING=1")
+        await listener.stopAccepting()
         let drain = handler.config.listen.drainTimeout
         say("mailsec filter: stopping; \(handler.mailsInProgress) mails in progress, up to \(drain) s to finish them")
         let clean = await listener.drain(timeout: .seconds(drain))

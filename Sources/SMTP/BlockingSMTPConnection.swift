@@ -4,7 +4,7 @@ import Foundation
 /// ``SMTPConnection`` for synchronous callers (the filter: one process per
 /// mail, no async code): each call blocks the calling thread until done.
 /// Never call it from a Swift concurrency task.
-public final class BlockingSMTPConnection {
+public final class BlockingSMTPConnection: Sendable {
     public let connection: SMTPConnection
 
     private init(_ connection: SMTPConnection) { self.connection = connection }

@@ -109,6 +109,36 @@ struct FilterContinuityTests {
         }
     }
 
+    @Test("a continuity record that cannot be written after the letter went out defers; the retry sends nothing again and writes it")
+    func recordAfterDelivery() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
+            let sendmail = try SendmailStandIn()
+            let bytes = mail(to: "bob@example.org, carol@example.org, nobody@example.org")
+            let recipients = ["bob@example.org", "carol@example.org", "nobody@example.org"]
+            // A folder that cannot be made: reading finds no record, writing fails.
+            let broken = MailFilter(config: config(home, sendmail) { $0.continuityDirectory = "/proc/mailsec-continuity" })
+            let first = broken.run(bytes, sender: "alice@example.org", recipients: recipients)
+            #expect(first.status == 75, "\(first.errorLine ?? "")")
+            #expect(first.errorLine?.contains("key continuity") == true, "\(first.errorLine ?? "")")
+            #expect(sendmail.perRecipient == ["bob@example.org": 1, "carol@example.org": 1], "the letter went, then the record failed")
+            for _ in 0..<2 {  // still broken: deferred again, nothing sent again
+                #expect(broken.run(bytes, sender: "alice@example.org", recipients: recipients).status == 75)
+            }
+            #expect(sendmail.perRecipient == ["bob@example.org": 1, "carol@example.org": 1])
+
+            let fixed = MailFilter(config: config(home, sendmail))
+            let second = fixed.run(bytes, sender: "alice@example.org", recipients: recipients)
+            #expect(second.status == 0, "\(second.errorLine ?? "")")
+            #expect(sendmail.perRecipient == ["bob@example.org": 1, "carol@example.org": 1, "nobody@example.org": 1])
+            let keys = try GnuPG(home: home.path).lookup(["bob@example.org", "carol@example.org"])
+            for lookup in keys {
+                #expect(try fixed.config.continuity.fingerprint(of: lookup.address) == lookup.chosen?.fingerprint,
+                        "\(lookup.address) remembered by the retry")
+            }
+            #expect(try fixed.config.continuity.fingerprint(of: "nobody@example.org") == nil)
+        }
+    }
+
     @Test("a continuity record that cannot be read defers (75)")
     func unreadableRecord() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in

@@ -74,7 +74,12 @@ final class SmallFileSystem {
     func fillBlocks() {
         let fd = open(path + "/filler", O_WRONLY | O_CREAT | O_APPEND, 0o600)
         let block = [UInt8](repeating: 0x55, count: 4096)
-        while block.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        // Until the disk says ENOSPC: a write cut short by a signal (other tests' children) is not "full".
+        while true {
+            let written = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written > 0 || (written < 0 && errno == EINTR) { continue }
+            break
+        }
         close(fd)
     }
 

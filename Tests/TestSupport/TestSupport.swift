@@ -263,6 +263,11 @@ public final class RecordingSMTPServer: @unchecked Sendable {
         public var closeAfterTransactions: Int?
         /// QUIT gets no answer: the connection is reset.
         public var resetOnQuit = false
+        /// Data attempts after whose "." the server waits this long before it
+        /// takes the message and answers (a slow queue).
+        public var delayAfterDot: [Int: Double] = [:]
+        /// Data attempts after whose "." the server never answers (and takes nothing).
+        public var hangAfterDot: Set<Int> = []
 
         public init() {}
     }
@@ -273,6 +278,9 @@ public final class RecordingSMTPServer: @unchecked Sendable {
     private let stallOnQuit: Bool
     private let faults: Faults
     private let state = Mutex<(connections: Int, transactions: [Transaction], attempts: Int, resets: Int)>((0, [], 0, 0))
+
+    /// Messages whose data ended with its ".", over every connection (taken or not).
+    public var attempts: Int { state.withLock { $0.attempts } }
 
     /// RSET commands seen (a kept session is checked with one before each mail).
     public var resets: Int { state.withLock { $0.resets } }
@@ -353,6 +361,8 @@ public final class RecordingSMTPServer: @unchecked Sendable {
                 let attempt = state.withLock { $0.attempts += 1; return $0.attempts }
                 if failing.contains(attempt) { say("451 not now"); continue }
                 if faults.cutAfterDot.contains(attempt) { return }
+                if faults.hangAfterDot.contains(attempt) { while readLine() != nil {}; return }
+                if let delay = faults.delayAfterDot[attempt] { usleep(useconds_t(delay * 1e6)) }
                 let transaction = Transaction(connection: connection, sender: sender, recipients: recipients,
                                               data: lines.joined(separator: "\n"))
                 state.withLock { $0.transactions.append(transaction) }
