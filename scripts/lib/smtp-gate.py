@@ -14,9 +14,10 @@ removed.
   reply  after passing on the ".", before passing back the server's reply to it
 A client that goes away while held (killed) is never completed on its behalf:
 its session to the server is dropped as it is, mid-message, as without the relay.
-A copy the server took ("250 ... queued as ID") whose client then went away
-without another command (killed before it could record the copy as handed on:
-RFC 1047's window) is written to GATE_FILE.unconfirmed, one queue ID a line.
+A copy the server took ("250 ... queued as ID") whose client went away after its
+"." without another command (killed before it could record the copy as handed on,
+with the reply on its way or not yet sent: RFC 1047's window) is written to
+GATE_FILE.unconfirmed, one queue ID a line.
 SIGUSR1 ends every open session (as a server restarted in between would): a client
 that keeps sessions open between mails then has to open new ones.
 """
@@ -74,7 +75,7 @@ def session(client):
     except OSError:
         client.close()
         return
-    state = {"data": False, "dot": False, "unconfirmed": None}
+    state = {"data": False, "dot": False, "unconfirmed": None, "replied": threading.Event()}
     with lock:
         servers.add(server)
 
@@ -86,6 +87,7 @@ def session(client):
                     hold("reply", client)
                     queued = re.search(rb"^250 .*queued as ([0-9A-Za-z]+)", line)
                     state["unconfirmed"] = queued.group(1).decode() if queued else None
+                    state["replied"].set()
                 if line.startswith(b"354"):
                     state["data"] = True
                 client.sendall(line)
@@ -106,6 +108,7 @@ def session(client):
                     if not hold("dot", client):
                         break
                     state["data"] = False
+                    state["replied"].clear()
                     state["dot"] = True
             elif line[:5].upper() == b"MAIL ":
                 if not hold("mail", client):
@@ -113,6 +116,8 @@ def session(client):
             server.sendall(line)
     except OSError:
         pass
+    if state["dot"]:  # the client went away after its ".": the server may take the copy still
+        state["replied"].wait(60)
     try:
         server.shutdown(socket.SHUT_RDWR)  # mid-message: the server drops what it had
     except OSError:
