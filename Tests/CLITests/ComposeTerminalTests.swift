@@ -240,4 +240,33 @@ struct ComposeTerminalTests {
         #expect(try world.ms(["drafts"]).output.contains("Re: Vault"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: world.runtime).isEmpty, "the editor's file is gone")
     }
+
+    @Test("a template with a mistake: the prompt names the line, refuses to send, and the next edit starts from the mistake")
+    func mistakeInTemplate() throws {
+        let world = try ComposeWorld()
+        defer { world.close() }
+        let script = world.folder + "/typo.sh"
+        try #"""
+            #!/bin/sh
+            if grep -q '^Tu:' "$1"; then sed -i 's/^Tu:/To:/' "$1"; exit 0; fi
+            sed -i 's/^To:.*$/Tu: bob@example.org/; s/^Subject:.*$/Subject: Typo/' "$1"
+            """#.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o700)
+        var environment = world.environment
+        environment["EDITOR"] = script
+        let terminal = try TmuxTerminal(folder: world.folder, [Paths.mailsecExecutable.path, "compose", "--config", world.config],
+                                        environment: environment)
+        defer { terminal.stop() }
+        let screen = try terminal.wait { $0.contains(Self.prompt) }
+        #expect(screen.contains("the edited text has a problem: line 1 is not a header line"), "\(screen)")
+        try terminal.type("s")
+        try terminal.wait { $0.contains("edit the text again first") }
+        try terminal.type("e")
+        let fixed = try terminal.wait { after("new mail", in: $0).contains("bob@example.org") }
+        #expect(after("new mail", in: fixed).contains("subject: Typo") && !after("new mail", in: fixed).contains("has a problem"))
+        try terminal.type("d")
+        try terminal.wait { $0.contains("saved as draft ") }
+        #expect(terminal.status() == 0)
+        #expect(world.server.transactions.isEmpty)
+    }
 }
