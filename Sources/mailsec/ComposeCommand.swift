@@ -58,7 +58,7 @@ struct ComposeCommand: ParsableCommand {
             and what they get (letter or postcard, and why), both security states and the copies, \
             and asks: s send, e edit again, p postcard for everybody on/off, i invite on/off, \
             x extension, d save as draft, q discard. The prompt reads the terminal (/dev/tty), also \
-            when standard input is the text (--body-file -). For scripts: --no-edit with --send or \
+            when standard input is the text (--body-file -); Ctrl-C there saves a draft and exits 130. For scripts: --no-edit with --send or \
             --save-draft. Sent means queued in the outbox ('mailsec outbox'); it is delivered at \
             once as far as the server takes it. Settings come from the configuration ('mailsec \
             config check').

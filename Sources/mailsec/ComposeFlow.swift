@@ -8,6 +8,7 @@ import Outbox
 import Pipeline
 import Policy
 import Sending
+import Synchronization
 
 /// The options every composing command shares: the editor or not, what to
 /// do at the end, the per-mail options.
@@ -103,6 +104,8 @@ struct ComposeFlow {
         }
         let workspace = try EditorFile()
         defer { workspace.remove() }
+        let interrupt = Interruption(session: session, workspace: workspace)
+        defer { interrupt.end() }
         var template = ComposeTemplate.text(for: try state().draft, redactor: context.options.redactor, mode: title)
         var problem = flow.noEdit ? nil : try editOnce(terminal, workspace, &template)
         if flow.send || flow.saveDraft {
@@ -191,6 +194,8 @@ struct ComposeFlow {
     /// the problem of the edited text (the session keeps its last good state).
     private func editOnce(_ terminal: ComposeTerminal, _ file: EditorFile, _ template: inout String) throws -> String? {
         try file.write(template)
+        Interruption.editorRuns.withLock { $0 = true }
+        defer { Interruption.editorRuns.withLock { $0 = false } }
         let status = try terminal.edit(file.path)
         let edited = try file.read()
         template = edited
@@ -257,10 +262,42 @@ struct ComposeFlow {
     }
 }
 
+/// Ctrl-C while composing: ignored while the editor runs (it is the
+/// editor's, as git does); at the prompt the mail is saved as a draft, the
+/// editor's file removed, and the command ends with 130. Nothing is lost and
+/// no clear text is left behind.
+final class Interruption: @unchecked Sendable {
+    // @unchecked: the signal source is made, resumed and cancelled by the composing thread only.
+    static let editorRuns = Mutex(false)
+    private let source: any DispatchSourceSignal
+
+    init(session: ComposeSession, workspace: EditorFile) {
+        signal(SIGINT, SIG_IGN)
+        source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler {
+            guard !Interruption.editorRuns.withLock({ $0 }) else { return }
+            let saved = try? runAsync { try await session.saveAsDraft() }
+            workspace.remove()
+            if case .savedAsDraft(let id)? = saved?.phase {
+                FileHandle.standardError.write(Data("\nmailsec: interrupted; saved as draft \(id)\n".utf8))
+            } else {
+                FileHandle.standardError.write(Data("\nmailsec: interrupted; the mail could not be saved\n".utf8))
+            }
+            exit(130)
+        }
+        source.resume()
+    }
+
+    func end() {
+        source.cancel()
+        signal(SIGINT, SIG_DFL)
+    }
+}
+
 /// The file the editor works on: in a private folder (0700) under
 /// `$XDG_RUNTIME_DIR` or /tmp, the file 0600; overwritten and removed with
 /// the folder (and any swap file an editor left there) at the end.
-final class EditorFile {
+final class EditorFile: Sendable {
     let folder: String
     var path: String { folder + "/mailsec-compose.txt" }
 

@@ -80,6 +80,19 @@ final class ComposeWorld: @unchecked Sendable {
         return (try JSONSerialization.jsonObject(with: Data(result.stdout)) as? [[String: Any]]) ?? []
     }
 
+    /// A mail that arrived as a letter: Bob to Alice, written by `mailsec encrypt`
+    /// in Bob's own home; the path of the letter.
+    func letterFromBob() throws -> String {
+        try withGnuPGHome(importing: ["bob.sec.asc", "alice.pub.asc"]) { bob throws -> String in
+            let out = folder + "/bob-out-\(UUID().uuidString)"
+            let mail = "From: Bob <bob@example.org>\nTo: Alice <alice@example.org>\nSubject: Vault\nMessage-ID: <v.1@example.org>\n\nThe vault code is 7405.\n"
+            let result = try run(Paths.mailsecExecutable.path, ["encrypt", "--out", out], input: Array(mail.utf8), environment: bob.environment)
+            #expect(result.status == 0, "\(result.errors)")
+            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: out).first { $0.hasSuffix(".eml") })
+            return out + "/" + name
+        }
+    }
+
     func close() {
         proxy.stop()
         home.close()

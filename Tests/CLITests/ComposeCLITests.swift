@@ -145,14 +145,7 @@ struct ComposeCLITests {
         #expect(try world.ms(["forward", plain, "--no-edit", "--send"]).status == 64, "forward needs --to")
 
         // An original that arrived as a letter (Bob to Alice, encrypted with mailsec encrypt in Bob's home).
-        let letter = try withGnuPGHome(importing: ["bob.sec.asc", "alice.pub.asc"]) { bob throws -> String in
-            let out = world.folder + "/bob-out"
-            let mail = "From: Bob <bob@example.org>\nTo: Alice <alice@example.org>\nSubject: Vault\nMessage-ID: <v.1@example.org>\n\nThe vault code is 7405.\n"
-            let result = try run(Paths.mailsecExecutable.path, ["encrypt", "--out", out], input: Array(mail.utf8), environment: bob.environment)
-            #expect(result.status == 0, "\(result.errors)")
-            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: out).first { $0.hasSuffix(".eml") })
-            return out + "/" + name
-        }
+        let letter = try world.letterFromBob()
         let before = world.server.transactions.count
         let refused = try world.ms(["forward", letter, "--to", "frank@example.net", "--no-edit", "--send"])
         #expect(refused.status == 69, "\(refused.errors)")

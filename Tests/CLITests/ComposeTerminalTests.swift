@@ -12,7 +12,7 @@ final class TmuxTerminal {
     /// Starts `arguments` (with `environment` set) in a 100×50 window; its exit
     /// status is written to a file when it ends, and the window stays.
     init(folder: String, _ arguments: [String], environment: [String: String], input: String? = nil) throws {
-        socket = folder + "/tmux.sock"
+        socket = folder + "/tmux-\(UUID().uuidString.prefix(8)).sock"  // a server of its own
         statusFile = folder + "/status-\(UUID().uuidString)"
         func quoted(_ word: String) -> String { "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         let assignments = environment.sorted { $0.key < $1.key }.map { quoted("\($0.key)=\($0.value)") }.joined(separator: " ")
@@ -21,7 +21,9 @@ final class TmuxTerminal {
         command += "; echo $? > " + quoted(statusFile) + "; sleep 600"
         // Through python3 with every other descriptor closed: the tmux server this
         // starts must not inherit what Foundation watches to see the client end.
-        let start = "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:], close_fds=True, stdin=subprocess.DEVNULL))"
+        // The test runner blocks signals in its threads: the server and its panes get none blocked.
+        let start = "import signal, subprocess, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); "
+            + "sys.exit(subprocess.call(sys.argv[1:], close_fds=True, stdin=subprocess.DEVNULL))"
         let result = try run("python3", ["-c", start, "tmux", "-S", socket, "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "50",
                                          command])
         guard result.status == 0 else { throw TmuxFailure(description: "tmux did not start: \(result.errors)") }
@@ -62,7 +64,16 @@ final class TmuxTerminal {
         return nil
     }
 
-    func stop() { _ = try? run("tmux", ["-S", socket, "kill-server"]) }
+    /// Kills the server (and, should it linger, its process).
+    func stop() {
+        let pid = (try? run("tmux", ["-S", socket, "display-message", "-p", "#{pid}"]))
+            .flatMap { Int32($0.output.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        _ = try? run("tmux", ["-S", socket, "kill-server"])
+        if let pid {
+            for _ in 0..<20 where kill(pid, 0) == 0 { usleep(50_000) }
+            if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+        }
+    }
 }
 
 struct TmuxFailure: Error, CustomStringConvertible {
@@ -190,5 +201,72 @@ struct ComposeTerminalTests {
         try gone.wait { $0.contains("saved as draft ") }
         #expect(gone.status() == 0)
         #expect(try world.ms(["drafts"]).output.contains("Kept"))
+    }
+
+    @Test("a forward of a letter to a postcard recipient asks at the prompt; no keeps it, yes sends; Ctrl-C at the prompt keeps a draft")
+    func downgradeAtPrompt() throws {
+        let world = try ComposeWorld()
+        defer { world.close() }
+        let letter = try world.letterFromBob()
+        var environment = world.environment
+        environment["EDITOR"] = "true"
+        let terminal = try TmuxTerminal(folder: world.folder, [Paths.mailsecExecutable.path, "forward", letter, "--config", world.config,
+                                                               "--to", "frank@example.net"], environment: environment)
+        defer { terminal.stop() }
+        let screen = try terminal.wait { $0.contains(Self.prompt) }
+        #expect(screen.contains("downgrade: content that arrived encrypted would reach frank@example.net"), "\(screen)")
+        try terminal.type("s")
+        try terminal.wait { $0.contains("Send it to them as a postcard anyway? [y/N]") }
+        try terminal.type("n")
+        try terminal.wait { $0.components(separatedBy: Self.prompt).count == 3 }
+        let queued = try world.outbox()
+        #expect(world.server.transactions.isEmpty && queued.isEmpty, "no is no")
+        try terminal.type("s")
+        try terminal.wait { $0.components(separatedBy: "postcard anyway?").count == 3 }
+        try terminal.type("y")
+        try terminal.wait { $0.contains("delivered to 1 recipient") }
+        #expect(terminal.status() == 0)
+        let sent = try #require(world.server.transactions.first)
+        let text = try decodedText(sent.data)
+        #expect(sent.recipients == ["<frank@example.net>"] && text.contains("7405"))
+
+        let interrupted = try TmuxTerminal(folder: world.folder, [Paths.mailsecExecutable.path, "reply", letter, "--config", world.config,
+                                                                  "--body-file", "-"], environment: environment, input: "Noted.\n")
+        defer { interrupted.stop() }
+        try interrupted.wait { $0.contains(Self.prompt) }
+        _ = try run("tmux", ["-S", interrupted.socket, "send-keys", "C-c"])
+        try interrupted.wait { $0.contains("interrupted; saved as draft") }
+        #expect(interrupted.status() == 130)
+        #expect(try world.ms(["drafts"]).output.contains("Re: Vault"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: world.runtime).isEmpty, "the editor's file is gone")
+    }
+
+    @Test("a template with a mistake: the prompt names the line, refuses to send, and the next edit starts from the mistake")
+    func mistakeInTemplate() throws {
+        let world = try ComposeWorld()
+        defer { world.close() }
+        let script = world.folder + "/typo.sh"
+        try #"""
+            #!/bin/sh
+            if grep -q '^Tu:' "$1"; then sed -i 's/^Tu:/To:/' "$1"; exit 0; fi
+            sed -i 's/^To:.*$/Tu: bob@example.org/; s/^Subject:.*$/Subject: Typo/' "$1"
+            """#.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o700)
+        var environment = world.environment
+        environment["EDITOR"] = script
+        let terminal = try TmuxTerminal(folder: world.folder, [Paths.mailsecExecutable.path, "compose", "--config", world.config],
+                                        environment: environment)
+        defer { terminal.stop() }
+        let screen = try terminal.wait { $0.contains(Self.prompt) }
+        #expect(screen.contains("the edited text has a problem: line 1 is not a header line"), "\(screen)")
+        try terminal.type("s")
+        try terminal.wait { $0.contains("edit the text again first") }
+        try terminal.type("e")
+        let fixed = try terminal.wait { after("new mail", in: $0).contains("bob@example.org") }
+        #expect(after("new mail", in: fixed).contains("subject: Typo") && !after("new mail", in: fixed).contains("has a problem"))
+        try terminal.type("d")
+        try terminal.wait { $0.contains("saved as draft ") }
+        #expect(terminal.status() == 0)
+        #expect(world.server.transactions.isEmpty)
     }
 }
