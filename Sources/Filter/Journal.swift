@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import Synchronization
 
 /// Remembers which recipients of a mail were handed on already, so that a
 /// retry after a failure half way sends only the rest.
@@ -18,8 +19,13 @@ public final class Journal {
     public let directory: String
     public let expiry: TimeInterval
 
-    /// Opens (and makes, 0700) the journal folder and drops expired records.
-    public init(directory: String, expiry: TimeInterval) throws {
+    /// When each journal folder was last swept for expired records, in this process.
+    private static let lastSweep = Mutex([String: Date]())
+
+    /// Opens (and makes, 0700) the journal folder and drops expired records;
+    /// with `sweepOncePerMinute` (a resident filter opens it for every mail)
+    /// only when this process has not swept that folder in the last minute.
+    public init(directory: String, expiry: TimeInterval, sweepOncePerMinute: Bool = false) throws {
         self.directory = directory
         self.expiry = expiry
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -27,7 +33,13 @@ public final class Journal {
         guard access(directory, W_OK | X_OK) == 0 else {
             throw JournalError(description: "journal folder \(directory) is not writable")
         }
-        let cutoff = Date().addingTimeInterval(-expiry)
+        let now = Date()
+        guard !sweepOncePerMinute || Self.lastSweep.withLock({ sweeps -> Bool in
+            if let last = sweeps[directory], now.timeIntervalSince(last) < 60 { return false }
+            sweeps[directory] = now
+            return true
+        }) else { return }
+        let cutoff = now.addingTimeInterval(-expiry)
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         where name.hasSuffix(".sent") || name.hasSuffix(".journal") || name.hasSuffix(".tmp") {
             let path = directory + "/" + name

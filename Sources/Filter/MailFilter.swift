@@ -112,7 +112,8 @@ public struct MailFilter: Sendable {
             let recipients = try recipients.enumerated().map { index, address throws(EnvelopeAddressError) in
                 try EnvelopeAddress.normalised(address, which: "recipient \(index + 1)")
             }
-            let journal = try Journal(directory: config.journalDirectory, expiry: config.journalExpiry)
+            let journal = try Journal(directory: config.journalDirectory, expiry: config.journalExpiry,
+                                      sweepOncePerMinute: resources.keys != nil)
             let message = try MIMEMessage.parse(bytes)
             messageID = message.messageID.map { sanitise($0) } ?? "-"
             // The journal keys on the mail exactly as the MTA gives it, the same on
@@ -155,6 +156,7 @@ public struct MailFilter: Sendable {
                 requirements: KeyRequirements(minimumValidity: config.minimumValidity),
                 publisher: config.publisher, readingLifetime: config.readingLifetime)
             pipelineOptions.continuity = continuity
+            pipelineOptions.keyCache = resources.keys
             let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))

@@ -56,7 +56,9 @@ public final class FilterMailHandler: MailHandler {
             // it ends well: the MTA's retry then finds every copy sent.
             filter.run(bytes, sender: mail.sender, recipients: mail.recipients, answering: claim)
         }
-        log("mailsec: " + result.logLine + (result.errorLine.map { " (\($0))" } ?? ""))
+        if filter.config.log != .none {
+            log("mailsec: " + result.logLine + (result.errorLine.map { " (\($0))" } ?? ""))
+        }
         return Self.verdict(result)
     }
 

@@ -116,8 +116,12 @@ public enum ResidentFilter {
             guard info.st_mode & S_IFMT == S_IFDIR else { return "is not a folder" }
             return access(folder, W_OK | X_OK) == 0 ? nil : "is not writable"
         }
-        let parent = (folder as NSString).deletingLastPathComponent
-        return access(parent.isEmpty ? "." : parent, W_OK | X_OK) == 0 ? nil : "cannot be made (\(parent) is not writable)"
+        // Made with its missing parents: the nearest folder that exists must let us.
+        var parent = (folder as NSString).deletingLastPathComponent
+        while !parent.isEmpty, parent != "/", stat(parent, &info) != 0 { parent = (parent as NSString).deletingLastPathComponent }
+        if parent.isEmpty { parent = "." }
+        if stat(parent, &info) == 0, info.st_mode & S_IFMT != S_IFDIR { return "cannot be made (\(parent) is not a folder)" }
+        return access(parent, W_OK | X_OK) == 0 ? nil : "cannot be made (\(parent) is not writable)"
     }
 
     /// One line to stderr in one write (lines of parallel mails never mix).

@@ -26,6 +26,7 @@ public final class KeyCache: Sendable {
     }
 
     private let entries = Mutex(Entries())
+    private let exports = Mutex<(state: KeyringState?, data: [String: [UInt8]])>((nil, [:]))
     private let counters = Mutex((hits: 0, listings: 0))
 
     public init() {}
@@ -71,7 +72,32 @@ public final class KeyCache: Sendable {
     }
 
     /// Forgets everything (a configuration reloaded, say).
-    public func clear() { entries.withLock { $0 = Entries() } }
+    public func clear() {
+        entries.withLock { $0 = Entries() }
+        exports.withLock { $0 = (nil, [:]) }
+    }
+
+    /// ``OpenPGP/GnuPG/autocryptKeydata(_:)``, kept while the keyring is
+    /// unchanged: a letter carries its sender's key, the same for every mail
+    /// from that sender, and exporting it costs a gpg process each time.
+    public func autocryptKeydata(_ wanted: [(key: Key, address: String)], gnupg: GnuPG) throws -> [[UInt8]] {
+        let state = KeyringState(home: gnupg.home)
+        let names = wanted.map { $0.key.fingerprint + " " + $0.address.lowercased() }
+        let kept = exports.withLock { exports -> [[UInt8]]? in
+            if exports.state != state { exports = (state, [:]) }
+            let found = names.compactMap { exports.data[$0] }
+            return found.count == names.count ? found : nil
+        }
+        if let kept { return kept }
+        let made = try gnupg.autocryptKeydata(wanted)
+        if made.count == names.count, KeyringState(home: gnupg.home) == state {
+            exports.withLock { exports in
+                guard exports.state == state else { return }
+                for (name, data) in zip(names, made) { exports.data[name] = data }
+            }
+        }
+        return made
+    }
 
     /// The first moment after `now` at which a key or subkey in `book` expires.
     static func earliestExpiry(_ book: KeyBook, _ wanted: KeyBook.Wanted, after now: Date) -> Date? {

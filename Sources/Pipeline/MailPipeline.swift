@@ -84,6 +84,9 @@ public struct PipelineOptions: Sendable {
     /// Key continuity: where the keys recipients last got letters with are
     /// remembered (nil: not used). The plan holds a mail whose remembered key vanished.
     public var continuity: KeyContinuity?
+    /// A resident program's cache of exported Autocrypt key data (the
+    /// sender's key in every letter); nil: exported for each mail.
+    public var keyCache: KeyCache?
 
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
                 requirements: KeyRequirements = .anyValidity, outerSubject: String = "...",
@@ -495,7 +498,10 @@ public struct MailPipeline: Sendable {
         // streams into gpg and its ciphertext into a spool file.
         let gnupg = self.gnupg
         let exportWanted = wanted
-        let export = Background(wanted.isEmpty ? nil : { try gnupg.autocryptKeydata(exportWanted) })
+        let cache = options.keyCache
+        let export = Background(wanted.isEmpty ? nil : {
+            try cache?.autocryptKeydata(exportWanted, gnupg: gnupg) ?? gnupg.autocryptKeydata(exportWanted)
+        })
         var ciphertexts: [Int: Spool] = [:]
         do {
             if !gossip.isEmpty {

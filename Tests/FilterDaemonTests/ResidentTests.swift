@@ -244,3 +244,34 @@ struct SamePathTests {
         }
     }
 }
+
+@Suite("mailsec filter --listen --check-config and its arguments")
+struct CheckConfigTests {
+    @Test("a good configuration: 0, silent; each problem: one line, 78; a wrong argument: 64")
+    func checks() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let path = try filterConfig(home, reinjectPort: 10026)
+            let mailsec = Paths.mailsecExecutable.path
+            let good = try run(mailsec, ["filter", "--listen", "--check-config", "--config", path], environment: home.environment)
+            #expect(good.status == 0 && good.errors.isEmpty, "\(good.errors)")
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            // Two problems at once: a listen address others can reach, and a spool folder that cannot be made.
+            try text.replacingOccurrences(of: "parallel = 4", with: "parallel = 4\naddress = \"0.0.0.0:10025\"\nspool_directory = \"\(path)/spool\"")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            let two = try run(mailsec, ["filter", "--listen", "--check-config", "--config", path], environment: home.environment)
+            #expect(two.status == 78)
+            #expect(two.errors.split(separator: "\n").count == 2, "\(two.errors)")
+            #expect(two.errors.contains("0.0.0.0") && two.errors.contains("filter.toml/spool"), "\(two.errors)")
+            try (text + "\nunknown_key = 1\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let bad = try run(mailsec, ["filter", "--listen", "--check-config", "--config", path], environment: home.environment)
+            #expect(bad.status == 78 && bad.errors.contains("unknown_key"), "\(bad.errors)")
+            // Started with it, the daemon says the same and stops with 78.
+            let started = try run(mailsec, ["filter", "--listen", "--config", path], environment: home.environment)
+            #expect(started.status == 78 && started.errors.split(separator: "\n").count == 1, "\(started.errors)")
+            for arguments in [["--listen", "nonsense"], ["--listen", "127.0.0.1:99999"], ["--listen", "--bogus"]] {
+                let wrong = try run(mailsec, ["filter"] + arguments + ["--config", path], environment: home.environment)
+                #expect(wrong.status == 64, "\(arguments): \(wrong.errors)")
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import OpenPGP
+import Pipeline
+import TestSupport
+import Testing
+
+@Suite("What the key cache watches", .serialized)
+struct KeyringStateTests {
+    @Test("every way a keyring changes changes the state: import, delete, trust, gpg.conf, a file put back with its old time")
+    func changes() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            var states = [KeyringState(home: home.path)]
+            func changed(_ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+                let now = KeyringState(home: home.path)
+                #expect(!states.contains(now), "\(what) went unseen", sourceLocation: sourceLocation)
+                states.append(now)
+            }
+            #expect(KeyringState(home: home.path) == states[0], "nothing changed: the same state")
+            try home.importFixtures(["bob.pub.asc"])
+            changed("an import")
+            let bob = try #require(home.gpg(["--with-colons", "--list-keys", "bob@example.org"]).output
+                .split(separator: "\n").first { $0.hasPrefix("fpr:") }?.split(separator: ":").last.map(String.init))
+            try home.gpg(["--import-ownertrust"], input: Array("\(bob):6:\n".utf8))
+            changed("an ownertrust")
+            try home.gpg(["--delete-key", bob])
+            changed("a deletion")
+            let conf = home.path + "/gpg.conf"
+            try (String(contentsOfFile: conf, encoding: .utf8) + "trust-model always\n").write(toFile: conf, atomically: false, encoding: .utf8)
+            changed("gpg.conf")
+            // The keyring restored from a copy with its old modification time (rsync -t, cp -p).
+            let ring = home.path + "/pubring.kbx"
+            let attributes = try FileManager.default.attributesOfItem(atPath: ring)
+            let saved = try Data(contentsOf: URL(fileURLWithPath: ring))
+            try home.importFixtures(["carol.pub.asc"])
+            changed("another import")
+            try saved.write(to: URL(fileURLWithPath: ring))
+            try FileManager.default.setAttributes([.modificationDate: attributes[.modificationDate]!], ofItemAtPath: ring)
+            changed("a restored file (its status-change time moves)")
+        }
+    }
+
+    @Test("the cache answers a repeated look-up without gpg, and lists again after the keyring changed")
+    func cache() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let cache = KeyCache()
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
+            let wanted = KeyBook.Wanted(addresses: ["bob@example.org", "alice@example.org"])
+            #expect(try cache.book(for: wanted, pipeline: pipeline).availability("bob@example.org") == .missing)
+            #expect(try cache.book(for: wanted, pipeline: pipeline).availability("bob@example.org") == .missing)
+            #expect(cache.statistics.listings == 1 && cache.statistics.hits == 1)
+            try home.importFixtures(["bob.pub.asc"])
+            let book = try cache.book(for: wanted, pipeline: pipeline)
+            #expect(book.lookup("bob@example.org")?.chosen != nil, "imported: found at once")
+            #expect(cache.statistics.listings == 2)
+        }
+    }
+}
