@@ -136,19 +136,20 @@ public final class Journal {
         if let data = FileManager.default.contents(atPath: path), data.count >= 32 { return Array(data) }
         var bytes = [UInt8](repeating: 0, count: 32)
         guard getentropy(&bytes, bytes.count) == 0 else { throw JournalError(description: "no randomness for the loop secret") }
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if fd >= 0 {
-            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            let synced = fsync(fd) == 0
-            close(fd)
-            guard written == bytes.count, synced else {
-                unlink(path)
-                throw JournalError(description: "cannot make the loop secret in \(directory)")
-            }
-            return bytes
-        }
-        // Another filter process made it first.
-        guard let data = FileManager.default.contents(atPath: path), data.count >= 32 else {
+        // Written whole under a private name, then linked into place: another
+        // filter (a process, or a resident filter's other thread) never reads
+        // it half written, and the first link wins.
+        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw JournalError(description: "cannot make the loop secret in \(directory)") }
+        defer { unlink(temporary) }
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced else { throw JournalError(description: "cannot make the loop secret in \(directory)") }
+        if link(temporary, path) == 0 { return bytes }
+        // Another filter made it first.
+        guard errno == EEXIST, let data = FileManager.default.contents(atPath: path), data.count >= 32 else {
             throw JournalError(description: "cannot make the loop secret in \(directory)")
         }
         return Array(data)

@@ -96,7 +96,12 @@ public struct MailFilter: Sendable {
 
     /// Plans, writes and hands on every copy of `bytes` for `recipients`, or
     /// none. Never throws: every failure becomes a status and one line.
-    public func run(_ bytes: [UInt8], sender: String, recipients: [String]) -> FilterResult {
+    /// `answering` is asked once every copy went out, before the mail's
+    /// journal record is removed: false means the MTA was already told to
+    /// try again (a resident filter that stopped waiting), so the record
+    /// stays and the retry sends nothing twice.
+    public func run(_ bytes: [UInt8], sender: String, recipients: [String],
+                    answering: () -> Bool = { true }) -> FilterResult {
         var messageID = "-"
         var counts = (letters: 0, postcards: 0, unchanged: 0, notices: 0)
         func result(_ status: Int32, _ line: String?, _ outcome: String) -> FilterResult {
@@ -150,7 +155,7 @@ public struct MailFilter: Sendable {
             }
             let remaining = recipients.filter { !record.wasSent($0) }
             guard !remaining.isEmpty else {
-                record.clear()
+                if answering() { record.clear() }
                 return result(0, nil, "sent-before")
             }
             var pipelineOptions = PipelineOptions(
@@ -238,7 +243,7 @@ public struct MailFilter: Sendable {
                 }
             }
             handover.close()
-            record.clear()
+            if answering() { record.clear() }
             return result(0, nil, "sent")
         } catch {
             let (status, line) = Self.classify(error)

@@ -52,8 +52,10 @@ public final class FilterMailHandler: MailHandler {
             // The work goes on; what it hands on is journalled, and the retry
             // (deferred while the first try still runs) sends only the rest.
             FilterResult.late(seconds: Int(timeout))
-        }) {
-            filter.run(bytes, sender: mail.sender, recipients: mail.recipients)
+        }) { claim in
+            // A try answered 451 for being late keeps its journal record when
+            // it ends well: the MTA's retry then finds every copy sent.
+            filter.run(bytes, sender: mail.sender, recipients: mail.recipients, answering: claim)
         }
         if filter.config.log != .none {
             log("mailsec: " + result.logLine + (result.errorLine.map { " (\($0))" } ?? ""))

@@ -42,7 +42,7 @@ public enum ResidentFilter {
         do { config = try FilterConfig.load(path: configPath) } catch { return ["\(error)"] }
         var problems: [String] = []
         let host = address?.host ?? config.listen.host
-        if !isLoopback(host) {
+        if !ListenerSettings.isLoopback(host) {
             problems.append("listen address \(host) is not a loopback address (the listener has no TLS and no AUTH)")
         }
         for (what, folder) in [("journal folder", config.journalDirectory),
@@ -122,14 +122,6 @@ public enum ResidentFilter {
         if parent.isEmpty { parent = "." }
         if stat(parent, &info) == 0, info.st_mode & S_IFMT != S_IFDIR { return "cannot be made (\(parent) is not a folder)" }
         return access(parent, W_OK | X_OK) == 0 ? nil : "cannot be made (\(parent) is not writable)"
-    }
-
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" { return true }
-        var v4 = in_addr(), v6 = in6_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
-        if inet_pton(AF_INET6, host, &v6) == 1 { return host == "::1" }
-        return false
     }
 
     /// One line to stderr in one write (lines of parallel mails never mix).

@@ -27,18 +27,20 @@ final class WorkerPool: @unchecked Sendable {
     /// Runs `body` on one of the threads and returns its result; after
     /// `timeout` returns `late()` instead (the body still runs to its end on
     /// its thread: it cannot be cut off safely, and what it hands on is in
-    /// the journal).
+    /// the journal). `body` gets `claim`: true when its result will be the
+    /// answer (from then on the time-out no longer counts), false when
+    /// `late()` was answered already.
     func run<T: Sendable>(timeout: Duration, late: @escaping @Sendable () -> T,
-                          _ body: @escaping @Sendable () -> T) async -> T {
+                          _ body: @escaping @Sendable (_ claim: () -> Bool) -> T) async -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
             let once = OnceBox(continuation)
             enqueue {
-                let result = body()
+                let result = body { once.claim() }
                 once.resume(result)
             }
             let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-                once.resume(late())
+                once.timeOut(late())
             }
         }
     }
@@ -84,13 +86,27 @@ final class WorkerPool: @unchecked Sendable {
     }
 }
 
-/// A continuation resumed by whichever comes first, the result or the time-out.
+/// A continuation resumed by whichever comes first, the result or the time-out;
+/// a result that claimed the answer first is not overtaken by the time-out.
 private final class OnceBox<T: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<T, Never>?>
+    private let state: Mutex<(continuation: CheckedContinuation<T, Never>?, claimed: Bool)>
 
-    init(_ continuation: CheckedContinuation<T, Never>) { self.continuation = Mutex(continuation) }
+    init(_ continuation: CheckedContinuation<T, Never>) { state = Mutex((continuation, false)) }
+
+    /// True when the result will be the answer: not yet timed out, and from now on it cannot be.
+    func claim() -> Bool {
+        state.withLock { state in
+            guard state.continuation != nil else { return false }
+            state.claimed = true
+            return true
+        }
+    }
 
     func resume(_ value: T) {
-        continuation.withLock { $0.take() }?.resume(returning: value)
+        state.withLock { $0.continuation.take() }?.resume(returning: value)
+    }
+
+    func timeOut(_ value: T) {
+        state.withLock { $0.claimed ? nil : $0.continuation.take() }?.resume(returning: value)
     }
 }

@@ -88,6 +88,7 @@ final class SmallFileSystem {
         var number = 0
         while true {
             let fd = open(path + "/inode.\(number)", O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            if fd < 0 && errno == EINTR { continue }  // cut short by a signal, not full
             guard fd >= 0 else { break }
             close(fd)
             number += 1
