@@ -294,8 +294,16 @@ struct SendingCLITests {
             let result = try setup.mailsec(["sendmail", "-t", "-i"], input: message)
             let delivered = setup.delivered().filter { $0.key.hasPrefix(id) }
             let queued = try setup.states().filter { $0.key.hasPrefix(id) }
+            // A Subject of words is folded (RFC 5322 §2.2.3) and goes; a
+            // 3000-octet word, or a NUL, cannot be carried: refused whole.
+            #expect(result.status == (index == 3 ? 0 : 65), "shape \(index): \(result.status) \(result.errors)")
             if result.status == 0 {
                 #expect(delivered.count == 2 && queued.values.allSatisfy { $0 == "sent" }, "shape \(index): \(delivered) \(queued) \(result.errors)")
+                let subjects = setup.peer.log().compactMap { ($0["message"] as? String).flatMap { Data(base64Encoded: $0) } }
+                    .map { String(decoding: $0, as: UTF8.self) }.filter { $0.contains(id) && !$0.contains("multipart/encrypted") }
+                    .map { $0.components(separatedBy: "\r\n\r\n")[0].replacingOccurrences(of: "\r\n ", with: " ") }
+                    .flatMap { $0.components(separatedBy: "\r\n").filter { $0.hasPrefix("Subject:") } }
+                #expect(!subjects.isEmpty && subjects.allSatisfy { $0 == shape }, "shape \(index): the postcard's Subject as delivered")
             } else {
                 #expect(result.status == 65, "shape \(index): \(result.status) \(result.errors)")
                 #expect(delivered.isEmpty && queued.isEmpty, "shape \(index): half sent \(delivered) \(queued)")
