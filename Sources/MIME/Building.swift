@@ -55,6 +55,13 @@ extension MIMEEntity {
         try MIME.appendRawHeader(to: raw, name, value)
     }
 
+    /// Folds this part's long header fields, as
+    /// ``MIMEMessage/foldLongHeaders()`` does for a message.
+    @discardableResult
+    public func foldLongHeaders() -> [String] {
+        HeaderFolding.foldLongFields(of: raw)
+    }
+
     /// Prepends a header field; the value is encoded as needed.
     public func prependHeader(_ name: String, _ value: String) {
         g_mime_object_prepend_header(raw, name, value, "utf-8")

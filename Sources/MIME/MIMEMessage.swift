@@ -263,6 +263,16 @@ public final class MIMEMessage {
         while g_mime_object_remove_header(object, name) != 0 {}
     }
 
+    /// Folds, in place, every header field with a line over 78 octets before
+    /// whitespace it already has (RFC 5322 §2.2.3): the unfolded text stays
+    /// the same. A field copied from a parsed mail keeps its one long line
+    /// otherwise. A word longer than a line is not broken. Returns the names
+    /// of the fields folded.
+    @discardableResult
+    public func foldLongHeaders() -> [String] {
+        HeaderFolding.foldLongFields(of: object)
+    }
+
     /// Rewrites, in place and in order, every header field whose raw value
     /// holds 8-bit bytes (raw UTF-8 in a Subject or display name, say) from
     /// its decoded value, encoded as RFC 2047 encoded-words where needed;

@@ -123,6 +123,8 @@ public enum Postcard {
         copy.removeHeader("Resent-Bcc")
         // A postcard's header fields are 7-bit, as a letter's are (RFC 2047).
         copy.encodeEightBitHeaders()
+        // And folded: a long Subject of a parsed mail is one line otherwise.
+        copy.foldLongHeaders()
         guard hasSpans else { return copy }
         if copy.body?.walk().contains(where: { $0.entity.contentType.is("multipart", "signed") }) == true {
             throw PipelineError(.signedMailNeedsRedaction)
@@ -131,6 +133,7 @@ public enum Postcard {
         // Whatever redaction cannot reach (a marker in a part it cannot decode)
         // stops the mail: a postcard with a marker left in it is never written.
         if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable, detail: place) }
+        copy.foldLongHeaders()
         return copy
     }
 }

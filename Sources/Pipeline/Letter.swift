@@ -118,6 +118,7 @@ public enum Letter {
         // notmuch 0.37 and Thunderbird before 128 know (else they show "...").
         inner.setContentTypeParameter("hp", "cipher")
         inner.setContentTypeParameter("protected-headers", "v1")
+        inner.foldLongHeaders()
         return Draft(inner: inner, outer: outer)
     }
 
@@ -160,6 +161,7 @@ public enum Letter {
         let letter = MIMEMessage(body: try PGPMIME.encrypted(armoredCiphertext: ciphertext))
         for (name, value) in draft.outer { letter.appendHeader(name, value) }
         if let autocrypt { try letter.appendRawHeader("Autocrypt", autocrypt) }
+        letter.foldLongHeaders()
         return letter
     }
 

@@ -742,6 +742,7 @@ public struct MailPipeline: Sendable {
     func postcardBytes(_ censored: MIMEMessage, invite: (autocrypt: String?, keydata: [UInt8])?) throws -> [UInt8] {
         // Every postcard's header fields are 7-bit (a partially encrypted one is no censored copy).
         censored.encodeEightBitHeaders()
+        censored.foldLongHeaders()
         guard let invite else { return censored.serialize() }
         let copy = try censored.copy()
         if let body = copy.body {

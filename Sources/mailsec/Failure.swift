@@ -135,19 +135,32 @@ func describe(_ error: any Error) -> String {
     }
 }
 
-/// Prints `mailsec: MESSAGE` on stderr and exits. Control characters (from
-/// an address in a hostile header, say) are shown escaped, never sent to the terminal.
-func fail(_ message: String, status: ExitStatus) -> Never {
+/// `text` as one line for a terminal or a log: control characters (C0, DEL,
+/// C1) and the Unicode line and paragraph separators shown escaped as
+/// `\u{…}`, a line feed as a space. Whatever a hostile header, a server's
+/// reply or a path in config.toml holds, it cannot split the line or drive
+/// the terminal.
+func oneLine(_ text: String) -> String {
     var printable = ""
-    for scalar in message.unicodeScalars {
-        if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+    for scalar in text.unicodeScalars {
+        if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}" {
             printable += scalar == "\n" ? " " : "\\u{\(String(scalar.value, radix: 16))}"
         } else {
             printable.unicodeScalars.append(scalar)
         }
     }
-    let line = "mailsec: " + printable + "\n"
-    FileHandle.standardError.write(Data(line.utf8))
+    return printable
+}
+
+/// Writes `mailsec: MESSAGE` on stderr as one line (``oneLine(_:)``).
+func warn(_ message: String) {
+    FileHandle.standardError.write(Data(("mailsec: " + oneLine(message) + "\n").utf8))
+}
+
+/// Prints `mailsec: MESSAGE` on stderr and exits. Control characters (from
+/// an address in a hostile header, say) are shown escaped, never sent to the terminal.
+func fail(_ message: String, status: ExitStatus) -> Never {
+    warn(message)
     exit(status.rawValue)
 }
 

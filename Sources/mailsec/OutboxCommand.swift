@@ -45,9 +45,9 @@ struct OutboxList: ParsableCommand {
             print("\(entry.id)  \(formatter.string(from: entry.created))  \(entry.kind)  \(entry.state.rawValue)  "
                   + "attempts=\(entry.attempts)  next-try=\(next)")
             for recipient in entry.recipients {
-                print("    \(recipient.address)  \(recipient.state.rawValue)" + (recipient.reason.map { "  (\($0))" } ?? ""))
+                print(oneLine("    \(recipient.address)  \(recipient.state.rawValue)" + (recipient.reason.map { "  (\($0))" } ?? "")))
             }
-            if let error = entry.lastError { print("    last error: \(error)") }
+            if let error = entry.lastError { print(oneLine("    last error: \(error)")) }
         }
     }
 }
@@ -114,6 +114,7 @@ struct OutboxFlush: ParsableCommand {
     func run() throws {
         let submission = try configOption.submission()
         let report = try runAsync { try await submission.deliver(ignoringSchedule: true) }
+        warnFilingProblems(report)
         if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
         print(report.delivered == 0 ? "nothing to deliver" : "delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")")
     }
@@ -145,6 +146,7 @@ struct OutboxResend: ParsableCommand {
         let submission = try copy.apply { outbox, id throws(OutboxError) in _ = try outbox.resend(id) }
         let only: Set<Int64> = [copy.id]
         let report = try runAsync { try await submission.deliver(only: only, ignoringSchedule: true) }
+        warnFilingProblems(report)
         if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
         print("delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")")
     }
@@ -195,8 +197,10 @@ struct OutboxWatch: ParsableCommand {
                     line += ": delivered \(report.delivered), pending \(report.pending), failed \(report.failed)"
                     if !report.reasons.isEmpty { line += " (\(report.reasons.prefix(2).joined(separator: "; ")))" }
                 }
-                // A line at a time, also into a pipe or a journal.
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                // A line at a time, also into a pipe or a journal; a server's
+                // reason cannot split it.
+                FileHandle.standardOutput.write(Data((oneLine(line) + "\n").utf8))
+                warnFilingProblems(report)
             }
         }
     }

@@ -33,9 +33,9 @@ struct SendCommand: ParsableCommand {
         let bytes = try completedHeaders(input, sender: submission.config.from, fullName: nil)
         let queued = try submission.queue(bytes, origin: "send", parseOptions: size.parseOptions)
         let report = try runAsync { try await submission.deliver(only: Set(queued.copies), ignoringSchedule: true) }
+        warnFilingProblems(report)
         if let status = deliveryStatus(report) {
             throw CommandFailure(deliveryLine(report, queuedCopies: queued.copies.count) ?? "not delivered", status: status)
         }
-        for problem in report.filingProblems { FileHandle.standardError.write(Data("mailsec: sent, but \(problem)\n".utf8)) }
     }
 }

@@ -56,6 +56,12 @@ func deliveryStatus(_ report: DeliveryReport) -> ExitStatus? {
 }
 
 /// One line about a delivery that did not deliver everything; nil when it did.
+/// One `mailsec: sent, but …` line on stderr per own copy that could not be
+/// filed in `sent_maildir` (the mail itself went).
+func warnFilingProblems(_ report: DeliveryReport?) {
+    for problem in report?.filingProblems ?? [] { warn("sent, but \(problem)") }
+}
+
 func deliveryLine(_ report: DeliveryReport, queuedCopies: Int? = nil) -> String? {
     let why = report.reasons.isEmpty ? "" : ": " + report.reasons.prefix(2).joined(separator: "; ")
     if report.failed > 0 {

@@ -140,11 +140,10 @@ enum SendmailCommand {
         let ids = Set(queuedCopies)
         let report = try? runAsync { try await submission.deliver(only: ids, ignoringSchedule: true, lockWait: 30) }
         if let report {
-            if let line = deliveryLine(report, queuedCopies: ids.count) {
-                FileHandle.standardError.write(Data("mailsec: \(line)\n".utf8))
-            }
+            if let line = deliveryLine(report, queuedCopies: ids.count) { warn(line) }
+            warnFilingProblems(report)
         } else {
-            FileHandle.standardError.write(Data("mailsec: queued; delivery could not start ('mailsec outbox flush' sends it)\n".utf8))
+            warn("queued; delivery could not start ('mailsec outbox flush' sends it)")
         }
         exit(0)
     }
