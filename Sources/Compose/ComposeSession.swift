@@ -220,6 +220,8 @@ public actor ComposeSession {
     public func send() async throws -> ComposeState {
         try checkEditable()
         try recompute()
+        // A remembered key that vanished holds the mail as `send` does: KeyLossError (temporary), nothing queued.
+        if let plan = current.plan, !plan.keyLoss.isEmpty { try MailPipeline.checkNotRefused(plan) }
         if let problem = current.problem { throw ComposeError(.notSendable(problem)) }
         guard current.plan != nil else { throw ComposeError(.notSendable(PipelineError(.noRecipients).description)) }
         let unconfirmed = current.downgrade.filter { !confirmedDowngrade.contains($0.lowercased()) }
@@ -291,7 +293,10 @@ public actor ComposeSession {
                 let prepared = try pipeline.prepare(message, keys: book)
                 plan = prepared.plan
                 let kinds = Set(prepared.plan.copies.map(\.kind))
-                if prepared.plan.isRefused {
+                if !prepared.plan.keyLoss.isEmpty,
+                   case .failure(let loss) = Result(catching: { try MailPipeline.checkNotRefused(prepared.plan) }) {
+                    problem = String(describing: loss)  // the key continuity line, as send then throws it
+                } else if prepared.plan.isRefused {
                     problem = PipelineError(.refused, addresses: prepared.plan.refused.map(\.recipient.address)).description
                 } else if prepared.signingKey == nil && (kinds.contains(.letter) || (kinds.contains(.postcard) && draft.invite)) {
                     problem = PipelineError(.noSigningKey, detail: base.signAs ?? draft.mail.from.address).description

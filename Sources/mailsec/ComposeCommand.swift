@@ -19,13 +19,16 @@ let composeExitStatus = ExitStatus.section([
 
 /// `--to`, `--cc`, `--bcc`: each value one address or a comma-separated list.
 struct RecipientOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("A To recipient (repeatable; or several, separated by commas).", valueName: "addr"))
+    @Option(help: ArgumentHelp("A To recipient (repeatable; or several, separated by commas).", valueName: "addr"),
+            completion: AddressCompletion.kind)
     var to: [String] = []
 
-    @Option(help: ArgumentHelp("A Cc recipient (repeatable).", valueName: "addr"))
+    @Option(help: ArgumentHelp("A Cc recipient (repeatable).", valueName: "addr"),
+            completion: AddressCompletion.kind)
     var cc: [String] = []
 
-    @Option(help: ArgumentHelp("A Bcc recipient (repeatable).", valueName: "addr"))
+    @Option(help: ArgumentHelp("A Bcc recipient (repeatable).", valueName: "addr"),
+            completion: AddressCompletion.kind)
     var bcc: [String] = []
 
     func validate() throws {

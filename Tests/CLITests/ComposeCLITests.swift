@@ -211,4 +211,55 @@ struct ComposeCLITests {
         let refused = try world.ms(["outbox", "edit", String(id)])
         #expect(refused.status == 64 && refused.errors.contains("pending"), "\(refused.errors)")
     }
+
+    @Test("key continuity: a recipient's remembered key deleted, compose, reply and forward refuse (75, one line naming them), nothing queued or sent; after keys forget it goes")
+    func keyContinuity() throws {
+        let world = try ComposeWorld()
+        defer { world.close() }
+        let first = try world.ms(["compose", "--no-edit", "--send", "--to", "bob@example.org", "--cc", "carol@example.org",
+                                  "--subject", "one", "--body-file", "-"], input: Array("First.\n".utf8))
+        #expect(first.status == 0, "\(first.errors)")
+        #expect(world.server.transactions.contains { $0.recipients.contains("<carol@example.org>") && $0.data.contains("multipart/encrypted") },
+                "Carol gets a letter")
+
+        let carol = try world.home.gpg(["--with-colons", "--list-keys", "carol@example.org"]).output
+            .split(separator: "\n").first { $0.hasPrefix("fpr:") }
+            .map { String($0.split(separator: ":", omittingEmptySubsequences: false)[9]) }
+        #expect(try world.home.gpg(["--batch", "--yes", "--delete-key", try #require(carol)]).status == 0)
+
+        let original = world.folder + "/from-carol.eml"
+        try """
+            From: Carol <carol@example.org>
+            To: Alice <alice@example.org>, bob@example.org
+            Subject: Plans
+            Message-ID: <plans.1@example.org>
+
+            Tomorrow?
+
+            """.write(toFile: original, atomically: true, encoding: .utf8)
+        let queued = try world.outbox().count
+        let sent = world.server.transactions.count
+        let attempts: [[String]] = [
+            ["compose", "--no-edit", "--send", "--to", "bob@example.org", "--bcc", "carol@example.org", "--body-file", "-"],
+            ["reply", original, "--all", "--no-edit", "--send", "--body-file", "-"],
+            ["forward", original, "--to", "Carol <carol@example.org>", "--no-edit", "--send", "--body-file", "-"],
+        ]
+        for arguments in attempts {
+            let refused = try world.ms(arguments, input: Array("Second.\n".utf8))
+            #expect(refused.status == 75, "\(arguments[0]): \(refused.status) \(refused.errors)")
+            expectOneLine(refused)
+            #expect(refused.errors.contains("key continuity") && refused.errors.contains("carol@example.org"), "\(refused.errors)")
+            #expect(!refused.errors.contains("bob@example.org"), "\(refused.errors)")
+            #expect(try world.outbox().count == queued, "\(arguments[0]): nothing queued")
+            #expect(world.server.transactions.count == sent, "\(arguments[0]): nothing sent")
+        }
+
+        let forgotten = try run(Paths.mailsecExecutable.path, ["keys", "forget", "carol@example.org"], environment: world.environment)
+        #expect(forgotten.status == 0 && forgotten.output == "carol@example.org: forgotten\n", "\(forgotten.errors)")
+        let after = try world.ms(["compose", "--no-edit", "--send", "--to", "bob@example.org", "--cc", "carol@example.org",
+                                  "--subject", "three", "--body-file", "-"], input: Array("Third.\n".utf8))
+        #expect(after.status == 0, "\(after.errors)")
+        let carolsCopy = try #require(world.server.transactions.dropFirst(sent).first { $0.recipients.contains("<carol@example.org>") })
+        #expect(!carolsCopy.data.contains("multipart/encrypted"), "Carol, without a key now, gets a postcard")
+    }
 }
