@@ -279,7 +279,12 @@ public final class RecordingSMTPServer: @unchecked Sendable {
     private let failing: Set<Int>
     private let stallOnQuit: Bool
     private let faults: Faults
-    private let state = Mutex<(connections: Int, transactions: [Transaction], attempts: Int, resets: Int)>((0, [], 0, 0))
+    private let state = Mutex<(connections: Int, transactions: [Transaction], attempts: Int, resets: Int, window: Set<Int>)>((0, [], 0, 0, []))
+
+    /// Indexes into `transactions` of those taken in the RFC 1047 window: the
+    /// server answered 250 and the client then vanished without another word,
+    /// so it may never have seen the answer (a retry may send that copy again).
+    public var inWindow: Set<Int> { state.withLock { $0.window } }
 
     /// Messages whose data ended with its ".", over every connection (taken or not).
     public var attempts: Int { state.withLock { $0.attempts } }
@@ -333,7 +338,10 @@ public final class RecordingSMTPServer: @unchecked Sendable {
         say("220 recorder ESMTP")
         var sender = "", recipients: [String] = []
         var taken = 0
+        var unanswered: Int?  // the transaction whose 250 the client has not been heard after
+        defer { if let index = unanswered { state.withLock { _ = $0.window.insert(index) } } }
         while let line = readLine() {
+            unanswered = nil
             let verb = line.prefix(4).uppercased()
             switch verb {
             case "EHLO", "HELO": say("250 recorder")
@@ -367,9 +375,10 @@ public final class RecordingSMTPServer: @unchecked Sendable {
                 if let delay = faults.delayAfterDot[attempt] { usleep(useconds_t(delay * 1e6)) }
                 let transaction = Transaction(connection: connection, sender: sender, recipients: recipients,
                                               data: lines.joined(separator: "\n"))
-                state.withLock { $0.transactions.append(transaction) }
+                let index = state.withLock { $0.transactions.append(transaction); return $0.transactions.count - 1 }
                 if faults.takeThenCut.contains(attempt) { return }
                 say("250 taken")
+                unanswered = index
                 taken += 1
                 if let limit = faults.closeAfterTransactions, taken >= limit { return }
             default: say("502 unknown")
