@@ -21,16 +21,14 @@ import TestSupport
             #expect(await waitFor { running.listener.mailsInProgress == 1 })
             await running.listener.stopAccepting()
             #expect(throws: (any Error).self) { _ = try RawClient(port: running.port) }
-            let start = ContinuousClock.now
             let listener = running.listener
-            async let drained = listener.drain(timeout: .seconds(10))
+            async let drained = listener.drain(timeout: .seconds(90))
             try await Task.sleep(for: .milliseconds(100))
             #expect(try await opened.command("RCPT TO:<b@x>") == 250)
             try await opened.send("RSET\r\n")
             #expect(try await opened.readToEnd() == ["250 2.0.0 Ok", "421 4.3.2 test.invalid Service shutting down, try again later"])
             let clean = await drained
-            #expect(clean)
-            #expect(ContinuousClock.now - start < .seconds(5))
+            #expect(clean)  // answered before the drain's time-out (no wall-clock bound: timing belongs in scripts/bench)
             let lines = try await busy.readToEnd()
             #expect(lines.first == "250 2.0.0 queued")
             #expect(lines.last?.hasPrefix("421 4.3.2") == true)
@@ -42,7 +40,7 @@ import TestSupport
     /// A drain that times out cuts the sessions with 421 4.3.2 (one mid-DATA,
     /// one whose handler is too slow) and says false; no spool file is left.
     @Test func drainTimeoutCutsOff() async throws {
-        let handler = RecordingHandler(delay: .seconds(3))
+        let handler = RecordingHandler(delay: .seconds(15))  // far beyond the drain's 300 ms, even on a loaded machine
         try await withListener({ $0.memoryLimit = 4 }, handler: handler) { running in
             let slow = try RawClient(port: running.port)
             let midData = try RawClient(port: running.port)

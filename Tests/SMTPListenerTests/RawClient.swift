@@ -9,7 +9,7 @@ final class RawClient {
     private let timeout: Duration
     private var buffer: [UInt8] = []
 
-    init(port: Int, timeout: Duration = .seconds(20)) throws {
+    init(port: Int, timeout: Duration = .seconds(120)) throws {
         self.timeout = timeout
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawClientError("socket failed") }

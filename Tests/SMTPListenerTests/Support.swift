@@ -92,7 +92,7 @@ func withListener<R>(_ configure: (inout ListenerSettings) -> Void = { _ in }, h
 
 /// Polls `condition` for up to ten seconds, sleeping (not blocking) between tries.
 func waitFor(_ condition: () throws -> Bool) async rethrows -> Bool {
-    for _ in 0..<1000 {
+    for _ in 0..<6000 {  // up to a minute: a loaded 2-core machine starves the cooperative pool
         if try condition() { return true }
         try? await Task.sleep(for: .milliseconds(10))
     }
