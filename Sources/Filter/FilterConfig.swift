@@ -63,7 +63,7 @@ public enum LogDestination: String, Sendable {
 ///
 /// [reading]                    # for extension = "partially-encrypted"
 /// publish_url = "http://127.0.0.1:8080"     # where `mailsec serve` listens
-/// token_file = "/etc/mailsec/publish-token"
+/// token_file = "/etc/mailsec/publish-token"   # the filter user's own, 0600
 /// lifetime_days = 30           # optional; the server caps it
 /// notice = "letter-preferred"  # or letter-required: the password notice only as a letter
 /// timeout = 30                 # seconds for publishing
