@@ -122,7 +122,7 @@ let package = Package(
         .target(name: "Compose", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "Incoming"]),
         // TOML reading shared by the filter's and the user's configuration:
         // typed keys that name themselves in errors, and the policy defaults.
-        .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "TOMLKit"]),
+        .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "PartialEncryption", "TOMLKit"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
         .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
         // The resident filter (`mailsec filter --listen`): the filter's decision

@@ -63,7 +63,7 @@ public enum LogDestination: String, Sendable {
 ///
 /// [reading]                    # for extension = "partially-encrypted"
 /// publish_url = "http://127.0.0.1:8080"     # where `mailsec serve` listens
-/// token_file = "/etc/mailsec/publish-token"
+/// token_file = "/etc/mailsec/publish-token"   # the filter user's own, 0600
 /// lifetime_days = 30           # optional; the server caps it
 /// notice = "letter-preferred"  # or letter-required: the password notice only as a letter
 /// timeout = 30                 # seconds for publishing
@@ -231,24 +231,10 @@ public struct FilterConfig: Sendable {
             config.journalDirectory = try journal.string("directory") ?? config.journalDirectory
             config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days") ?? 7) * 86400
         }
-        if let reading = try top.table("reading") {
-            try reading.allow(["publish_url", "token_file", "lifetime_days", "notice", "timeout"])
-            guard let url = try reading.string("publish_url") else { throw ConfigError("reading.publish_url is required") }
-            guard let tokenFile = try reading.string("token_file") else { throw ConfigError("reading.token_file is required") }
-            guard let data = FileManager.default.contents(atPath: tokenFile) else {
-                throw ConfigError("reading.token_file \(tokenFile) cannot be read")
-            }
-            let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let timeout = Double(try reading.positiveInt("timeout") ?? 30)
-            do { config.publisher = try HTTPPublisher(url: url, token: token, timeout: timeout) } catch {
-                throw ConfigError("reading: \(error.description)")
-            }
-            config.readingLifetime = try reading.positiveInt("lifetime_days").map { $0 * 86400 }
-            switch try reading.string("notice") ?? "letter-preferred" {
-            case "letter-preferred": config.noticeMustBeLetter = false
-            case "letter-required": config.noticeMustBeLetter = true
-            case let other: throw ConfigError("reading.notice: unknown value \"\(other)\"")
-            }
+        if let reading = try ReadingSettings.read(top) {
+            config.publisher = reading.publisher
+            config.readingLifetime = reading.lifetime
+            config.noticeMustBeLetter = reading.noticeMustBeLetter
         }
         if config.mail.postcardExtension == .partiallyEncrypted && config.publisher == nil {
             throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file")

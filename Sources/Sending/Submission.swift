@@ -66,7 +66,8 @@ public final class Submission: Sendable {
     public var pipeline: MailPipeline {
         MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
             mail: config.policy.mail, redactor: config.policy.redactor, signAs: config.policy.signAs,
-            requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity)))
+            requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity),
+            publisher: config.reading?.publisher, readingLifetime: config.reading?.lifetime))
         .with(continuity: StoreContinuity(store: outbox.store))
     }
 

@@ -89,6 +89,12 @@ public struct SubmissionSettings: Sendable, Hashable {
 ///
 /// # Policy defaults, as the filter's: sign_as, mode, invite, extension,
 /// # min_validity, [markers], [[rules]].
+///
+/// # For extension = "partially-encrypted": the reading server, as the filter's.
+/// # [reading]
+/// # publish_url = "https://read.example.org"
+/// # token_file = "~/.config/mailsec/publish-token"   # private (0600)
+/// # lifetime_days = 30
 /// ```
 public struct UserConfig: Sendable {
     /// The file it was read from.
@@ -106,6 +112,8 @@ public struct UserConfig: Sendable {
     public var submission: SubmissionSettings
     /// The policy keys shared with the filter (mode, markers, rules …).
     public var policy: PolicySettings
+    /// The `[reading]` table: where partially encrypted postcards publish; nil: none.
+    public var reading: ReadingSettings?
     /// The password written in the file, when `password` is used. Only the
     /// ``Password`` type reads it out.
     var filePassword: SecretBytes?
@@ -180,7 +188,7 @@ public struct UserConfig: Sendable {
             return (nil, [ConfigError("not TOML")])
         }
         let top = TOMLKeys(root, "")
-        step { try top.allow(PolicySettings.keys.union(["from", "gnupg_home", "sent_maildir", "keep_sent_days", "submission"])) }
+        step { try top.allow(PolicySettings.keys.union(["from", "gnupg_home", "sent_maildir", "keep_sent_days", "submission", "reading"])) }
 
         var from: String?
         step {
@@ -212,8 +220,10 @@ public struct UserConfig: Sendable {
         step { keepSentDays = try top.nonNegativeInt("keep_sent_days") }
         var policy = PolicySettings()
         step { policy = try PolicySettings.read(top, collect: note) }
-        if policy.mail.postcardExtension == .partiallyEncrypted {
-            note(ConfigError("extension: partially-encrypted is not yet available for sending; use censored", path: "extension"))
+        var reading: ReadingSettings?
+        step { reading = try ReadingSettings.read(top, collect: note) }
+        if policy.mail.postcardExtension == .partiallyEncrypted && root["reading"] == nil {
+            note(ConfigError("extension: partially-encrypted needs a [reading] table (publish_url, token_file)", path: "extension"))
         }
 
         var submission: SubmissionSettings?
@@ -227,6 +237,7 @@ public struct UserConfig: Sendable {
         guard problems.isEmpty, let from, let submission else { return (nil, problems) }
         var config = UserConfig(from: from, submission: submission, gnupgHome: gnupgHome, sentMaildir: sentMaildir, policy: policy)
         config.filePassword = filePassword
+        config.reading = reading
         if let keepSentDays { config.keepSentDays = keepSentDays }
         return (config, [])
     }

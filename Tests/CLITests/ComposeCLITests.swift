@@ -263,3 +263,54 @@ struct ComposeCLITests {
         #expect(!carolsCopy.data.contains("multipart/encrypted"), "Carol, without a key now, gets a postcard")
     }
 }
+
+@Suite("compose --extension partially-encrypted with the configuration's [reading] server", .serialized)
+struct ComposeReadingCLITests {
+    @Test("with [reading] the spans are published to a real reading server and the mail is queued and sent; without it one line, nothing queued")
+    func publishesThroughConfiguredServer() throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        let world = try ComposeWorld()
+        defer { world.close() }
+        var random = SeededRandom(seed: UInt64(Date().timeIntervalSince1970))
+        let secret = "zq" + String((0..<10).map { _ in "bcdfghjkmnpqrstvwxz".randomElement(using: &random)! })
+        let body = "Meet at [[private]]\(secret)[[/private]] tonight.\n"
+        let arguments = ["compose", "--no-edit", "--send", "--extension", "partially-encrypted", "--to", "dave@example.net",
+                         "--subject", "Plans", "--body-file", "-"]
+
+        // Without [reading]: refused with one line before anything is queued or sent.
+        let refused = try world.ms(arguments, input: Array(body.utf8))
+        #expect(refused.status != 0)
+        expectOneLine(refused)
+        #expect(refused.errors.contains("reading server"), "\(refused.errors)")
+        #expect(!refused.errors.contains(secret))
+        #expect(try world.outbox().isEmpty)
+        #expect(world.server.transactions.isEmpty)
+
+        // A token file others can read is refused by the configuration.
+        let token = world.folder + "/publish-token"
+        FileManager.default.createFile(atPath: token, contents: Data((server.token + "\n").utf8), attributes: [.posixPermissions: 0o644])
+        let reading = "[reading]\npublish_url = \"\(server.url)\"\ntoken_file = \"\(token)\"\nlifetime_days = 2\n"
+        try world.writeConfig(trusted: true, policy: reading)
+        let open = try world.ms(arguments, input: Array(body.utf8))
+        #expect(open.status != 0)
+        expectOneLine(open)
+        #expect(open.errors.contains("reading.token_file"), "\(open.errors)")
+        #expect(world.server.transactions.isEmpty)
+
+        // With a private token: published, queued, sent; the span never leaves in the postcard.
+        chmod(token, 0o600)
+        #expect(try world.outbox().isEmpty, "nothing was queued by the refusals")
+        #expect(!((try? String(contentsOfFile: server.logPath, encoding: .utf8)) ?? "").contains("POST /api/postcards 201"))
+        let sent = try world.ms(arguments, input: Array(body.utf8))
+        #expect(sent.status == 0, "\(sent.errors)")
+        #expect(try world.outbox().count >= 1)
+        let log = try String(contentsOfFile: server.logPath, encoding: .utf8)
+        #expect(log.components(separatedBy: "POST /api/postcards 201").count == 2, "one publication")
+        #expect(!world.server.transactions.isEmpty)
+        for transaction in world.server.transactions {
+            #expect(!transaction.data.contains(secret), "a span in a postcard")
+        }
+        #expect(!(try world.storeBytes()).contains(secret))
+    }
+}

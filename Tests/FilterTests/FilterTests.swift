@@ -293,7 +293,7 @@ struct FilterReadingTests {
 
     func config(_ home: TemporaryGnuPGHome, publish url: String, mustBeLetter: Bool = false) throws -> FilterConfig {
         let tokenFile = home.path + "/token"
-        FileManager.default.createFile(atPath: tokenFile, contents: Data("a-publish-token\n".utf8))
+        FileManager.default.createFile(atPath: tokenFile, contents: Data("a-publish-token\n".utf8), attributes: [.posixPermissions: 0o600])
         var config = try FilterConfig.parse("""
             gnupg_home = "\(home.path)"
             extension = "partially-encrypted"

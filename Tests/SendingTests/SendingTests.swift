@@ -94,6 +94,49 @@ struct UserConfigTests {
         #expect(problem.line == at + 1, "\(problem.description)")
     }
 
+    @Test("[reading] names the reading server (shared with the filter); each bad key is a problem on its line, a token file others can read is refused")
+    func reading() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-reading")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let token = folder + "/token"
+        FileManager.default.createFile(atPath: token, contents: Data("a-publish-token\n".utf8), attributes: [.posixPermissions: 0o600])
+        let reading = "[reading]\npublish_url = \"http://127.0.0.1:8080/read\"\ntoken_file = \"\(token)\"\nlifetime_days = 3\n"
+        let (config, problems) = UserConfig.parse("extension = \"partially-encrypted\"\n" + goodConfig + "\n" + reading)
+        #expect(problems.isEmpty, "\(problems)")
+        let read = try #require(config?.reading)
+        #expect(read.publisher.port == 8080 && read.publisher.prefix == "/read" && read.lifetime == 3 * 86400)
+        #expect(config?.policy.mail.postcardExtension == .partiallyEncrypted)
+        #expect(UserConfig.parse(goodConfig).0?.reading == nil)
+
+        // partially-encrypted without a server: one problem naming [reading].
+        let missing = UserConfig.parse("extension = \"partially-encrypted\"\n" + goodConfig)
+        #expect(missing.0 == nil && missing.problems.count == 1 && missing.problems[0].description.contains("[reading]"))
+
+        // Every broken key is reported, each on its own line, in one pass.
+        let broken = "[reading]\npublish_url = \"ftp://x\"\ntoken_file = \"\(folder)/missing\"\nnotice = \"maybe\"\ntimeout = 0\ncolour = 1\n"
+        let text = goodConfig + "\n" + broken
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let bad = UserConfig.parse(text)
+        #expect(bad.0 == nil)
+        for (key, prefix) in [("reading.token_file", "token_file"), ("reading.notice", "notice"), ("reading.timeout", "timeout"),
+                              ("reading.colour", "colour")] {
+            let line = lines.firstIndex { $0.hasPrefix(prefix + " =") }.map { $0 + 1 }
+            #expect(bad.problems.contains { $0.path == key && $0.line == line }, "\(key): \(bad.problems)")
+        }
+        // A token file group or others can read: refused, and the token is not in the line.
+        for mode in [0o640, 0o604, 0o644] as [Int] {
+            chmod(token, mode_t(mode))
+            let open = UserConfig.parse(goodConfig + "\n" + reading)
+            #expect(open.0 == nil)
+            let problem = try #require(open.problems.first { $0.path == "reading.token_file" })
+            #expect(problem.description.contains("chmod 600") && !problem.description.contains("a-publish-token"))
+        }
+        // A bad URL with a good token: the URL is named.
+        chmod(token, 0o600)
+        let url = UserConfig.parse(goodConfig + "\n" + reading.replacingOccurrences(of: "http://", with: "ftp://"))
+        #expect(url.0 == nil && url.problems.contains { $0.path == "reading.publish_url" })
+    }
+
     @Test("a host with a line break is refused, and the error line does not carry it; names and addresses are taken")
     func hostileHost() {
         let (config, problems) = UserConfig.parse("from = \"a@b.org\"\n[submission]\nhost = \"smtp.example.org\\r\\nEvil: 1\"\n")
