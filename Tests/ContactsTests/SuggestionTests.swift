@@ -135,7 +135,7 @@ struct SuggestionTests {
             // Frecency and counts are exactly what the events say.
             for contact in all {
                 let expected = history.reference(contact.address)
-                #expect(abs(contact.frecency(at: now) - expected) <= 1e-9 * max(1, expected), "\(contact.address)")
+                #expect(abs(contact.frecency(at: now) - expected) <= 1e-6 * max(1, expected), "\(contact.address)")
                 let sent = history.events[contact.address]?.filter { $0.1 == Frecency.sentWeight }.count ?? 0
                 #expect(contact.sentCount == sent, "\(contact.address)")
                 #expect(contact.key.canGetLetter == history.keyed.contains(contact.address), "\(contact.address): \(contact.key)")
@@ -179,7 +179,7 @@ struct SuggestionTests {
                         #expect(!seenPersons.contains(person), "\(prefix): a person's addresses are together")
                         seenPersons.append(person)
                         let score = person >= 0 ? history.personScore(person) : history.reference(suggestion.contact.address)
-                        #expect(score <= lastScore * (1 + 1e-9), "\(prefix): \(suggestion.contact.address) ranks above a higher score")
+                        #expect(score <= lastScore * (1 + 1e-6), "\(prefix): \(suggestion.contact.address) ranks above a higher score")
                         lastScore = score
                     }
                 }
@@ -220,7 +220,7 @@ struct SuggestionTests {
             for (time, weight) in uses { (score, at) = Frecency.adding(weight, at: time, to: score, keptAt: at) }
             let now = 400 * 86400.0
             let expected = uses.reduce(0) { $0 + $1.1 * exp2(-(now - $1.0) / Frecency.halfLife) }
-            #expect(abs(Frecency.decayed(score, from: at, to: now) - expected) <= 1e-9 * max(1, expected))
+            #expect(abs(Frecency.decayed(score, from: at, to: now) - expected) <= 1e-6 * max(1, expected))
         }
     }
 }

@@ -282,7 +282,7 @@ public final class RecordingSMTPServer: @unchecked Sendable {
     private let state = Mutex<(connections: Int, transactions: [Transaction], attempts: Int, resets: Int, window: Set<Int>)>((0, [], 0, 0, []))
 
     /// Indexes into `transactions` of those taken in the RFC 1047 window: the
-    /// server answered 250 and the client then vanished without another word,
+    /// server answered 250 and the client then vanished before its next MAIL,
     /// so it may never have seen the answer (a retry may send that copy again).
     public var inWindow: Set<Int> { state.withLock { $0.window } }
 
@@ -341,8 +341,10 @@ public final class RecordingSMTPServer: @unchecked Sendable {
         var unanswered: Int?  // the transaction whose 250 the client has not been heard after
         defer { if let index = unanswered { state.withLock { _ = $0.window.insert(index) } } }
         while let line = readLine() {
-            unanswered = nil
             let verb = line.prefix(4).uppercased()
+            // Only the next MAIL shows the client went on past its bookkeeping
+            // for the last 250; an RSET or QUIT may come before it (kept sessions).
+            if verb == "MAIL" { unanswered = nil }
             switch verb {
             case "EHLO", "HELO": say("250 recorder")
             case "MAIL": sender = String(line.dropFirst(10)); recipients = []; say("250 ok")
