@@ -94,7 +94,11 @@ import TestSupport
             #expect(rest.last?.hasPrefix("421 4.4.2") == true)
             #expect(running.handler.mails.isEmpty)
             #expect(await waitFor { running.spoolLeftovers() == 0 })
-            #expect(running.log.all.contains { $0.contains("time-out during DATA") })
+            // On a starved machine the idle clock may fire before DATA was read; only a
+            // session that got its 354 must have ended on the DATA time-out.
+            if rest.contains(where: { $0.hasPrefix("354") }) {
+                #expect(running.log.all.contains { $0.contains("time-out during DATA") })
+            }
         }
     }
 
