@@ -54,7 +54,11 @@ import TestSupport
             #expect(await waitFor { running.listener.mailsInProgress == 1 })
             let clean = await running.listener.drain(timeout: .milliseconds(300))
             #expect(!clean)
-            #expect(try await slow.readToEnd() == ["421 4.3.2 test.invalid Service shutting down, try again later"])
+            // The slow session is cut with 421; on a machine whose cooperative pool other
+            // suites starve, the drain's clock may run late enough for the handler's 250 first.
+            let cut = try await slow.readToEnd()
+            #expect(cut.last == "421 4.3.2 test.invalid Service shutting down, try again later", "\(cut)")
+            #expect(cut.count == 1 || (cut.count == 2 && cut[0] == "250 2.0.0 queued"), "\(cut)")
             #expect(try await midData.readToEnd() == ["421 4.3.2 test.invalid Service shutting down, try again later"])
             #expect(running.handler.mails.count == 1)
             #expect(await waitFor { running.listener.mailsInProgress == 0 && running.spoolLeftovers() == 0 })
