@@ -141,8 +141,15 @@ struct FilterFaultTests {
             for _ in 0..<2 {
                 let result = filter.run(bytes, sender: "alice@example.org", recipients: recipients)
                 #expect(result.status == 75, "\(result.errorLine ?? "")")
-                #expect(result.errorLine?.contains("journal") == true, "\(result.errorLine ?? "")")
-                #expect(sendmail.copies.count == before, "nothing left before the journal held the intent")
+                let line = result.errorLine ?? ""
+                // Usually the journal's intent cannot be written and nothing leaves. When an
+                // inode comes free meanwhile, the intent is written, a letter leaves, and the
+                // key continuity record after it cannot be made: deferred with what went out
+                // in the journal (the end of this test checks each copy arrives exactly once).
+                #expect(line.contains("journal") || line.contains("continuity"), "\(line)")
+                if line.contains("journal") {
+                    #expect(sendmail.copies.count == before, "nothing left before the journal held the intent")
+                }
             }
             disk.free()
             let result = filter.run(bytes, sender: "alice@example.org", recipients: recipients)
