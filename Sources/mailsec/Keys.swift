@@ -163,7 +163,8 @@ extension Keys {
                 send, sendmail, compose) in the store ($XDG_DATA_HOME/mailsec), the filter in a \
                 folder beside its journal. Mail to a recipient whose remembered key is gone is \
                 refused (CLI) or deferred (filter). Run this when the key was removed on purpose: \
-                both records are cleared (the filter's when its configuration exists), and the \
+                both records are cleared (the filter's when its configuration exists; with an explicit \
+                --config only the filter's), and the \
                 next mail goes by the keyring alone (a postcard if there is no key). One line per \
                 address: 'ADDRESS: forgotten' or 'ADDRESS: no record'.
 
@@ -190,7 +191,9 @@ extension Keys {
         }
 
         func run() throws {
-            var records: [any KeyContinuityStore] = [try openContacts().continuity]
+            // An explicit --config names the filter's record alone (its user may have no
+            // store of its own); otherwise the command line's record, and the filter's too.
+            var records: [any KeyContinuityStore] = config != nil && !sending ? [] : [try openContacts().continuity]
             if !sending, let path = config ?? (FileManager.default.fileExists(atPath: FilterCommand.defaultConfig)
                                                ? FilterCommand.defaultConfig : nil) {
                 records.append(try FilterConfig.load(path: path).continuity)
