@@ -141,12 +141,7 @@ struct DaemonHostileTests {
             Thread { answer.withLock { $0 = send(connection, bytes, to: recipients) } }.start()
             let until = Date().addingTimeInterval(60)
             while peer.attempts < 1 && Date() < until { usleep(10_000) }
-            let carol = try #require(home.gpg(["--with-colons", "--list-keys", "carol@example.org"]).output
-                .split(separator: "\n").first { $0.hasPrefix("fpr:") }?.split(separator: ":").last.map(String.init))
-            let certificate = try run("gpg", ["--no-tty", "--command-fd", "0", "--pinentry-mode", "loopback", "--passphrase", "",
-                                              "--armor", "--gen-revoke", carol], input: Array("y\n0\n\ny\n".utf8),
-                                      environment: home.environment)
-            try home.gpg(["--import"], input: certificate.stdout)
+            try home.revokeKey(of: "carol@example.org")
             while answer.withLock({ $0 }) == nil && Date() < until { usleep(10_000) }
             #expect(answer.withLock { $0?.code } == 250, "\(answer.withLock { $0 }.debugDescription)")
             let held = send(connection, mail(to: ["carol@example.org"]), to: ["carol@example.org"])
@@ -272,10 +267,10 @@ struct DaemonHostileTests {
 /// not speak (LMTP's one reply per recipient).
 final class LineSession {
     private let fd: Int32
-    private var buffer: [UInt8] = []
+    private var lines: SocketLines
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -286,6 +281,8 @@ final class LineSession {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { Glibc.close(fd); throw DaemonError(description: "cannot connect to port \(port)") }
+        self.fd = fd
+        lines = SocketLines(fd)
     }
 
     func close() { Glibc.close(fd) }
@@ -310,16 +307,7 @@ final class LineSession {
     }
 
     private func readLine() throws -> String {
-        while true {
-            if let newline = buffer.firstIndex(of: 10) {
-                let line = String(decoding: buffer[..<newline].filter { $0 != 13 }, as: UTF8.self)
-                buffer.removeSubrange(...newline)
-                return line
-            }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { throw DaemonError(description: "the connection ended") }
-            buffer += chunk[..<count]
-        }
+        guard let line = lines.next() else { throw DaemonError(description: "the connection ended") }
+        return line
     }
 }

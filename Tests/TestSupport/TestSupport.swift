@@ -120,6 +120,27 @@ public final class TemporaryGnuPGHome: @unchecked Sendable {
         }
     }
 
+    /// Revokes the key of `address` in this home (its secret key must be
+    /// here): makes a revocation certificate and imports it, as a person would.
+    /// Returns the revoked key's fingerprint.
+    @discardableResult
+    public func revokeKey(of address: String) throws -> String {
+        guard let fingerprint = try gpg(["--with-colons", "--list-keys", address]).output
+            .split(separator: "\n").first(where: { $0.hasPrefix("fpr:") })?.split(separator: ":").last.map(String.init) else {
+            throw FixtureError(message: "no key for \(address) to revoke")
+        }
+        // --gen-revoke asks its questions even with --command-fd, so not in batch mode.
+        let certificate = try run("gpg", ["--no-tty", "--command-fd", "0", "--pinentry-mode", "loopback", "--passphrase", "",
+                                          "--armor", "--gen-revoke", fingerprint], input: Array("y\n0\n\ny\n".utf8),
+                                  environment: environment)
+        guard certificate.output.contains("revocation certificate") else {
+            throw FixtureError(message: "gpg --gen-revoke failed: \(certificate.errors)")
+        }
+        let imported = try gpg(["--import"], input: certificate.stdout)
+        guard imported.status == 0 else { throw FixtureError(message: "importing the revocation failed: \(imported.errors)") }
+        return fingerprint
+    }
+
     public func close() {
         _ = try? run("gpgconf", ["--kill", "all"], environment: environment)
         try? FileManager.default.removeItem(atPath: path)
@@ -241,6 +262,29 @@ public final class ReadingServerProcess: @unchecked Sendable {
 /// 451 to the DATA of the transactions numbered in `failing` (from 1, over
 /// the server's life), and with `stallOnQuit` never answers QUIT. Real Postfix is exercised by scripts/postfix-e2e; this
 /// peer lets a unit test see the SMTP dialogue itself.
+/// Lines read from a socket, CR LF or LF ended, without their ending.
+public struct SocketLines {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    public init(_ fd: Int32) { self.fd = fd }
+
+    /// The next line; nil when the connection ended (or a receive time-out passed) first.
+    public mutating func next() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: 10) {
+                let line = String(decoding: buffer[..<newline].filter { $0 != 13 }, as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return nil }
+            buffer += chunk[..<count]
+        }
+    }
+}
+
 public final class RecordingSMTPServer: @unchecked Sendable {
     // @unchecked: `state` is behind a Mutex; the rest is immutable after init.
     public struct Transaction: Sendable {
@@ -320,21 +364,9 @@ public final class RecordingSMTPServer: @unchecked Sendable {
 
     private func serve(_ client: Int32, connection: Int) {
         defer { close(client) }
-        var buffer: [UInt8] = []
+        var lines = SocketLines(client)
         func say(_ line: String) { _ = Array((line + "\r\n").utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, 0) } }
-        func readLine() -> String? {
-            while true {
-                if let newline = buffer.firstIndex(of: 10) {
-                    let line = String(decoding: buffer[..<newline].filter { $0 != 13 }, as: UTF8.self)
-                    buffer.removeSubrange(...newline)
-                    return line
-                }
-                var chunk = [UInt8](repeating: 0, count: 4096)
-                let count = chunk.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { return nil }
-                buffer += chunk[..<count]
-            }
-        }
+        func readLine() -> String? { lines.next() }
         say("220 recorder ESMTP")
         var sender = "", recipients: [String] = []
         var taken = 0
