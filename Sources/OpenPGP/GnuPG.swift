@@ -58,9 +58,10 @@ public struct GnuPG: Sendable {
         }
         let patterns = unique.map { "<\($0)>" } + fingerprints
         guard !patterns.isEmpty else { return ([], []) }
-        // GPGME does not say when gpg could read only part of the keyring (see KeyringCheck).
-        try KeyringCheck.check(home: home)
-        let keys = try listKeys(patterns: patterns, secretOnly: false)
+        // GPGME does not say when gpg could read only part of the keyring (see
+        // KeyringCheck): the file is checked while gpg lists, and the listing
+        // counts only when the check passed.
+        let keys = try KeyringCheck.checking(home: home) { try listKeys(patterns: patterns, secretOnly: false) }
         let wanted = Set(fingerprints.map { $0.uppercased() })
         return (unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) },
                 keys.filter { key in
@@ -95,8 +96,7 @@ public struct GnuPG: Sendable {
     /// whole keyring (the contacts); a mail's keys are looked up with
     /// ``lookup(_:requirements:)``, never by listing everything.
     public func allKeys() throws -> [Key] {
-        try KeyringCheck.check(home: home)
-        return try listKeys(patterns: [], secretOnly: false)
+        try KeyringCheck.checking(home: home) { try listKeys(patterns: [], secretOnly: false) }
     }
 
     func listKeys(patterns: [String], secretOnly: Bool) throws -> [Key] {
