@@ -28,6 +28,31 @@ public struct GnuPG: Sendable {
         if let home { setenv("GNUPGHOME", home, 1) }
     }
 
+    /// For a program that is about to use GnuPG once, such as a per-mail
+    /// filter: starts GPGME's one-time set-up, whose `gpg --version` probe is
+    /// a process of its own, on a thread of its own, so that it runs beside
+    /// the caller's next steps (reading and parsing the mail) instead of
+    /// ahead of the first key look-up, which waits for it if need be. Call
+    /// it after ``makeHomeTheDefault(_:)``: `setenv` must not race a thread
+    /// that starts a process.
+    public static func startLibrarySetUp() {
+        librarySetUp.enter()
+        Thread.detachNewThread {
+            _ = GPGMELibrary.version
+            librarySetUp.leave()
+        }
+    }
+
+    /// Waits until a set-up begun with ``startLibrarySetUp()`` is done (at
+    /// once when none was begun). Call it before `exit` on a path that may
+    /// not have used GnuPG (a mail rejected early): `exit` must not tear the
+    /// libraries down under the thread still probing.
+    public static func awaitLibrarySetUp() {
+        librarySetUp.wait()
+    }
+
+    private static let librarySetUp = DispatchGroup()
+
     /// The GPGME library version in use (`gpgme_check_version`).
     public static var libraryVersion: String? { GPGMELibrary.version }
 
@@ -58,9 +83,10 @@ public struct GnuPG: Sendable {
         }
         let patterns = unique.map { "<\($0)>" } + fingerprints
         guard !patterns.isEmpty else { return ([], []) }
-        // GPGME does not say when gpg could read only part of the keyring (see KeyringCheck).
-        try KeyringCheck.check(home: home)
-        let keys = try listKeys(patterns: patterns, secretOnly: false)
+        // GPGME does not say when gpg could read only part of the keyring (see
+        // KeyringCheck): the file is checked while gpg lists, and the listing
+        // counts only when the check passed.
+        let keys = try KeyringCheck.checking(home: home) { try listKeys(patterns: patterns, secretOnly: false) }
         let wanted = Set(fingerprints.map { $0.uppercased() })
         return (unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) },
                 keys.filter { key in
@@ -95,8 +121,7 @@ public struct GnuPG: Sendable {
     /// whole keyring (the contacts); a mail's keys are looked up with
     /// ``lookup(_:requirements:)``, never by listing everything.
     public func allKeys() throws -> [Key] {
-        try KeyringCheck.check(home: home)
-        return try listKeys(patterns: [], secretOnly: false)
+        try KeyringCheck.checking(home: home) { try listKeys(patterns: [], secretOnly: false) }
     }
 
     func listKeys(patterns: [String], secretOnly: Bool) throws -> [Key] {

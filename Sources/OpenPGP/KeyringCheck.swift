@@ -59,6 +59,37 @@ public enum KeyringCheck {
         }
     }
 
+    /// Runs `listing` (a gpg key listing) while the keyring is checked on
+    /// another thread, and returns its result only once the check passed: the
+    /// listing's gpg process starts without waiting for the check, and a
+    /// damaged keyring throws ``KeyringError`` whatever the listing gave
+    /// (also when it failed: the damage is the reason to report).
+    public static func checking<T>(home: String?, while listing: () throws -> T) throws -> T {
+        let check = Checking(home: home)
+        let listed = Result { try listing() }
+        try check.wait()
+        return try listed.get()
+    }
+
+    /// One check on a thread of its own.
+    private final class Checking: @unchecked Sendable {
+        // @unchecked: `failure` is written before `done` is signalled and read after.
+        private var failure: KeyringError?
+        private let done = DispatchSemaphore(value: 0)
+
+        init(home: String?) {
+            Thread.detachNewThread { [self] in
+                do throws(KeyringError) { try KeyringCheck.check(home: home) } catch { failure = error }
+                done.signal()
+            }
+        }
+
+        func wait() throws(KeyringError) {
+            done.wait()
+            if let failure { throw failure }
+        }
+    }
+
     private static func exists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0 || errno != ENOENT
@@ -83,15 +114,25 @@ public enum KeyringCheck {
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw KeyringError(path: path, problem: "not a regular file")
         }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var offset = 0
-        while offset < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if got < 0 && errno == EINTR { continue }
-            guard got >= 0 else { throw KeyringError(path: path, problem: "read error: \(String(cString: strerror(errno)))") }
-            guard got > 0 else { throw KeyringError(path: path, problem: "shorter than its size") }
-            offset += got
+        // Not zeroed first: every byte is read over (a keyring of 10,000 keys is 4 MB).
+        var failure: KeyringError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: Int(info.st_size)) { buffer, count in
+            var offset = 0
+            while offset < buffer.count {
+                let got = Glibc.read(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if got < 0 && errno == EINTR { continue }
+                guard got >= 0 else {
+                    failure = KeyringError(path: path, problem: "read error: \(String(cString: strerror(errno)))")
+                    break
+                }
+                guard got > 0 else { failure = KeyringError(path: path, problem: "shorter than its size"); break }
+                offset += got
+            }
+            // What was not read is not handed out (a short read throws below).
+            if offset < buffer.count { (buffer.baseAddress! + offset).initialize(repeating: 0, count: buffer.count - offset) }
+            count = buffer.count
         }
+        if let failure { throw failure }
         return bytes
     }
 
@@ -116,23 +157,32 @@ public enum KeyringCheck {
                 throw KeyringError(path: path, problem: "blob \(blob) at byte \(offset) has an unknown type")
             }
             guard length >= 40 else { throw KeyringError(path: path, problem: "blob \(blob) at byte \(offset) too short") }
-            let sum = Array(bytes[(offset + length - 20)..<(offset + length)])
-            // All zero: no checksum; four zero bytes first: MD5 of GnuPG before 2.1.
-            if sum.contains(where: { $0 != 0 }) && sum.prefix(4).contains(where: { $0 != 0 }) {
-                var content = Array(bytes[offset..<(offset + length - 20)])
-                // GnuPG deletes a key by setting its blob's type to 0 in place: the
-                // checksum is still the one made with the type it had (OpenPGP or X.509).
-                let types: [UInt8] = type == 0 ? [2, 3] : [type]
-                let matches = types.contains { original in
-                    content[4] = original
-                    return Array(Insecure.SHA1.hash(data: content)) == sum
-                }
-                guard matches else {
-                    throw KeyringError(path: path, problem: "blob \(blob) at byte \(offset) fails its checksum")
-                }
+            guard blobChecksumHolds(bytes, at: offset, length: length) else {
+                throw KeyringError(path: path, problem: "blob \(blob) at byte \(offset) fails its checksum")
             }
             offset += length
             blob += 1
+        }
+    }
+
+    /// True when the blob of `length` bytes at `offset` carries no SHA-1
+    /// checksum (all zero: none; four zero bytes first: MD5 of GnuPG before
+    /// 2.1) or the one over its bytes. Hashed where it lies, the type byte fed
+    /// in apart: GnuPG deletes a key by setting its blob's type to 0 in place,
+    /// and the checksum is still the one made with the type it had (OpenPGP or X.509).
+    static func blobChecksumHolds(_ bytes: [UInt8], at offset: Int, length: Int) -> Bool {
+        bytes.withUnsafeBytes { file in
+            let blob = UnsafeRawBufferPointer(rebasing: file[offset..<(offset + length)])
+            let sum = UnsafeRawBufferPointer(rebasing: blob[(length - 20)...])
+            guard sum.contains(where: { $0 != 0 }), sum.prefix(4).contains(where: { $0 != 0 }) else { return true }
+            let type = blob[4]
+            return (type == 0 ? [2, 3] : [type]).contains { (original: UInt8) in
+                var hasher = Insecure.SHA1()
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: blob[..<4]))
+                withUnsafeBytes(of: original) { hasher.update(bufferPointer: $0) }
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: blob[5..<(length - 20)]))
+                return hasher.finalize().withUnsafeBytes { $0.elementsEqual(sum) }
+            }
         }
     }
 

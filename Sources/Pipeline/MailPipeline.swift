@@ -541,12 +541,14 @@ public struct MailPipeline: Sendable {
         }
 
         // Then the GnuPG work: the key export runs beside the letters'
-        // sign+encrypt steps, each a gpg process of its own (unless gossip,
-        // which goes inside the letters, needs it first). The letters
-        // go one after another: two gpg processes that encrypt in one home at
-        // once collide on libgcrypt's random_seed lock when they exit, and the
-        // loser sleeps 250 ms (found by scripts/bench). Each letter's body
-        // streams into gpg and its ciphertext into a spool file.
+        // sign+encrypt steps, each a gpg process of its own. The letters that
+        // carry gossip (made from the export) come last, so that the export
+        // runs beside the others (a Bcc letter, say) instead of ahead of every
+        // letter. The letters go one after another: two gpg processes that
+        // encrypt in one home at once collide on libgcrypt's random_seed lock
+        // when they exit, and the loser sleeps 250 ms (found by scripts/bench);
+        // an export uses no random numbers and writes no random_seed. Each
+        // letter's body streams into gpg and its ciphertext into a spool file.
         let gnupg = self.gnupg
         let exportWanted = wanted
         let cache = options.keyCache
@@ -555,16 +557,19 @@ public struct MailPipeline: Sendable {
         })
         var ciphertexts: [Int: Spool] = [:]
         do {
-            if !gossip.isEmpty {
-                let keydata = try export.wait().get() ?? []
-                for (index, entries) in gossip {
-                    for entry in entries {
-                        try drafts[index]!.draft.inner.appendRawHeader(
-                            "Autocrypt-Gossip", Autocrypt.gossipHeader(address: wanted[entry].address, keydata: keydata[entry]))
+            let order = drafts.keys.sorted { (gossip[$0] == nil ? 0 : 1, $0) < (gossip[$1] == nil ? 0 : 1, $1) }
+            var gossipAdded = gossip.isEmpty
+            for index in order {
+                if !gossipAdded && gossip[index] != nil {
+                    let keydata = try export.wait().get() ?? []
+                    for (letter, entries) in gossip {
+                        for entry in entries {
+                            try drafts[letter]!.draft.inner.appendRawHeader(
+                                "Autocrypt-Gossip", Autocrypt.gossipHeader(address: wanted[entry].address, keydata: keydata[entry]))
+                        }
                     }
+                    gossipAdded = true
                 }
-            }
-            for index in drafts.keys.sorted() {
                 let (draft, keys, signer) = drafts[index]!
                 let spool = try Spool()
                 do {

@@ -86,6 +86,7 @@ struct FilterCommand: ParsableCommand {
             finish(FilterResult.unreadableConfiguration(error), log: .syslog)
         }
         GnuPG.makeHomeTheDefault(settings.gnupgHome)
+        GnuPG.startLibrarySetUp()
         // Every wait has a limit below the MTA's: past it the mail is deferred, not bounced.
         let watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mailsec.watchdog"))
         watchdog.schedule(deadline: .now() + settings.timeout)
@@ -151,6 +152,7 @@ struct FilterCommand: ParsableCommand {
 
     /// Logs the mail's line, prints the error line if any, and exits.
     static func finish(_ result: FilterResult, log: LogDestination) -> Never {
+        GnuPG.awaitLibrarySetUp()
         switch log {
         case .syslog:
             openlog("mailsec", LOG_PID, LOG_MAIL)

@@ -99,6 +99,26 @@ struct FaultCLITests {
         }
     }
 
+    @Test("a mail rejected before any key look-up, GnuPG's set-up still starting beside it, ends in 65 and one line, every time")
+    func rejectedWhileGnuPGStarts() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let folder = home.path + "/mta"
+            let config = try config(home, sendmail: try standInSendmail(folder, delay: 0))
+            let hostile = ["bob@example.org\r\n", "bob@example.org\n", "bo b@example.org", "<bob@example.org", "a@b@c",
+                           "bob(x)@example.org", "\u{2028}bob@example.org", "", "-oQ/tmp@example.org"]
+            var generator = SystemRandomNumberGenerator()
+            for round in 0..<12 {
+                let bad = hostile.randomElement(using: &generator)!
+                var recipients = ["bob@example.org", "nobody@example.org"]
+                recipients.insert(bad, at: Int.random(in: 0...recipients.count, using: &generator))
+                let result = try mailsec(["filter", "--config", config, "-f", "alice@example.org", "--"] + recipients, input: mail, home: home)
+                #expect(result.status == 65, "round \(round), \(bad.debugDescription): \(result.errors)")
+                expectOneLine(result)
+            }
+            #expect(copiesPerRecipient(folder).isEmpty)
+        }
+    }
+
     @Test("a damaged keyring: encrypt, plan and the filter exit 75 with one line; none reports 'no key'")
     func damagedKeyring() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in

@@ -1,5 +1,5 @@
 import Foundation
-import OpenPGP
+@testable import OpenPGP
 import TestSupport
 import Testing
 
@@ -133,6 +133,75 @@ struct KeyringDamageTests {
             var without = expected
             without["bob@example.org"] = []
             #expect(try answer(GnuPG(home: home.path)) == without)
+        }
+    }
+
+    @Test("checked beside the listing: on a damaged keyring a listing's result or error never passes; on a sound one it does")
+    func checkedBesideTheListing() throws {
+        struct ListingFailed: Error {}
+        try withKeyring { home, good, _ in
+            var generator = SystemRandomNumberGenerator()
+            let edges = boundaries(good)
+            for _ in 0..<16 {
+                // Cut inside a blob, or one bit flipped in a blob's length or checksum: damage the check sees.
+                var damaged = good
+                if Bool.random(using: &generator) {
+                    var cut = Int.random(in: 1..<good.count, using: &generator)
+                    while edges.contains(cut) { cut = Int.random(in: 1..<good.count, using: &generator) }
+                    damaged = Array(good[..<cut])
+                } else {
+                    let blob = edges.filter { $0 >= 32 && $0 < good.count }.randomElement(using: &generator)!
+                    let end = edges.filter { $0 > blob }.min()!
+                    let at = Bool.random(using: &generator) ? Int.random(in: blob..<(blob + 4), using: &generator)
+                        : Int.random(in: (end - 20)..<end, using: &generator)
+                    damaged[at] ^= UInt8(1) << UInt8.random(in: 0..<8, using: &generator)
+                }
+                try write(damaged, home)
+                #expect(throws: KeyringError.self) { try KeyringCheck.checking(home: home.path) { 42 } }
+                #expect(throws: KeyringError.self) { try KeyringCheck.checking(home: home.path) { () throws -> Int in throw ListingFailed() } }
+                #expect(throws: KeyringError.self) { try GnuPG(home: home.path).lookup(addresses) }
+            }
+            try write(good, home)
+            #expect(try KeyringCheck.checking(home: home.path) { 42 } == 42)
+            #expect(throws: ListingFailed.self) { try KeyringCheck.checking(home: home.path) { () throws -> Int in throw ListingFailed() } }
+        }
+    }
+
+    @Test("each blob's checksum, hashed where it lies, agrees with hashing a copy (random flips, every type byte)")
+    func checksumInPlace() throws {
+        try withKeyring { home, _, expected in
+            // A deleted key too: its blob's type is 0 and its checksum the one made with type 2.
+            let bob = try #require(expected["bob@example.org"]?.first)
+            #expect(try home.gpg(["--delete-key", bob]).status == 0)
+            let good = Array(try Data(contentsOf: URL(fileURLWithPath: home.path + "/pubring.kbx")))
+            let edges = boundaries(good).sorted().filter { $0 >= 32 }
+            var generator = SystemRandomNumberGenerator()
+            /// The rule written out plainly, with OpenPGP's own SHA-1 over a copy.
+            func reference(_ bytes: [UInt8], _ offset: Int, _ length: Int) -> Bool {
+                let sum = Array(bytes[(offset + length - 20)..<(offset + length)])
+                guard sum.contains(where: { $0 != 0 }) && sum.prefix(4).contains(where: { $0 != 0 }) else { return true }
+                var content = Array(bytes[offset..<(offset + length - 20)])
+                return (content[4] == 0 ? [2, 3] : [content[4]]).contains { type in
+                    content[4] = type
+                    return SHA1.hash(content) == sum
+                }
+            }
+            var held = 0, failed = 0
+            for (start, end) in zip(edges, edges.dropFirst()) {
+                #expect(KeyringCheck.blobChecksumHolds(good, at: start, length: end - start), "blob at \(start) of the sound keyring")
+                for round in 0..<24 {
+                    var bytes = good
+                    if round < 3 {
+                        bytes[start + 4] = [0, 2, 3][round]
+                    } else {
+                        bytes[Int.random(in: start..<end, using: &generator)] ^= UInt8(1) << UInt8.random(in: 0..<8, using: &generator)
+                    }
+                    let holds = KeyringCheck.blobChecksumHolds(bytes, at: start, length: end - start)
+                    #expect(holds == reference(bytes, start, end - start), "blob at \(start), round \(round)")
+                    if holds { held += 1 } else { failed += 1 }
+                }
+            }
+            #expect(held > 0 && failed > 0, "both outcomes were tried")
         }
     }
 
