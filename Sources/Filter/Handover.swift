@@ -7,6 +7,15 @@ public struct HandoverError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
 
+extension FilterConfig {
+    /// For a process that filters one mail: with SMTP re-injection, the SMTP
+    /// module's start-up begins now in the background, while the mail is
+    /// encrypted, instead of when the first copy is ready. No connection.
+    public func prepareHandover() {
+        if case .smtp = reinjection { BlockingSMTPConnection.prepare() }
+    }
+}
+
 /// Hands written copies back to the mail system. Over SMTP all copies of a
 /// mail share one connection, one transaction each (the greeting and EHLO
 /// are paid once per mail, not per copy; with a ``ReinjectionPool``, once

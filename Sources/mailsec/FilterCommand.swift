@@ -86,6 +86,7 @@ struct FilterCommand: ParsableCommand {
             finish(FilterResult.unreadableConfiguration(error), log: .syslog)
         }
         GnuPG.makeHomeTheDefault(settings.gnupgHome)
+        settings.prepareHandover()
         // Every wait has a limit below the MTA's: past it the mail is deferred, not bounced.
         let watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mailsec.watchdog"))
         watchdog.schedule(deadline: .now() + settings.timeout)
