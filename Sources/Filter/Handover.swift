@@ -8,11 +8,16 @@ public struct HandoverError: Error, Sendable, CustomStringConvertible {
 }
 
 extension FilterConfig {
-    /// For a process that filters one mail: with SMTP re-injection, the SMTP
-    /// module's start-up begins now in the background, while the mail is
-    /// encrypted, instead of when the first copy is ready. No connection.
-    public func prepareHandover() {
-        if case .smtp = reinjection { BlockingSMTPConnection.prepare() }
+    /// For a process that filters one mail (give it to ``FilterResources``,
+    /// and ``ReinjectionPool/closeAll()`` at the end): with SMTP re-injection,
+    /// a pool whose one session is opened now in the background
+    /// (``ReinjectionPool/openAhead(_:)``), while the mail is encrypted,
+    /// instead of when the first copy is ready. Nil for sendmail.
+    public func prepareHandover() -> ReinjectionPool? {
+        guard let server = Handover(self).server else { return nil }
+        let pool = ReinjectionPool(capacity: 1)
+        pool.openAhead(server)
+        return pool
     }
 }
 
@@ -47,7 +52,7 @@ final class Handover {
 
     deinit { close() }
 
-    private var server: SMTPServer? {
+    var server: SMTPServer? {
         guard case .smtp(let host, let port) = method else { return nil }
         // Loopback re-injection: no TLS, no AUTH, and our own name needs no DNS look-up.
         return SMTPServer(host: host, port: port, security: .none, heloName: "localhost",

@@ -11,16 +11,6 @@ public final class BlockingSMTPConnection: Sendable {
 
     private init(_ connection: SMTPConnection) { self.connection = connection }
 
-    /// Starts, on another thread and at once, what the first
-    /// ``open(_:credentials:)`` of the process would otherwise start on its
-    /// caller's time: the event loop's thread and the task machinery (a few
-    /// milliseconds, most of them the Swift runtime's first look-ups of
-    /// NIO's types). For a process that opens one session after other work
-    /// (the pipe filter encrypts first). Nothing is connected or sent.
-    public static func prepare() {
-        DispatchQueue.global().async { _ = try? runBlocking { () async throws(SMTPError) in () } }
-    }
-
     /// ``SMTPConnection/open(_:credentials:)``, blocking.
     public static func open(_ server: SMTPServer, credentials: SMTPCredentials? = nil) throws(SMTPError) -> BlockingSMTPConnection {
         BlockingSMTPConnection(try runBlocking { () async throws(SMTPError) in try await SMTPConnection.open(server, credentials: credentials) })
