@@ -7,6 +7,20 @@ public struct HandoverError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
 
+extension FilterConfig {
+    /// For a process that filters one mail (give it to ``FilterResources``,
+    /// and ``ReinjectionPool/closeAll()`` at the end): with SMTP re-injection,
+    /// a pool whose one session is opened now in the background
+    /// (``ReinjectionPool/openAhead(_:)``), while the mail is encrypted,
+    /// instead of when the first copy is ready. Nil for sendmail.
+    public func prepareHandover() -> ReinjectionPool? {
+        guard let server = Handover(self).server else { return nil }
+        let pool = ReinjectionPool(capacity: 1)
+        pool.openAhead(server)
+        return pool
+    }
+}
+
 /// Hands written copies back to the mail system. Over SMTP all copies of a
 /// mail share one connection, one transaction each (the greeting and EHLO
 /// are paid once per mail, not per copy; with a ``ReinjectionPool``, once
@@ -38,7 +52,7 @@ final class Handover {
 
     deinit { close() }
 
-    private var server: SMTPServer? {
+    var server: SMTPServer? {
         guard case .smtp(let host, let port) = method else { return nil }
         // Loopback re-injection: no TLS, no AUTH, and our own name needs no DNS look-up.
         return SMTPServer(host: host, port: port, security: .none, heloName: "localhost",

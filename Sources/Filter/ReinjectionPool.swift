@@ -12,6 +12,8 @@ public final class ReinjectionPool: @unchecked Sendable {
     // @unchecked: `idle` is only touched under `lock`; a lent session belongs to one thread.
     private let lock = NSLock()
     private var idle: [(server: SMTPServer, connection: BlockingSMTPConnection)] = []
+    /// Sessions being opened ahead (``openAhead(_:)``), each with what signals its end.
+    private var opening: [(server: SMTPServer, done: DispatchGroup)] = []
     /// At most this many idle sessions are kept (the rest are ended).
     public let capacity: Int
 
@@ -20,8 +22,37 @@ public final class ReinjectionPool: @unchecked Sendable {
         self.capacity = max(1, capacity)
     }
 
+    /// Opens a session to `server` now, on another thread, and keeps it for
+    /// the next ``take(_:)`` of that server, which waits for it if it is still
+    /// being opened. For the pipe filter: connecting, the greeting and EHLO
+    /// happen while the mail is encrypted, not after. Nothing of a copy goes
+    /// over it before it is taken (and checked with RSET, as any kept
+    /// session), so a session that failed or was closed meanwhile is replaced
+    /// by a new one, as if it had never been; a failed opening is simply
+    /// forgotten (the new one reports the error). One never taken is ended
+    /// by ``closeAll()`` if it is open by then, else by the process's exit.
+    public func openAhead(_ server: SMTPServer) {
+        let done = DispatchGroup()
+        done.enter()
+        lock.lock()
+        opening.append((server, done))
+        lock.unlock()
+        DispatchQueue.global().async {
+            let connection = try? BlockingSMTPConnection.open(server)
+            self.lock.lock()
+            self.opening.removeAll { $0.done === done }
+            if let connection { self.idle.append((server, connection)) }
+            self.lock.unlock()
+            done.leave()
+        }
+    }
+
     /// A working session to `server`: a kept one that answers RSET, or a new one.
     func take(_ server: SMTPServer) throws(SMTPError) -> BlockingSMTPConnection {
+        lock.lock()
+        let pending = opening.filter { $0.server == server }.map(\.done)
+        lock.unlock()
+        for done in pending { done.wait() }
         while let kept = pop(server) {
             do {
                 try kept.reset()

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NIOCore
 
 /// ``SMTPConnection`` for synchronous callers (the filter: one process per
 /// mail, no async code): each call blocks the calling thread until done.
@@ -38,14 +39,15 @@ public final class BlockingSMTPConnection: Sendable {
 }
 
 /// Runs `body` as a task and waits for it on this thread. The task runs on
-/// a thread of its own (a task executor preference, which the default actor
-/// ``SMTPConnection`` follows too), not on Swift's cooperative pool: a caller
-/// that blocks one of the pool's few threads (a test, a server's handler)
-/// must not leave the task without a thread to run on.
+/// the SMTP event loop's thread (a task executor preference; the
+/// ``SMTPConnection`` actor runs there too), not on Swift's cooperative
+/// pool: a caller that blocks one of the pool's few threads (a test, a
+/// server's handler) must not leave the task without a thread to run on.
+/// One hop to that thread and one back per call, none per command.
 private func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(SMTPError) -> T) throws(SMTPError) -> T {
     let box = ResultBox<T>()
     let done = DispatchSemaphore(value: 0)
-    Task(executorPreference: BlockingExecutor.shared) {
+    Task(executorPreference: LoopTaskExecutor.shared) {
         do throws(SMTPError) { box.result = .success(try await body()) } catch { box.result = .failure(error) }
         done.signal()
     }
@@ -53,36 +55,17 @@ private func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throw
     return try box.result!.get()
 }
 
-/// One thread that runs the jobs of blocking calls' tasks, in order. Jobs
-/// never block (they await NIO), so one thread serves every caller.
-private final class BlockingExecutor: TaskExecutor, @unchecked Sendable {
-    // @unchecked: `jobs` is only touched under `condition`.
-    static let shared = BlockingExecutor()
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
+/// The SMTP event loop as a task executor. Jobs never block (they await
+/// NIO), so the loop's one thread serves every caller and its I/O.
+private final class LoopTaskExecutor: TaskExecutor {
+    static let shared = LoopTaskExecutor(SMTPConnection.loop)
+    private let loop: any EventLoop
 
-    private init() {
-        let thread = Thread { [unowned self] in self.run() }
-        thread.name = "mailsec-smtp-blocking"
-        thread.start()
-    }
+    private init(_ loop: any EventLoop) { self.loop = loop }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        condition.lock()
-        jobs.append(job)
-        condition.signal()
-        condition.unlock()
-    }
-
-    private func run() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty { condition.wait() }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
 

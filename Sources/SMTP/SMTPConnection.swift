@@ -36,9 +36,19 @@ public actor SMTPConnection {
 
     deinit { channel.close(promise: nil) }
 
+    /// The actor runs on its channel's event loop: a reply read there resumes
+    /// the session's code on the same thread, with no hop to another thread
+    /// and back for every command.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        channel.eventLoop.executor.asUnownedSerialExecutor()
+    }
+
     /// The event loops every session runs on: one thread for the process
     /// (SMTP is one exchange at a time; the work is TLS and waiting).
     static let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
+    /// The one event loop of ``group``.
+    static var loop: any EventLoop { group.next() }
 
     // MARK: Opening
 
@@ -58,7 +68,7 @@ public actor SMTPConnection {
         // take the pipeline down before connect() returns, and its failure
         // is what the caller must hear.
         let made = Mutex<NIOLoopBound<ReplyHandler>?>(nil)
-        let bootstrap = ClientBootstrap(group: group)
+        let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(ReplyHandler.amount(server.timeouts.connect))
             .channelOption(.socketOption(.so_keepalive), value: 1)
             .channelInitializer { channel in
@@ -73,7 +83,14 @@ public actor SMTPConnection {
                 }
             }
         let channel: any Channel
-        do { channel = try await bootstrap.connect(host: server.host, port: server.port).get() } catch {
+        // An address literal is the only address there is: connected to at
+        // once, without a resolver thread (the filter's loopback re-injection).
+        let connecting = if let address = try? SocketAddress(ipAddress: server.host, port: server.port) {
+            bootstrap.connect(to: address)
+        } else {
+            bootstrap.connect(host: server.host, port: server.port)
+        }
+        do { channel = try await connecting.get() } catch {
             throw connectError(error, server)
         }
         guard let handler = made.withLock({ $0 }) else {

@@ -87,6 +87,8 @@ struct FilterCommand: ParsableCommand {
         }
         GnuPG.makeHomeTheDefault(settings.gnupgHome)
         GnuPG.startLibrarySetUp()
+        // The re-injection session opens while the mail is encrypted (SMTP only).
+        let reinjection = settings.prepareHandover()
         // Every wait has a limit below the MTA's: past it the mail is deferred, not bounced.
         let watchdog = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "mailsec.watchdog"))
         watchdog.schedule(deadline: .now() + settings.timeout)
@@ -107,7 +109,11 @@ struct FilterCommand: ParsableCommand {
             return source
         }
         let input = Array(FileHandle.standardInput.readDataToEndOfFile())
-        let result = withExtendedLifetime(signals) { MailFilter(config: settings).run(input, sender: sender, recipients: recipients) }
+        let resources = FilterResources(keys: nil, reinjection: reinjection)
+        let result = withExtendedLifetime(signals) {
+            MailFilter(config: settings, resources: resources).run(input, sender: sender, recipients: recipients)
+        }
+        reinjection?.closeAll()  // QUIT, without waiting for its answer
         finish(result, log: settings.log)
     }
 

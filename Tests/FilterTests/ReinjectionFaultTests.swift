@@ -150,6 +150,41 @@ struct ReinjectionFaultTests {
         }
     }
 
+    @Test("pipe filter: the session opened ahead carries every copy (checked with RSET); dropped by the server before use, or opened too late, the mail still goes at once, each copy once")
+    func openedAhead() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
+            let seed = UInt64.random(in: 0...UInt64.max)
+            var random = SeededRandom(seed: seed)
+            for round in 0..<6 {
+                // Even rounds: the server drops the session opened ahead right after EHLO.
+                var faults = RecordingSMTPServer.Faults()
+                if round % 2 == 0 { faults.closeAfterHello = [1] }
+                let peer = try RecordingSMTPServer(faults: faults)
+                let settings = config(home, port: peer.port)
+                let (bytes, recipients) = mail(&random)
+                guard let pool = settings.prepareHandover() else {
+                    Issue.record("SMTP re-injection gives a pool")
+                    return
+                }
+                // The mail comes before or after the session is open (round 1: at once).
+                if round > 1 { usleep(useconds_t.random(in: 0...50_000, using: &random)) }
+                let result = run(MailFilter(config: settings, resources: FilterResources(keys: nil, reinjection: pool)),
+                                 bytes, recipients)
+                pool.closeAll()
+                #expect(result.status == 0, "seed \(seed) round \(round): \(result.errorLine ?? "")")
+                let got = counts([peer])
+                #expect(recipients.allSatisfy { got[$0] == 1 } && got.count == recipients.count, "seed \(seed) round \(round): \(got)")
+                #expect(peer.transactions.allSatisfy { $0.connection == (round % 2 == 0 ? 2 : 1) },
+                        "round \(round): every copy on the one working session")
+                #expect(peer.connections == (round % 2 == 0 ? 2 : 1), "round \(round): no session more than needed")
+                if round % 2 == 1 { #expect(peer.resets == 1, "round \(round): the session opened ahead is checked once") }
+            }
+        }
+        var sendmail = FilterConfig()
+        sendmail.reinjection = .sendmail(["/bin/true"])
+        #expect(sendmail.prepareHandover() == nil)
+    }
+
     @Test("a copy taken but its 250 lost (the RFC 1047 window): deferred, and the retry sends that copy again and no other")
     func takenThenCut() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in

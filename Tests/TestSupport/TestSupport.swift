@@ -307,6 +307,9 @@ public final class RecordingSMTPServer: @unchecked Sendable {
         /// Closes a connection after this many transactions taken on it,
         /// without a word (an idle time-out): the next RSET or MAIL fails.
         public var closeAfterTransactions: Int?
+        /// Connections (1-based) closed without a word right after their EHLO
+        /// was answered: a session opened ahead that the server dropped.
+        public var closeAfterHello: Set<Int> = []
         /// QUIT gets no answer: the connection is reset.
         public var resetOnQuit = false
         /// Data attempts after whose "." the server waits this long before it
@@ -378,7 +381,9 @@ public final class RecordingSMTPServer: @unchecked Sendable {
             // for the last 250; an RSET or QUIT may come before it (kept sessions).
             if verb == "MAIL" { unanswered = nil }
             switch verb {
-            case "EHLO", "HELO": say("250 recorder")
+            case "EHLO", "HELO":
+                say("250 recorder")
+                if faults.closeAfterHello.contains(connection) { return }
             case "MAIL": sender = String(line.dropFirst(10)); recipients = []; say("250 ok")
             case "RCPT":
                 let path = String(line.dropFirst(8))
