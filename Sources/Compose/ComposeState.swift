@@ -60,6 +60,11 @@ public struct ComposeState: Sendable {
     public let downgradeConfirmed: Bool
     /// How many key listings (gpg processes) the session has run so far.
     public let keyLookups: Int
+    /// Once sent: the outbox id (one of ``ComposePhase/sent(outboxIDs:)``)
+    /// of the password notice queued to the sender, when the mail's
+    /// partially encrypted postcards published spans; nil otherwise. The
+    /// password itself is in no state.
+    public let passwordNotice: String?
 
     /// `none` without recipients; nil when no plan could be made.
     public var recipientState: RecipientSecurityState? {

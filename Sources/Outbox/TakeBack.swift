@@ -33,7 +33,8 @@ extension Outbox {
 
     /// Takes the mail out of the outbox, in one transaction with `alsoWrite`
     /// (the draft made from it): every recipient that does not have it yet
-    /// leaves, a copy left without recipients goes, and the mail goes when
+    /// leaves (the password notice's and the postcards waiting for it too),
+    /// a copy left without recipients goes, and the mail goes when
     /// none of its copies is left (else it keeps only what was delivered,
     /// without its source). Refused when the outbox changed since `takeBack`
     /// (a delivery run took a copy meanwhile): nothing is changed then.
@@ -78,7 +79,11 @@ extension Outbox {
         case .failed: break
         case .sending: throw OutboxError("copy \(id) is being sent right now; it cannot be taken back")
         case .sent: throw OutboxError("copy \(id) was sent; there is nothing to take back")
-        case .pending: throw OutboxError("copy \(id) is pending, not failed (it is tried again); discard it, or wait until it fails")
+        case .pending:
+            if let notice = copy.waitingFor {
+                throw OutboxError("copy \(id) waits for the password notice (copy \(notice)); take back copy \(notice) once it failed")
+            }
+            throw OutboxError("copy \(id) is pending, not failed (it is tried again); discard it, or wait until it fails")
         }
         let rows = try Row.fetchAll(db, sql: """
             SELECT r.id, r.address, r.state FROM outboxRecipient r JOIN outboxCopy c ON c.id = r.outboxCopyId

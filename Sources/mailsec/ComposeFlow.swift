@@ -240,7 +240,8 @@ struct ComposeFlow {
             }
         }
         guard case .sent(let ids) = outcome.phase else { throw CommandFailure("not sent", status: .temporary) }
-        print("sent: \(ids.count) cop\(ids.count == 1 ? "y" : "ies") queued in the outbox (\(ids.joined(separator: ", ")))")
+        print("sent: \(ids.count) cop\(ids.count == 1 ? "y" : "ies") queued in the outbox (\(ids.joined(separator: ", ")))"
+              + (outcome.passwordNotice.map { "; " + noticeClause(sender: outcome.draft.mail.from.address, copy: $0) } ?? ""))
         let only = Set(ids.compactMap { Int64($0) })
         let submission = context.submission
         let report = try? runAsync { try await submission.deliver(only: only, ignoringSchedule: true, lockWait: 30) }

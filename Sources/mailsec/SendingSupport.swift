@@ -55,6 +55,13 @@ func deliveryStatus(_ report: DeliveryReport) -> ExitStatus? {
     return nil
 }
 
+/// The words that tell the person a password notice was queued for them
+/// (partially encrypted postcards): where the password goes, never the password.
+func noticeClause(sender: String, copy: String) -> String {
+    "password notice queued to \(sender) (copy \(copy)): it holds the reading page's password, "
+        + "and the postcards wait until it was delivered"
+}
+
 /// One line about a delivery that did not deliver everything; nil when it did.
 /// One `mailsec: sent, but …` line on stderr per own copy that could not be
 /// filed in `sent_maildir` (the mail itself went).
