@@ -92,10 +92,36 @@ final class NoticeWorld {
     /// Reading pages published (201) less those withdrawn, from the server's log.
     func pagesHeld() throws -> Int {
         let log = try String(contentsOfFile: reading.logPath, encoding: .utf8)
-        return log.components(separatedBy: "POST /api/postcards 201").count - log.components(separatedBy: "DELETE /api/postcards/").count
+        let lines = log.split(separator: "\n")
+        return lines.filter { $0.contains("POST /api/postcards 201") }.count
+            - lines.filter { $0.contains("DELETE /api/postcards/") && $0.hasSuffix(" 204") }.count
+    }
+
+    /// A submission server that refuses the sender (550): the notice fails for good.
+    @discardableResult
+    func submitRefusingSender() throws -> RecordingSMTPServer {
+        var faults = RecordingSMTPServer.Faults()
+        faults.refused = [from]
+        return try submitTo(faults: faults)
+    }
+
+    private var mounted = false
+
+    /// Puts the store (`$XDG_DATA_HOME`) on a tmpfs of `size`; false, said on
+    /// standard output, where mounting is not allowed.
+    func storeOnTmpfs(size: String) throws -> Bool {
+        mkdir(folder + "/data", 0o700)
+        let result = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size),mode=700", "tmpfs", folder + "/data"])
+        guard result.status == 0 else {
+            print("full store: not tried, cannot mount a tmpfs here (\(result.errors.trimmingCharacters(in: .whitespacesAndNewlines)))")
+            return false
+        }
+        mounted = true
+        return true
     }
 
     func close() {
+        if mounted { _ = try? run("/bin/umount", ["-l", folder + "/data"]) }
         for (_, proxy) in servers { proxy.stop() }
         reading.remove()
         home.close()
@@ -319,9 +345,7 @@ struct NoticeCLITests {
     func noticeRefused() throws {
         let world = try NoticeWorld()
         defer { world.close() }
-        var faults = RecordingSMTPServer.Faults()
-        faults.refused = ["alice@example.org"]
-        let refusing = try world.submitTo(faults: faults)
+        let refusing = try world.submitRefusingSender()
         let kept = SpanMail(), dropped = SpanMail()
         for mail in [kept, dropped] {
             let result = try world.ms(["send", "-"], input: mail.bytes())
@@ -358,9 +382,7 @@ struct NoticeCLITests {
     func editFailed() throws {
         let world = try NoticeWorld()
         defer { world.close() }
-        var faults = RecordingSMTPServer.Faults()
-        faults.refused = ["alice@example.org"]
-        try world.submitTo(faults: faults)
+        try world.submitRefusingSender()
         let mail = SpanMail()
         let composed = try world.ms(["compose", "--no-edit", "--send", "--to", "bob@example.org", "--cc", "dora@example.net",
                                      "--subject", mail.subject, "--body-file", "-"], input: Array(mail.body.utf8))
@@ -381,5 +403,40 @@ struct NoticeCLITests {
         #expect(!drafts.output.contains("bob@example.org"), "Bob has the letter already")
         #expect(try world.ms(["outbox", "flush"]).status == 0)
         #expect(world.server.transactions.count == 1, "something of the taken-back mail went out")
+    }
+    @Test("the store full after the page was published: nothing queued (75), nothing sent, and the page withdrawn")
+    func fullStoreWithdraws() throws {
+        let world = try NoticeWorld()
+        defer { world.close() }
+        guard try world.storeOnTmpfs(size: "2m") else { return }
+        let first = SpanMail()
+        #expect(try world.ms(["send", "-"], input: first.bytes()).status == 0)
+        #expect(try world.pagesHeld() == 1)
+        // Filled but for 320 KB: room to open the store, none for a mail of a megabyte.
+        var space = statvfs()
+        #expect(statvfs(world.folder + "/data", &space) == 0)
+        let filler = world.folder + "/data/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
+        let block = [UInt8](repeating: 0x55, count: 4096)
+        for _ in 0..<max(0, (Int(space.f_bavail) * Int(space.f_frsize) - 320 * 1024) / 4096) {
+            _ = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        }
+        close(fd)
+        let big = SpanMail()
+        let bytes = big.bytes() + Array(String(repeating: "A fairly long line of text that fills the mail up to half a megabyte.\n", count: 7000).utf8)
+        let sentBefore = world.server.transactions.count
+        let full = try world.ms(["send", "-"], input: bytes)
+        #expect(full.status == 75, "\(full.status) \(full.errors)")
+        #expect(full.errors.split(separator: "\n").count == 1 && !full.errors.contains(big.secret), "\(full.errors)")
+        #expect(world.server.transactions.count == sentBefore, "sent though it could not be stored")
+        let log = try String(contentsOfFile: world.reading.logPath, encoding: .utf8)
+        #expect(log.components(separatedBy: "POST /api/postcards 201").count == 3, "the second mail was not published before the store failed")
+        #expect(try world.pagesHeld() == 1, "the page of the mail that was not queued is still there")
+        #expect(try world.outbox().allSatisfy { $0["messageID"] as? String == first.id })
+        // Room again: the same mail goes, with a notice of its own.
+        unlink(filler)
+        let again = try world.ms(["send", "-"], input: bytes)
+        #expect(again.status == 0, "\(again.errors)")
+        #expect(try world.pagesHeld() == 2)
     }
 }
