@@ -15,8 +15,8 @@ struct OutboxCommand: ParsableCommand {
             is tried again after 1, 2, 4 … minutes, at most an hour apart. A mail with partially \
             encrypted postcards has a copy of kind 'notice': the password notice to you. Its postcards \
             stay pending ('waiting for the password notice') until the notice was delivered; resending \
-            a failed notice sends them after it, discarding it discards them too (their link would \
-            open nothing).
+            a failed notice sends them after it, discarding it discards them too (without the \
+            password their link opens nothing).
             """,
         subcommands: [OutboxList.self, OutboxFlush.self, OutboxResend.self, OutboxDiscard.self, OutboxEdit.self, OutboxWatch.self],
         defaultSubcommand: OutboxList.self
