@@ -169,7 +169,7 @@ let package = Package(
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
-        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
+        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "PartialEncryption", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
         .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming"], path: "Fuzz/Checks"),
