@@ -26,7 +26,10 @@ public struct DeliveryReport: Sendable, Hashable {
 /// the server over one session and records each recipient's outcome before
 /// the next. A failure that ends the session (no connection, authentication
 /// or TLS refused) is recorded for every copy of the run without another
-/// connection attempt. The sender's own copy is filed in `sent_maildir`
+/// connection attempt. A postcard whose mail has a password notice that was
+/// not delivered yet is not claimed (``Outbox/claim(now:ignoringSchedule:only:skipping:)``):
+/// it goes in the same run once the notice was accepted, else it stays pending.
+/// The sender's own copy is filed in `sent_maildir`
 /// once every one of its recipients has it. At the end of each run, copies
 /// sent `keepSent` seconds ago or longer leave the outbox
 /// (``Outbox/purgeSent(olderThan:now:)``: `keep_sent_days`).
