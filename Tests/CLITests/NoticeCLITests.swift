@@ -439,4 +439,42 @@ struct NoticeCLITests {
         #expect(again.status == 0, "\(again.errors)")
         #expect(try world.pagesHeld() == 2)
     }
+    @Test("generated: several mails, 451 at random data attempts, flushes until done: each copy once, every notice before its postcard, each notice opens its own mail's page", arguments: 0..<3)
+    func randomDeferrals(seed: UInt64) throws {
+        var random = SeededRandom(seed: seed)
+        let failing = Set((1...14).filter { _ in Int.random(in: 0..<10, using: &random) < 4 })
+        let world = try NoticeWorld()
+        defer { world.close() }
+        let server = try world.submitTo(failing: failing)
+        let mails = (0..<Int.random(in: 2...3, using: &random)).map { _ in SpanMail() }
+        for mail in mails {
+            let result = try world.ms(["send", "-"], input: mail.bytes())
+            #expect(result.status == 0 || result.status == 75, "\(result.status) \(result.errors)")
+        }
+        var flushes = 0
+        while try world.outbox().contains(where: { $0["state"] as? String != "sent" }) && flushes < 12 {
+            _ = try world.ms(["outbox", "flush"])
+            flushes += 1
+        }
+        #expect(try world.outbox().allSatisfy { $0["state"] as? String == "sent" }, "not all delivered after \(flushes) flushes (failing \(failing.sorted()))")
+        let taken = server.transactions
+        for mail in mails {
+            let own = taken.enumerated().filter { header("Message-ID", in: $0.element.data) == "<\(mail.id)>" }
+            let letters = own.filter { $0.element.recipients == ["<bob@example.org>"] }
+            let postcards = own.filter { $0.element.recipients == ["<dora@example.net>"] }
+            #expect(letters.count == 1 && postcards.count == 1, "\(mail.id): \(own.map(\.element.recipients))")
+            let notices = try taken.enumerated().filter { $0.element.recipients == ["<alice@example.org>"] }.filter {
+                try noticeText($0.element.data, sealed: true, world: world).contains(mail.id)
+            }
+            #expect(notices.count == 1, "\(mail.id): \(notices.count) notices")
+            guard let notice = notices.first, let postcard = postcards.first else { continue }
+            #expect(notice.offset < postcard.offset, "\(mail.id): the postcard went before its notice (failing \(failing.sorted()))")
+            let link = try #require(readingLink(in: try decodedText(postcard.element.data)))
+            let found = try #require(password(in: try noticeText(notice.element.data, sealed: true, world: world)))
+            let revealed = try world.plain(["reveal", link], input: Array((found + "\n").utf8))
+            #expect(revealed.status == 0 && revealed.output.contains(mail.secret), "\(revealed.errors)")
+        }
+        #expect(taken.count == 3 * mails.count, "\(taken.count) transactions for \(mails.count) mails")
+        print("notice deferrals, seed \(seed): failing data attempts \(failing.sorted()), \(flushes) flushes")
+    }
 }
