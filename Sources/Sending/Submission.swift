@@ -121,7 +121,7 @@ public final class Submission: Sendable {
     /// The outbox's copies of `mail`, the notice as kind ``NewCopy/noticeKind``;
     /// `ownCopy` is marked for `sent_maildir`. Throws ``UnsendableMessageError``
     /// for a copy no server can take (it would fail after the others went out: half sent).
-    public static func newCopies(_ mail: OutgoingMail, ownCopy: Int?) throws -> [NewCopy] {
+    package static func newCopies(_ mail: OutgoingMail, ownCopy: Int?) throws -> [NewCopy] {
         try mail.copies.enumerated().map { index, copy in
             let bytes = try copy.bytes
             let kind = mail.isNotice(index) ? NewCopy.noticeKind : copy.kind.rawValue
