@@ -13,7 +13,7 @@ public struct TakeBack: Sendable {
     public let source: [UInt8]
     /// Recipients of any copy of the mail that the server accepted already
     /// (lowercased): a draft made from the source must leave them out, or
-    /// they would get the mail twice.
+    /// they would get the mail twice. The password notice does not count.
     public let delivered: Set<String>
     /// Every recipient row of the mail with its state, as read: the commit
     /// goes ahead only when nothing changed in between.
@@ -86,7 +86,7 @@ extension Outbox {
             throw OutboxError("copy \(id) is pending, not failed (it is tried again); discard it, or wait until it fails")
         }
         let rows = try Row.fetchAll(db, sql: """
-            SELECT r.id, r.address, r.state FROM outboxRecipient r JOIN outboxCopy c ON c.id = r.outboxCopyId
+            SELECT r.id, r.address, r.state, c.kind FROM outboxRecipient r JOIN outboxCopy c ON c.id = r.outboxCopyId
             WHERE c.outboxMailId = ? ORDER BY r.id
             """, arguments: [copy.mailID])
         if rows.contains(where: { ($0["state"] as String) == DeliveryState.sending.rawValue }) {
@@ -95,7 +95,8 @@ extension Outbox {
         guard let source = try Data.fetchOne(db, sql: "SELECT source FROM outboxMail WHERE id = ?", arguments: [copy.mailID]) else {
             throw OutboxError("copy \(id) keeps no source to edit (only mail written with 'mailsec compose' does); resend or discard it")
         }
-        let delivered = Set(rows.filter { ($0["state"] as String) == DeliveryState.sent.rawValue }
+        // The sender's password notice is not the mail: a sender who is also a recipient still lacks it.
+        let delivered = Set(rows.filter { ($0["state"] as String) == DeliveryState.sent.rawValue && ($0["kind"] as String) != NewCopy.noticeKind }
             .map { ($0["address"] as String).lowercased() })
         return TakeBack(copyID: id, mailID: copy.mailID, source: Array(source), delivered: delivered,
                         states: rows.map { "\($0["id"] as Int64):\($0["state"] as String)" })

@@ -135,4 +135,21 @@ struct NoticeOrderTests {
             #expect(try outbox.claim(ignoringSchedule: true, only: [more[1]])?.id == more[1])
         }
     }
+    @Test("take-back: a delivered notice does not count as the mail delivered to its sender (who may be a recipient too)")
+    func takeBackIgnoresNotice() throws {
+        try withOutbox { outbox, _ in
+            let copies = [NewCopy(kind: "letter", recipients: ["s@example.org", "b@example.org"], message: Array("letter".utf8)),
+                          NewCopy(kind: NewCopy.noticeKind, recipients: ["s@example.org"], message: Array("notice".utf8)),
+                          NewCopy(kind: "postcard", recipients: ["d@example.net"], message: Array("postcard".utf8))]
+            let ids = try outbox.enqueue(sender: "s@example.org", messageID: "t@x", origin: "test", copies: copies, source: [1, 2, 3])
+            var tried = Set<Int64>()
+            while let claimed = try outbox.claim(ignoringSchedule: true, skipping: tried) {
+                tried.insert(claimed.id)
+                let outcome: RecipientOutcome = claimed.kind == "letter" ? .permanent("550 no") : .accepted
+                try outbox.record(claimed, outcomes: Dictionary(uniqueKeysWithValues: claimed.recipients.map { ($0, outcome) }))
+            }
+            let taken = try outbox.takeBack(ids[0])
+            #expect(taken.delivered == ["d@example.net"], "\(taken.delivered)")
+        }
+    }
 }
