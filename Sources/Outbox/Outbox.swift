@@ -289,11 +289,16 @@ public final class Outbox: Sendable {
             }
         }
         publish([copy.id])
-        return try entry(copy.id)
+        let entry = try entry(copy.id)
+        // A delivered notice's bytes (a plain one holds the password) were dropped: not in the WAL either.
+        if copy.kind == NewCopy.noticeKind, entry?.state == .sent { store.forgetOldPages() }
+        return entry
     }
 
     /// Once every recipient of a copy is sent (and the own copy was filed),
     /// its bytes are dropped: the outbox keeps no mail it no longer needs.
+    /// (For a password notice, ``record(_:outcomes:now:)`` then also clears
+    /// the WAL: ``LocalStore/forgetOldPages()``.)
     private static func settle(_ db: Database, _ id: Int64, now: Date) throws {
         let open = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outboxRecipient WHERE outboxCopyId = ? AND state != 'sent'",
                                     arguments: [id]) ?? 0
@@ -389,6 +394,7 @@ public final class Outbox: Sendable {
                 return ids
             }
         }
+        store.forgetOldPages()  // what was discarded (a notice's password) is not in the WAL either
         for copy in removed { notify(.removed(id: copy)) }
         return removed
     }

@@ -70,6 +70,7 @@ extension Outbox {
                 try alsoWrite(db)
             }
         }
+        store.forgetOldPages()  // the notice taken back (its password) is not in the WAL either
         notify(.removed(id: taken.copyID))
     }
 

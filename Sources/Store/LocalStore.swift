@@ -51,7 +51,9 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
 /// Several processes may use it at once (`send` while `outbox watch` runs):
 /// SQLite serialises the writers, and a writer waits up to ``busyTimeout``
 /// for another. Every commit is durable (`synchronous = FULL`): what a call
-/// returned having written survives a crash or a power cut.
+/// returned having written survives a crash or a power cut. Deleted content
+/// is overwritten with zeros (`secure_delete`); the older versions of a page
+/// that the WAL still holds go with ``forgetOldPages()``.
 public final class LocalStore: Sendable {
     /// The folder that holds the database.
     public let folder: String
@@ -100,6 +102,9 @@ public final class LocalStore: Sendable {
         configuration.label = "mailsec"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Deleted content is overwritten with zeros, whatever SQLite's build
+            // says (a password notice's bytes must not stay in free space).
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         do {
             database = try DatabasePool(path: file, configuration: configuration)
@@ -113,6 +118,15 @@ public final class LocalStore: Sendable {
             throw LocalStoreError(.cannotOpen, "cannot open the store \(file) (\(Self.describe(error)))")
         }
         for suffix in ["-wal", "-shm"] { chmod(file + suffix, 0o600) }
+    }
+
+    /// Writes the WAL into the database and truncates it to nothing, so that
+    /// no older version of a page (bytes deleted since, such as a delivered
+    /// password notice's) stays in it while another process keeps the store
+    /// open. Best effort: a reader holding an old snapshot past
+    /// ``busyTimeout`` leaves the WAL as it is, for the next call.
+    package func forgetOldPages() {
+        _ = try? database.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
     }
 
     /// A database error without its SQL arguments (they may be mail content).

@@ -290,6 +290,76 @@ struct NoticeCLITests {
         #expect(!world.server.transactions[1].data.contains(found) && !(result.output + result.errors).contains(found))
     }
 
+    /// Every file under `folder` (the store's database, its WAL and
+    /// journal, the sent folder) that holds `secret` as bytes.
+    func filesHolding(_ secret: String, under folder: String) -> [String] {
+        let needle = Data(secret.utf8)
+        let files = FileManager.default.enumerator(atPath: folder)?.compactMap { $0 as? String } ?? []
+        return files.filter { name in
+            guard let data = FileManager.default.contents(atPath: folder + "/" + name) else { return false }
+            return data.range(of: needle) != nil
+        }
+    }
+
+    @Test("a plain notice (keyless sender): once delivered, or discarded, its password is in no file of the store (database, WAL) while its row stays for the state", arguments: [false, true])
+    func plainNoticeNotAtRest(discarded: Bool) throws {
+        let world = try NoticeWorld(from: "zed@example.org")
+        defer { world.close() }
+        if discarded { try world.submitRefusingSender() }
+        // A long-lived mailsec (outbox watch, idle) keeps the store open: the WAL
+        // is not checkpointed and deleted when each command ends.
+        let watch = Process()
+        watch.executableURL = Paths.mailsecExecutable
+        watch.arguments = ["outbox", "watch", "--interval", "86000", "--config", world.config]
+        watch.environment = world.environment
+        watch.standardOutput = FileHandle.nullDevice
+        watch.standardError = FileHandle.nullDevice
+        try watch.run()
+        defer {
+            kill(watch.processIdentifier, SIGKILL)
+            watch.waitUntilExit()
+        }
+        usleep(500_000)
+        // Several mails, so that the WAL and the database have seen the notices' pages several times over.
+        var passwords: [String] = []
+        for _ in 0..<3 {
+            let mail = SpanMail()
+            let before = world.server.transactions.count
+            let result = try world.ms(["send", "-"], input: mail.bytes(from: "Zed <zed@example.org>", to: "Dora <dora@example.net>",
+                                                                       cc: "Erin <erin@example.net>"))
+            #expect(result.status == (discarded ? 76 : 0), "\(result.errors)")
+            if discarded {
+                // The store is the only place the password is: read it from the queued notice's bytes.
+                let notice = try #require(try world.outbox().last { $0["kind"] as? String == "notice" })
+                let store = try Data(contentsOf: URL(fileURLWithPath: world.folder + "/data/mailsec/mailsec.sqlite"))
+                    + ((try? Data(contentsOf: URL(fileURLWithPath: world.folder + "/data/mailsec/mailsec.sqlite-wal"))) ?? Data())
+                var text = Substring(String(decoding: store, as: UTF8.self)), found: [String] = []
+                while let next = password(in: String(text)), let at = text.range(of: next) {
+                    found.append(next)
+                    text = text[at.upperBound...]
+                }
+                let new = try #require(Set(found).subtracting(passwords).first, "the queued plain notice holds no password")
+                passwords.append(new)
+                let gone = try world.ms(["outbox", "discard", String(notice["id"] as? Int ?? -1)])
+                #expect(gone.status == 0, "\(gone.errors)")
+            } else {
+                #expect(world.server.transactions.count == before + 2)
+                passwords.append(try #require(password(in: try decodedText(world.server.transactions[before].data))))
+            }
+        }
+        let entries = try world.outbox()
+        if discarded {
+            #expect(!entries.contains { $0["kind"] as? String == "notice" || $0["kind"] as? String == "postcard" }, "\(entries)")
+        } else {
+            #expect(entries.filter { $0["kind"] as? String == "notice" }.count == 3, "the delivered notices' rows went")
+            #expect(entries.allSatisfy { $0["state"] as? String == "sent" })
+        }
+        for found in passwords {
+            let holding = filesHolding(found, under: world.folder)
+            #expect(holding.isEmpty, "the password is still at rest in \(holding)")
+        }
+    }
+
     @Test("letter-required and a sender without a key: send, sendmail and compose refuse (69) before anything is published or queued")
     func letterRequired() throws {
         let world = try NoticeWorld(from: "zed@example.org", notice: "letter-required")
