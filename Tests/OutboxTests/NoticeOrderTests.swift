@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import Store
 import Testing
 import TestSupport
 
@@ -150,6 +151,53 @@ struct NoticeOrderTests {
             }
             let taken = try outbox.takeBack(ids[0])
             #expect(taken.delivered == ["d@example.net"], "\(taken.delivered)")
+        }
+    }
+
+    @Test("a process killed while its notice was `sending` (before or after the server's 250): another process (a second Outbox on the store) never claims the postcards; after recovery the notice goes again, then the postcards, each recipient once")
+    func crashWhileNoticeSending() throws {
+        try withOutbox { outbox, folder in
+            let ids = try outbox.enqueue(sender: "s@example.org", messageID: "k@x", origin: "test",
+                                         copies: Self.copies(letters: 1, notice: true, postcards: 2, shuffled: true, tag: "k"))
+            let notice = ids[3]
+            let letter = try #require(try outbox.claim(ignoringSchedule: true))
+            try outbox.record(letter, outcomes: [letter.recipients[0]: .accepted])
+            let dying = try #require(try outbox.claim(ignoringSchedule: true))
+            #expect(dying.id == notice, "the postcards were offered before the notice")
+            // The process dies here (its 250 came or not: never recorded). Another process opens the store.
+            let other = Outbox(store: try LocalStore(folder: folder))
+            #expect(try other.claim(ignoringSchedule: true) == nil, "a postcard was claimed while the notice was sending")
+            #expect(try other.entries().filter { $0.kind == "postcard" }.allSatisfy { $0.waitingFor == notice && $0.state == .pending })
+            #expect(try other.nextTry() == nil)
+            #expect(try other.recoverInterrupted() == 1)
+            var sent: [Int64] = []
+            var tried = Set<Int64>()
+            while let claimed = try other.claim(ignoringSchedule: true, skipping: tried) {
+                tried.insert(claimed.id)
+                sent.append(claimed.id)
+                try other.record(claimed, outcomes: Dictionary(uniqueKeysWithValues: claimed.recipients.map { ($0, .accepted) }))
+            }
+            #expect(sent == [notice, ids[1], ids[2]], "\(sent)")
+            #expect(try other.entries().allSatisfy { $0.state == .sent })
+        }
+    }
+
+    @Test("a delivered notice purged (keep_sent_days 0) while its postcards are still deferred: the postcards are due, not held for a notice that is gone, and are not purged")
+    func purgedNoticeReleases() throws {
+        try withOutbox { outbox, _ in
+            let ids = try outbox.enqueue(sender: "s@example.org", messageID: "p@x", origin: "test",
+                                         copies: Self.copies(letters: 0, notice: true, postcards: 1, shuffled: false, tag: "p"))
+            let start = Date()
+            let notice = try #require(try outbox.claim(now: start))
+            try outbox.record(notice, outcomes: [notice.recipients[0]: .accepted], now: start)
+            let postcard = try #require(try outbox.claim(now: start))
+            #expect(postcard.id == ids[1])
+            try outbox.record(postcard, outcomes: Dictionary(uniqueKeysWithValues: postcard.recipients.map { ($0, .temporary("451 later")) }), now: start)
+            #expect(try outbox.purgeSent(olderThan: 0, now: start) == 1)
+            #expect(try outbox.entries().map(\.id) == [ids[1]])
+            #expect(try outbox.entry(ids[1])?.waitingFor == nil)
+            let due = try #require(try outbox.nextTry())
+            #expect(try outbox.claim(now: due)?.id == ids[1])
         }
     }
 }
