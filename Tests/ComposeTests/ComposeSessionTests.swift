@@ -360,12 +360,21 @@ struct ComposeNoticeTests {
             #expect(problem.contains("zed@example.org") && problem.contains("letter"))
             await #expect(throws: ComposeError.self) { try await session.send() }
             #expect(try outbox.queued.isEmpty && published(server) == [0, 0])
+            // Live: the problem follows the text and the extension as they change, and leaves with them.
+            #expect(try await session.setText("Nothing private here.\n").problem == nil, "no span, nothing published: no notice")
+            #expect(try await session.setText("Meet at [[private]]the mill[[/private]].\n").problem?.contains("zed@example.org") == true)
+            #expect(try await session.setExtension(.censored).problem == nil, "the extension off still shows the notice's problem")
+            #expect(try await session.setExtension(.partiallyEncrypted).problem?.contains("letter") == true)
+            _ = try await session.setExtension(.censored)
+            guard case .sent = try await session.send().phase else { Issue.record("censored was not sent"); return }
+            #expect(try outbox.queued.first?.notice == nil && published(server) == [0, 0])
             // letter-preferred: a plain notice before the postcard.
             let preferred = try await ComposeSession(keyless, gnupg: GnuPG(home: home.path),
                                                      options: PipelineOptions(publisher: try HTTPPublisher(url: server.url, token: server.token)),
                                                      outbox: outbox)
             _ = try await preferred.send()
-            let mail = try #require(outbox.queued.first)
+            #expect(outbox.queued.count == 2)
+            let mail = try #require(outbox.queued.last)
             #expect(mail.notice == 0 && mail.copies.map(\.kind) == [.postcard, .postcard])
             #expect(mail.copies[0].recipients == ["zed@example.org"])
         }
