@@ -339,7 +339,8 @@ public final class Outbox: Sendable {
     // MARK: The person's actions
 
     /// `resend`: the failed recipients of copy `id` are pending again, due now.
-    /// Returns how many; throws when there is no such copy or nothing failed.
+    /// Returns how many; throws when there is no such copy or nothing failed
+    /// (for a postcard held for its password notice, naming the notice).
     @discardableResult
     public func resend(_ id: Int64, now: Date = Date()) throws(OutboxError) -> Int {
         let count: Int = try run("update") {
@@ -350,6 +351,10 @@ public final class Outbox: Sendable {
                 try db.execute(sql: "UPDATE outboxRecipient SET state = 'pending', reason = NULL WHERE outboxCopyId = ? AND state = 'failed'",
                                arguments: [id])
                 let count = db.changesCount
+                if count == 0, let notice = try Self.entries(db, where: id).first?.waitingFor {
+                    throw OutboxError("copy \(id) waits for the password notice (copy \(notice)); resend copy \(notice), "
+                                      + "and it goes right after it")
+                }
                 guard count > 0 else { throw OutboxError("copy \(id) has no failed recipient to send again") }
                 try db.execute(sql: "UPDATE outboxCopy SET nextTry = ?, attempts = 0, lastError = NULL WHERE id = ?",
                                arguments: [now.timeIntervalSince1970, id])

@@ -433,6 +433,10 @@ struct NoticeCLITests {
         let keptCopies = try copies(kept), droppedCopies = try copies(dropped)
         let listing = try world.ms(["outbox", "list"])
         #expect(listing.output.contains("waiting for the password notice (copy \(keptCopies["notice"]!))"))
+        // Resending the held postcard itself: a usage error naming the notice, nothing sent.
+        let direct = try world.ms(["outbox", "resend", String(keptCopies["postcard"]!)])
+        #expect(direct.status == 64 && direct.errors.contains("resend copy \(keptCopies["notice"]!)"), "\(direct.status) \(direct.errors)")
+        #expect(refusing.transactions.count == 2)
 
         // A server that takes the sender again; resend of the notice sends it, then its postcard.
         let taking = try world.submitTo()

@@ -108,6 +108,13 @@ struct NoticeOrderTests {
             } catch {
                 #expect("\(error)".contains("password notice (copy \(ids[1]))"), "\(error)")
             }
+            // Resending the held postcard itself names the notice to resend.
+            do {
+                try outbox.resend(ids[2])
+                Issue.record("a held postcard was resent")
+            } catch {
+                #expect("\(error)".contains("password notice (copy \(ids[1]))") && "\(error)".contains("resend copy \(ids[1])"), "\(error)")
+            }
             // A second run without the person: still nothing.
             try run { _ in .accepted }
             #expect(order == ["letter"])
