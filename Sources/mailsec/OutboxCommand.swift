@@ -115,7 +115,10 @@ struct OutboxFlush: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flush",
         abstract: "Try every pending copy now, whatever its next try.",
-        discussion: "Exit status: 0 all delivered; 75 some still pending; 76 the server refused some for good.")
+        discussion: """
+            Exit status: 0 all delivered; 75 some still pending; 76 the server refused some for good. \
+            Postcards waiting for a password notice refused earlier are named (0): resend or discard the notice.
+            """)
 
     @OptionGroup var configOption: ConfigOption
 
@@ -124,7 +127,13 @@ struct OutboxFlush: ParsableCommand {
         let report = try runAsync { try await submission.deliver(ignoringSchedule: true) }
         warnFilingProblems(report)
         if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
-        print(report.delivered == 0 ? "nothing to deliver" : "delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")")
+        // Held postcards are not a failure of this run (0): they wait for the notice, or for the person.
+        let held = heldClause(report)
+        if report.delivered == 0 {
+            print(held.map { "nothing delivered: " + $0 } ?? "nothing to deliver")
+        } else {
+            print("delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")" + (held.map { "; " + $0 } ?? ""))
+        }
     }
 }
 

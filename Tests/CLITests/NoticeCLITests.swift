@@ -400,6 +400,11 @@ struct NoticeCLITests {
         let postcard = try #require(entries.first { $0["kind"] as? String == "postcard" })
         #expect(postcard["state"] as? String == "pending" && postcard["waitingFor"] as? Int == notice["id"] as? Int)
         #expect(postcard["attempts"] as? Int == 0)
+        // The result line counts the held postcard's recipient, after the notice's own deferral.
+        #expect(first.errors.contains("1 recipient queued for a later try") && first.errors.contains("1 delivered")
+                && first.errors.contains("1 postcard recipient waits for the password notice (copy \(notice["id"] as? Int ?? -1))"),
+                "\(first.errors)")
+        #expect(!first.errors.contains("which was refused"))
         let listing = try world.ms(["outbox", "list"])
         #expect(listing.output.contains("waiting for the password notice (copy \(notice["id"] as? Int ?? -1))"), "\(listing.output)")
 
@@ -417,14 +422,22 @@ struct NoticeCLITests {
         defer { world.close() }
         let refusing = try world.submitRefusingSender()
         let kept = SpanMail(), dropped = SpanMail()
+        var notices: [Int] = []
         for mail in [kept, dropped] {
             let result = try world.ms(["send", "-"], input: mail.bytes())
             #expect(result.status == 76, "\(result.errors)")
             #expect(result.errors.contains("password notice queued to alice@example.org"))
+            let notice = try #require(try world.outbox().last { $0["kind"] as? String == "notice" }?["id"] as? Int)
+            notices.append(notice)
+            #expect(result.errors.contains("1 postcard recipient waits for the password notice (copy \(notice)), which was refused: "
+                                           + "'mailsec outbox resend \(notice)'"), "\(result.errors)")
         }
-        // A run of its own: the held postcards do not go, the failed notices are not retried without the person.
+        // A run of its own: the held postcards do not go, the failed notices are not retried without the person;
+        // the line says what waits, and why (0: nothing failed in this run).
         let flushed = try world.ms(["outbox", "flush"])
-        #expect(flushed.status == 0 && flushed.output.contains("nothing to deliver"), "\(flushed.output) \(flushed.errors)")
+        #expect(flushed.status == 0, "\(flushed.output) \(flushed.errors)")
+        #expect(flushed.output == "nothing delivered: 2 postcard recipients wait for their password notices (copies \(notices[0]), \(notices[1])); "
+                + "resend or discard the refused ones (see 'mailsec outbox')\n", "\(flushed.output)")
         #expect(refusing.transactions.map(\.recipients) == [["<bob@example.org>"], ["<bob@example.org>"]], "only the letters went")
         func copies(_ mail: SpanMail) throws -> [String: Int] {
             Dictionary(try world.outbox().filter { $0["messageID"] as? String == mail.id }.map { ($0["kind"] as? String ?? "", $0["id"] as? Int ?? -1) },
