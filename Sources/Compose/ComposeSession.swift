@@ -297,6 +297,7 @@ public actor ComposeSession {
         var plan: Plan?
         var problem: String?
         var downgrade: [String] = []
+        var notice: PlannedNotice?
         if !draft.recipients.isEmpty {
             let message = try draft.message()
             let missing = book.missing(from: try pipeline.keysWanted(for: message))
@@ -318,6 +319,9 @@ public actor ComposeSession {
                     problem = PipelineError(.noSigningKey, detail: base.signAs ?? draft.mail.from.address).description
                 } else if case .failure(let error) = Result(catching: { () throws(PipelineError) in try pipeline.checkNotice(prepared) }) {
                     problem = error.description  // letter-required, and the sender cannot get the password in a letter
+                }
+                if prepared.publishesSpans && (try? pipeline.checkNotice(prepared)) != nil {
+                    notice = PlannedNotice(address: prepared.envelopeSender, isLetter: prepared.senderCanReceiveLetter)
                 }
                 if let protected = draft.protected, kinds.contains(.postcard) {
                     let postcard = try Postcard.censored(message, redactor: base.redactor)
@@ -341,7 +345,7 @@ public actor ComposeSession {
         }
         current = ComposeState(phase: phase, mode: mode, draft: draft, recipients: statuses, plan: plan, problem: problem,
                                downgrade: downgrade, downgradeConfirmed: confirms(downgrade), keyLookups: keyLookups,
-                               passwordNotice: noticeID)
+                               passwordNotice: noticeID, plannedNotice: notice)
         continuation.yield(current)
     }
 
@@ -349,7 +353,7 @@ public actor ComposeSession {
         current = ComposeState(phase: phase, mode: mode, draft: draft, recipients: current.recipients, plan: current.plan,
                                problem: current.problem, downgrade: current.downgrade,
                                downgradeConfirmed: confirms(current.downgrade), keyLookups: keyLookups,
-                               passwordNotice: noticeID)
+                               passwordNotice: noticeID, plannedNotice: current.plannedNotice)
         continuation.yield(current)
     }
 

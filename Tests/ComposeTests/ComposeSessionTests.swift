@@ -324,6 +324,9 @@ struct ComposeNoticeTests {
             let options = PipelineOptions(publisher: try HTTPPublisher(url: server.url, token: server.token))
             let outbox = HeldOutbox(failures: 1)
             let session = try await ComposeSession(draft(), gnupg: GnuPG(home: home.path), options: options, outbox: outbox)
+            #expect(await session.state.plannedNotice == PlannedNotice(address: "alice@example.org", isLetter: true))
+            #expect(try await session.setExtension(.censored).plannedNotice == nil, "censored publishes nothing")
+            #expect(try await session.setExtension(.partiallyEncrypted).plannedNotice?.isLetter == true)
             await #expect(throws: OutboxDown.self) { try await session.send() }
             #expect(try published(server) == [1, 1], "the page of a mail not queued is still there")
             #expect(await session.state.passwordNotice == nil)
@@ -358,6 +361,7 @@ struct ComposeNoticeTests {
             let session = try await ComposeSession(keyless, gnupg: GnuPG(home: home.path), options: options, outbox: outbox)
             let problem = try #require(await session.state.problem)
             #expect(problem.contains("zed@example.org") && problem.contains("letter"))
+            #expect(await session.state.plannedNotice == nil, "a notice that cannot go is not planned")
             await #expect(throws: ComposeError.self) { try await session.send() }
             #expect(try outbox.queued.isEmpty && published(server) == [0, 0])
             // Live: the problem follows the text and the extension as they change, and leaves with them.
@@ -372,6 +376,7 @@ struct ComposeNoticeTests {
             let preferred = try await ComposeSession(keyless, gnupg: GnuPG(home: home.path),
                                                      options: PipelineOptions(publisher: try HTTPPublisher(url: server.url, token: server.token)),
                                                      outbox: outbox)
+            #expect(await preferred.state.plannedNotice == PlannedNotice(address: "zed@example.org", isLetter: false))
             _ = try await preferred.send()
             #expect(outbox.queued.count == 2)
             let mail = try #require(outbox.queued.last)
