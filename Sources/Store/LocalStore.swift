@@ -113,11 +113,28 @@ public final class LocalStore: Sendable {
             // checkpoint: lost at a power cut). The writer is the one connection
             // that commits; it gets FULL back here, for good.
             try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Schema.migrator.migrate(database)
+            try Self.migrate(database, folder: folder)
+        } catch let error as LocalStoreError {
+            throw error
         } catch {
             throw LocalStoreError(.cannotOpen, "cannot open the store \(file) (\(Self.describe(error)))")
         }
         for suffix in ["-wal", "-shm"] { chmod(file + suffix, 0o600) }
+    }
+
+    /// Brings the tables up to date holding `store.lock` (flock) in the
+    /// folder: two processes opening a new store at once (`send` while
+    /// `outbox watch` starts) both saw no table, and the second failed
+    /// making one the first had made.
+    private static func migrate(_ database: DatabasePool, folder: String) throws {
+        let path = folder + "/store.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw LocalStoreError(.cannotOpen, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }  // closing drops the lock
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw LocalStoreError(.cannotOpen, "cannot lock \(path): \(String(cString: strerror(errno)))") }
+        }
+        try Schema.migrator.migrate(database)
     }
 
     /// Writes the WAL into the database and truncates it to nothing, so that
