@@ -308,13 +308,7 @@ struct NoticeCLITests {
         if discarded { try world.submitRefusingSender() }
         // A long-lived mailsec (outbox watch, idle) keeps the store open: the WAL
         // is not checkpointed and deleted when each command ends.
-        let watch = Process()
-        watch.executableURL = Paths.mailsecExecutable
-        watch.arguments = ["outbox", "watch", "--interval", "86000", "--config", world.config]
-        watch.environment = world.environment
-        watch.standardOutput = FileHandle.nullDevice
-        watch.standardError = FileHandle.nullDevice
-        try watch.run()
+        let watch = try startMailsec(["outbox", "watch", "--interval", "86000", "--config", world.config], environment: world.environment)
         defer {
             kill(watch.processIdentifier, SIGKILL)
             watch.waitUntilExit()
@@ -354,6 +348,7 @@ struct NoticeCLITests {
             #expect(entries.filter { $0["kind"] as? String == "notice" }.count == 3, "the delivered notices' rows went")
             #expect(entries.allSatisfy { $0["state"] as? String == "sent" })
         }
+        #expect(watch.isRunning, "outbox watch ended: nothing kept the store (and its WAL) open")
         for found in passwords {
             let holding = filesHolding(found, under: world.folder)
             #expect(holding.isEmpty, "the password is still at rest in \(holding)")
@@ -414,6 +409,52 @@ struct NoticeCLITests {
         let third = try world.ms(["outbox", "flush"])
         #expect(third.status == 0 && third.output.contains("nothing to deliver"), "\(third.output) \(third.errors)")
         #expect(server.transactions.count == 3)
+    }
+
+    @Test("the RFC 1047 window on the notice: the server took it but its 250 was never recorded (send killed with SIGKILL while the server sat on its answer, or the connection cut after the take): the postcard stays held, the next run sends the notice again, then the postcard once", arguments: [true, false])
+    func noticeWindow(killed: Bool) throws {
+        let world = try NoticeWorld()
+        defer { world.close() }
+        var faults = RecordingSMTPServer.Faults()
+        // Data attempt 1 is the letter, 2 the notice.
+        if killed { faults.delayAfterDot = [2: 6] } else { faults.takeThenCut = [2] }
+        let server = try world.submitTo(faults: faults)
+        let mail = SpanMail()
+        if killed {
+            let send = try startMailsec(["send", "-", "--config", world.config], environment: world.environment, input: mail.bytes())
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline, try !world.outbox().contains(where: { $0["kind"] as? String == "notice" && $0["state"] as? String == "sending" }) {
+                usleep(100_000)
+            }
+            usleep(1_500_000)  // the data is sent; the server sits on its answer
+            kill(send.processIdentifier, SIGKILL)
+            send.waitUntilExit()
+            #expect(server.transactions.count == 1, "the server answered the notice before the kill")
+            while Date() < deadline, server.transactions.count < 2 { usleep(100_000) }
+        } else {
+            let result = try world.ms(["send", "-"], input: mail.bytes())
+            #expect(result.status == 75, "\(result.errors)")
+        }
+        #expect(server.transactions.count == 2, "the server did not take the notice")
+        let entries = try world.outbox()
+        let notice = try #require(entries.first { $0["kind"] as? String == "notice" })
+        let postcard = try #require(entries.first { $0["kind"] as? String == "postcard" })
+        #expect(notice["state"] as? String == (killed ? "sending" : "pending"), "\(notice)")
+        #expect(postcard["state"] as? String == "pending" && postcard["waitingFor"] as? Int == notice["id"] as? Int, "\(postcard)")
+
+        let flushed = try world.ms(["outbox", "flush"])
+        #expect(flushed.status == 0, "\(flushed.errors)")
+        let taken = server.transactions
+        let order = taken.map { $0.recipients.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "<>")) } }
+        // The notice twice (the window's one duplicate), the postcard once, after both.
+        #expect(order == [["bob@example.org"], ["alice@example.org"], ["alice@example.org"], ["dora@example.net"]], "\(order)")
+        guard order.count == 4 else { return }
+        #expect(taken[1].data == taken[2].data, "the notice sent again is another one")
+        let found = try #require(password(in: try noticeText(taken[2].data, sealed: true, world: world)))
+        let link = try #require(readingLink(in: try decodedText(taken[3].data)))
+        let revealed = try world.plain(["reveal", link], input: Array((found + "\n").utf8))
+        #expect(revealed.status == 0 && revealed.output.contains(mail.secret), "\(revealed.errors)")
+        #expect(try world.outbox().allSatisfy { $0["state"] as? String == "sent" })
     }
 
     @Test("the notice refused for good (550): the postcard is never sent; resend releases it after the notice; discard takes it along")
