@@ -226,6 +226,7 @@ struct OutboxWatch: ParsableCommand {
                 if let report, report.delivered + report.pending + report.failed > 0 {
                     line += ": delivered \(report.delivered), pending \(report.pending), failed \(report.failed)"
                     if !report.reasons.isEmpty { line += " (\(report.reasons.prefix(2).joined(separator: "; ")))" }
+                    if let held = heldClause(report) { line += "; " + held }  // only with a run's news: not every interval
                 }
                 // A line at a time, also into a pipe or a journal; a server's
                 // reason cannot split it.

@@ -97,6 +97,18 @@ final class NoticeWorld {
             - lines.filter { $0.contains("DELETE /api/postcards/") && $0.hasSuffix(" 204") }.count
     }
 
+    /// A configuration whose submission server is gone (connection refused):
+    /// `send` only queues.
+    func submitAway() throws {
+        try submitTo()
+        let proxy = servers.last!.proxy, kept = folder + "/away-ca.pem"
+        try FileManager.default.copyItem(atPath: proxy.caFile, toPath: kept)
+        proxy.stop()  // takes its CA file along
+        let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: proxy.caFile, with: kept)
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        chmod(config, 0o600)
+    }
+
     /// A submission server that refuses the sender (550): the notice fails for good.
     @discardableResult
     func submitRefusingSender() throws -> RecordingSMTPServer {
@@ -409,6 +421,35 @@ struct NoticeCLITests {
         let third = try world.ms(["outbox", "flush"])
         #expect(third.status == 0 && third.output.contains("nothing to deliver"), "\(third.output) \(third.errors)")
         #expect(server.transactions.count == 3)
+    }
+
+    @Test("outbox watch: a run whose notice gets 451 says how many postcard recipients wait for it, on its one line")
+    func watchSaysHeld() throws {
+        let world = try NoticeWorld()
+        defer { world.close() }
+        try world.submitAway()
+        let mail = SpanMail()
+        #expect(try world.ms(["send", "-"], input: mail.bytes()).status == 75)
+        let notice = try #require(try world.outbox().first { $0["kind"] as? String == "notice" }?["id"] as? Int)
+        // Data attempt 1 is the letter, 2 the notice.
+        try world.submitTo(failing: [2])
+        let out = world.folder + "/watch.out"
+        let watch = try startMailsec(["outbox", "watch", "--interval", "1", "--config", world.config], environment: world.environment, output: out)
+        defer {
+            kill(watch.processIdentifier, SIGKILL)
+            watch.waitUntilExit()
+        }
+        let deadline = Date().addingTimeInterval(60)
+        var lines: [String] = []
+        while Date() < deadline {
+            lines = (try? String(contentsOfFile: out, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+            if lines.contains(where: { $0.contains("delivered 1") }) { break }
+            usleep(200_000)
+        }
+        let line = try #require(lines.first { $0.contains("delivered 1") }, "\(lines)")
+        #expect(line.hasPrefix("online: delivered 1, pending 1, failed 0")
+                && line.hasSuffix("; 1 postcard recipient waits for the password notice (copy \(notice))"), "\(line)")
+        #expect(world.server.transactions.count == 1, "only the letter went")
     }
 
     @Test("the RFC 1047 window on the notice: the server took it but its 250 was never recorded (send killed with SIGKILL while the server sat on its answer, or the connection cut after the take): the postcard stays held, the next run sends the notice again, then the postcard once", arguments: [true, false])

@@ -72,15 +72,22 @@ public func run(_ executable: String, _ arguments: [String], input: [UInt8] = []
 }
 
 /// Starts `mailsec ARGUMENTS` in the background with `input` on its stdin
-/// (then closed) and its output discarded; the caller waits for it or kills it.
-public func startMailsec(_ arguments: [String], environment: [String: String], input: [UInt8] = []) throws -> Process {
+/// (then closed), its standard output into the file `output` (else
+/// discarded, as its errors); the caller waits for it or kills it.
+public func startMailsec(_ arguments: [String], environment: [String: String], input: [UInt8] = [],
+                         output: String? = nil) throws -> Process {
     let process = Process()
     process.executableURL = Paths.mailsecExecutable
     process.arguments = arguments
     process.environment = environment
     let pipe = Pipe()
     process.standardInput = pipe
-    process.standardOutput = FileHandle.nullDevice
+    if let output {
+        FileManager.default.createFile(atPath: output, contents: nil, attributes: [.posixPermissions: 0o600])
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+    } else {
+        process.standardOutput = FileHandle.nullDevice
+    }
     process.standardError = FileHandle.nullDevice
     try process.run()
     if !input.isEmpty { pipe.fileHandleForWriting.write(Data(input)) }
