@@ -133,7 +133,10 @@ let package = Package(
         .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // A compose session's persistence: drafts sealed to the sender's own
         // key in the store, and the outbox as where a sent mail goes.
-        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "Outbox", "Contacts", "Pipeline", "OpenPGP", .product(name: "GRDB", package: "GRDB.swift")]),
+        // Sending: the copies go into the outbox as `send` puts them there (one
+        // arrangement, the password notice included, and the same SMTP check).
+        .target(name: "ComposeStore", dependencies: ["Compose", "Store", "Outbox", "Contacts", "Pipeline", "OpenPGP", "Sending",
+                                                     .product(name: "GRDB", package: "GRDB.swift")]),
         // The contacts in the store: addresses with names, use and key status,
         // suggestions, learning from received mail, and the CLI's key continuity.
         .target(name: "Contacts", dependencies: ["Store", "OpenPGP", "MIME", "Incoming", "Pipeline",
@@ -166,7 +169,7 @@ let package = Package(
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
-        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
+        .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "PartialEncryption", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
         .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming"], path: "Fuzz/Checks"),

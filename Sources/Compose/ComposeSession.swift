@@ -39,6 +39,8 @@ public actor ComposeSession {
         !confirmedDowngrade.isEmpty && Set(downgrade.map { $0.lowercased() }).isSubset(of: confirmedDowngrade)
     }
     private var current: ComposeState!
+    /// The outbox id of the password notice, once sent with one.
+    private var noticeID: String?
 
     /// Starts a session on `draft` (a new mail, prefilled or empty). Keys of
     /// its recipients are looked up in one listing.
@@ -231,13 +233,27 @@ public actor ComposeSession {
         let (draft, book, options, gnupg, outbox) = (self.draft, self.book, pipelineOptions, self.gnupg, self.outbox)
         do {
             // Off the actor: the session answers (refusing) while gpg works.
-            let ids = try await Task.detached {
+            let (ids, notice) = try await Task.detached {
                 let pipeline = MailPipeline(gnupg: gnupg, options: options)
                 let prepared = try pipeline.prepare(try draft.message(), keys: book)
+                try pipeline.checkNotice(prepared)
                 let written = try pipeline.write(prepared)
-                return try outbox.queue(written, draft: draft)
+                do {
+                    // The password notice goes into the same transaction as the copies.
+                    let outgoing = try pipeline.outgoing(prepared, written)
+                    let ids = try outbox.queue(outgoing, draft: draft)
+                    guard ids.count == outgoing.copies.count else {
+                        throw ComposeError(.notSendable("the outbox returned \(ids.count) ids for \(outgoing.copies.count) copies"))
+                    }
+                    return (ids, outgoing.notice.map { ids[$0] })
+                } catch {
+                    // Nothing queued: nobody has a link to the page.
+                    pipeline.withdraw(written)
+                    throw error
+                }
             }.value
             if let draftID { try? drafts?.delete(draftID) }
+            noticeID = notice
             return finish(.sent(outboxIDs: ids))
         } catch {
             phase = .editing
@@ -281,6 +297,7 @@ public actor ComposeSession {
         var plan: Plan?
         var problem: String?
         var downgrade: [String] = []
+        var notice: PlannedNotice?
         if !draft.recipients.isEmpty {
             let message = try draft.message()
             let missing = book.missing(from: try pipeline.keysWanted(for: message))
@@ -300,6 +317,11 @@ public actor ComposeSession {
                     problem = PipelineError(.refused, addresses: prepared.plan.refused.map(\.recipient.address)).description
                 } else if prepared.signingKey == nil && (kinds.contains(.letter) || (kinds.contains(.postcard) && draft.invite)) {
                     problem = PipelineError(.noSigningKey, detail: base.signAs ?? draft.mail.from.address).description
+                } else if case .failure(let error) = Result(catching: { () throws(PipelineError) in try pipeline.checkNotice(prepared) }) {
+                    problem = error.description  // letter-required, and the sender cannot get the password in a letter
+                }
+                if prepared.publishesSpans && (try? pipeline.checkNotice(prepared)) != nil {
+                    notice = PlannedNotice(address: prepared.envelopeSender, isLetter: prepared.senderCanReceiveLetter)
                 }
                 if let protected = draft.protected, kinds.contains(.postcard) {
                     let postcard = try Postcard.censored(message, redactor: base.redactor)
@@ -322,14 +344,16 @@ public actor ComposeSession {
                             decision: decisions[person.address.lowercased()])
         }
         current = ComposeState(phase: phase, mode: mode, draft: draft, recipients: statuses, plan: plan, problem: problem,
-                               downgrade: downgrade, downgradeConfirmed: confirms(downgrade), keyLookups: keyLookups)
+                               downgrade: downgrade, downgradeConfirmed: confirms(downgrade), keyLookups: keyLookups,
+                               passwordNotice: noticeID, plannedNotice: notice)
         continuation.yield(current)
     }
 
     private func publish() {
         current = ComposeState(phase: phase, mode: mode, draft: draft, recipients: current.recipients, plan: current.plan,
                                problem: current.problem, downgrade: current.downgrade,
-                               downgradeConfirmed: confirms(current.downgrade), keyLookups: keyLookups)
+                               downgradeConfirmed: confirms(current.downgrade), keyLookups: keyLookups,
+                               passwordNotice: noticeID, plannedNotice: current.plannedNotice)
         continuation.yield(current)
     }
 

@@ -60,6 +60,16 @@ public struct ComposeState: Sendable {
     public let downgradeConfirmed: Bool
     /// How many key listings (gpg processes) the session has run so far.
     public let keyLookups: Int
+    /// Once sent: the outbox id (one of ``ComposePhase/sent(outboxIDs:)``)
+    /// of the password notice queued to the sender, when the mail's
+    /// partially encrypted postcards published spans; nil otherwise. The
+    /// password itself is in no state.
+    public let passwordNotice: String?
+    /// The password notice the mail would get as it stands: its partially
+    /// encrypted postcards publish spans, and the notice can go as the
+    /// options demand. Nil when nothing would be published, or when
+    /// ``problem`` says why it cannot go (`letter-required`).
+    public let plannedNotice: PlannedNotice?
 
     /// `none` without recipients; nil when no plan could be made.
     public var recipientState: RecipientSecurityState? {
@@ -109,5 +119,20 @@ public struct ComposeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .badAddress(let address): "not a mail address: \(address)"
         case .noDraftStore: "there is no draft store"
         }
+    }
+}
+
+/// The password notice a compose session plans (``ComposeState/plannedNotice``):
+/// it goes to the envelope sender after the letters, before the postcards.
+public struct PlannedNotice: Sendable, Hashable {
+    /// Who gets it: the envelope sender.
+    public let address: String
+    /// True when it goes as a letter to the sender's own key; false: plain.
+    public let isLetter: Bool
+
+    /// A notice to `address`, as a letter when `isLetter`.
+    public init(address: String, isLetter: Bool) {
+        self.address = address
+        self.isLetter = isLetter
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import MIME
 import Outbox
 import Pipeline
+import Sending
 
 /// The outbox as a compose session's destination: "sent" means every copy
 /// stored durably in the outbox (all or none), one outbox id per copy.
@@ -35,15 +36,16 @@ public struct OutboxQueue: ComposeOutbox {
         self.sources = sources
     }
 
-    /// Queues every copy of `mail` durably, in one transaction; returns their ids.
-    public func queue(_ mail: WrittenMail, draft: ComposeDraft) throws -> [String] {
+    /// Queues every copy of `mail` durably, in one transaction; returns their
+    /// ids in the order of ``OutgoingMail/copies``. The password notice is
+    /// queued as kind ``NewCopy/noticeKind``: the outbox holds the postcards
+    /// until it was delivered, and it is never the own copy.
+    public func queue(_ mail: OutgoingMail, draft: ComposeDraft) throws -> [String] {
         let own = fileOwnCopy ? mail.ownCopy(bcc: Set(draft.mail.bcc.map(\.address))) : nil
-        let copies = try mail.copies.enumerated().map { index, copy in
-            NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: try copy.bytes, isOwnCopy: index == own)
-        }
+        let copies = try Submission.newCopies(mail, ownCopy: own)
         let source = try sources?.sealedIfPossible(draft)
-        let sender = mail.copies.first?.envelopeSender ?? draft.mail.from.address
-        let note = SentNote(written: mail, named: draft.recipients.map { MailAddress(name: $0.name, address: $0.address) })
+        let sender = mail.written.copies.first?.envelopeSender ?? draft.mail.from.address
+        let note = SentNote(written: mail.written, named: draft.recipients.map { MailAddress(name: $0.name, address: $0.address) })
         return try outbox.enqueue(sender: sender, messageID: draft.mail.messageID, origin: "compose", copies: copies,
                                   source: source, alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
             .map(String.init)

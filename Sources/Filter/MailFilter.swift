@@ -164,6 +164,7 @@ public struct MailFilter: Sendable {
                 publisher: config.publisher, readingLifetime: config.readingLifetime)
             pipelineOptions.continuity = continuity
             pipelineOptions.keyCache = resources.keys
+            pipelineOptions.noticeMustBeLetter = config.noticeMustBeLetter
             let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))
@@ -171,9 +172,7 @@ public struct MailFilter: Sendable {
             let keys = try resources.keys?.book(for: wanted, pipeline: pipeline) ?? pipeline.lookUp(wanted)
             let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
                                                 envelopeRecipients: remaining, keys: keys)
-            if prepared.publishesSpans && config.noticeMustBeLetter && !prepared.senderCanReceiveLetter {
-                throw PipelineError(.noticeNeedsLetter, addresses: [sender])
-            }
+            try pipeline.checkNotice(prepared)
             let written = try pipeline.write(prepared)  // all crypto before the first hand-over
             // Letters first, postcards last: the password notice goes out just
             // before the first postcard, so the sender has it before anyone

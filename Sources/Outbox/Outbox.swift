@@ -126,9 +126,33 @@ public final class Outbox: Sendable {
                 try Double.fetchOne(db, sql: """
                     SELECT MIN(c.nextTry) FROM outboxCopy c
                     WHERE EXISTS (SELECT 1 FROM outboxRecipient r WHERE r.outboxCopyId = c.id AND r.state = 'pending')
+                    AND NOT \(Self.waitsForNotice("c"))
                     """).map { Date(timeIntervalSince1970: $0) }
             }
         }
+    }
+
+    /// SQL: the postcard `copy` (an alias of outboxCopy) belongs to a mail
+    /// whose password notice is not delivered yet. Such a postcard is never
+    /// claimed: its recipients would get a link they cannot open.
+    static func waitsForNotice(_ copy: String) -> String {
+        """
+        (\(copy).kind = 'postcard' AND EXISTS (SELECT 1 FROM outboxCopy n JOIN outboxRecipient nr ON nr.outboxCopyId = n.id
+            WHERE n.outboxMailId = \(copy).outboxMailId AND n.kind = '\(NewCopy.noticeKind)' AND nr.state != 'sent'))
+        """
+    }
+
+    /// Each mail's password notice that is not delivered yet, by mail id.
+    static func undeliveredNotices(_ db: Database) throws -> [Int64: Int64] {
+        var notices: [Int64: Int64] = [:]
+        for row in try Row.fetchAll(db, sql: """
+            SELECT n.outboxMailId, MIN(n.id) AS id FROM outboxCopy n WHERE n.kind = ?
+            AND EXISTS (SELECT 1 FROM outboxRecipient r WHERE r.outboxCopyId = n.id AND r.state != 'sent')
+            GROUP BY n.outboxMailId
+            """, arguments: [NewCopy.noticeKind]) {
+            notices[row["outboxMailId"]] = row["id"]
+        }
+        return notices
     }
 
     static func entries(_ db: Database, where id: Int64?) throws -> [OutboxEntry] {
@@ -148,15 +172,18 @@ public final class Outbox: Sendable {
             recipients[row["outboxCopyId"], default: []].append(
                 OutboxRecipient(address: row["address"], state: state, reason: row["reason"]))
         }
+        let notices = try undeliveredNotices(db)
         return copies.map { row in
             let mine = recipients[row["id"]] ?? []
+            let kind: String = row["kind"]
             let waiting = mine.contains { $0.state == .pending }
             return OutboxEntry(id: row["id"], mailID: row["outboxMailId"],
-                               created: Date(timeIntervalSince1970: row["created"]), kind: row["kind"],
+                               created: Date(timeIntervalSince1970: row["created"]), kind: kind,
                                envelopeSender: row["envelopeSender"], messageID: row["messageID"], recipients: mine,
                                attempts: row["attempts"], lastError: row["lastError"],
                                nextTry: waiting ? Date(timeIntervalSince1970: row["nextTry"]) : nil,
-                               isOwnCopy: row["isOwnCopy"])
+                               isOwnCopy: row["isOwnCopy"],
+                               waitingFor: kind == "postcard" ? notices[row["outboxMailId"]] : nil)
         }
     }
 
@@ -193,6 +220,9 @@ public final class Outbox: Sendable {
     /// Claims the next copy to send: its pending recipients become `sending`.
     /// Only copies whose next try has come, unless `ignoringSchedule`
     /// (`outbox flush`, or the network just came back); with `only`, only those ids.
+    /// Never a postcard whose mail's password notice is not delivered yet
+    /// (``OutboxEntry/waitingFor``): it stays pending, and is claimable in
+    /// the same run once the notice was accepted.
     public func claim(now: Date = Date(), ignoringSchedule: Bool = false, only: Set<Int64>? = nil,
                       skipping: Set<Int64> = []) throws(OutboxError) -> ClaimedCopy? {
         let claimed: ClaimedCopy? = try run("update") {
@@ -201,6 +231,7 @@ public final class Outbox: Sendable {
                     SELECT c.id, c.kind, c.message, c.isOwnCopy, c.nextTry, m.envelopeSender
                     FROM outboxCopy c JOIN outboxMail m ON m.id = c.outboxMailId
                     WHERE EXISTS (SELECT 1 FROM outboxRecipient r WHERE r.outboxCopyId = c.id AND r.state = 'pending')
+                    AND NOT \(Self.waitsForNotice("c"))
                     ORDER BY m.created, c.outboxMailId, c.position
                     """)
                 for row in candidates {
@@ -258,11 +289,16 @@ public final class Outbox: Sendable {
             }
         }
         publish([copy.id])
-        return try entry(copy.id)
+        let entry = try entry(copy.id)
+        // A delivered notice's bytes (a plain one holds the password) were dropped: not in the WAL either.
+        if copy.kind == NewCopy.noticeKind, entry?.state == .sent { store.forgetOldPages() }
+        return entry
     }
 
     /// Once every recipient of a copy is sent (and the own copy was filed),
     /// its bytes are dropped: the outbox keeps no mail it no longer needs.
+    /// (For a password notice, ``record(_:outcomes:now:)`` then also clears
+    /// the WAL: ``LocalStore/forgetOldPages()``.)
     private static func settle(_ db: Database, _ id: Int64, now: Date) throws {
         let open = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outboxRecipient WHERE outboxCopyId = ? AND state != 'sent'",
                                     arguments: [id]) ?? 0
@@ -303,7 +339,8 @@ public final class Outbox: Sendable {
     // MARK: The person's actions
 
     /// `resend`: the failed recipients of copy `id` are pending again, due now.
-    /// Returns how many; throws when there is no such copy or nothing failed.
+    /// Returns how many; throws when there is no such copy or nothing failed
+    /// (for a postcard held for its password notice, naming the notice).
     @discardableResult
     public func resend(_ id: Int64, now: Date = Date()) throws(OutboxError) -> Int {
         let count: Int = try run("update") {
@@ -314,6 +351,10 @@ public final class Outbox: Sendable {
                 try db.execute(sql: "UPDATE outboxRecipient SET state = 'pending', reason = NULL WHERE outboxCopyId = ? AND state = 'failed'",
                                arguments: [id])
                 let count = db.changesCount
+                if count == 0, let notice = try Self.entries(db, where: id).first?.waitingFor {
+                    throw OutboxError("copy \(id) waits for the password notice (copy \(notice)); resend copy \(notice), "
+                                      + "and it goes right after it")
+                }
                 guard count > 0 else { throw OutboxError("copy \(id) has no failed recipient to send again") }
                 try db.execute(sql: "UPDATE outboxCopy SET nextTry = ?, attempts = 0, lastError = NULL WHERE id = ?",
                                arguments: [now.timeIntervalSince1970, id])
@@ -326,23 +367,41 @@ public final class Outbox: Sendable {
 
     /// `discard`: copy `id` is removed for good (with its mail, once that has
     /// no copies left). A copy being sent right now cannot be discarded.
-    public func discard(_ id: Int64) throws(OutboxError) {
-        try run("update") {
+    /// Discarding a password notice that was not delivered also discards the
+    /// postcards waiting for it: without the password their link opens
+    /// nothing, and the password is in no other place. Returns the ids removed.
+    @discardableResult
+    public func discard(_ id: Int64) throws(OutboxError) -> [Int64] {
+        let removed: [Int64] = try run("update") {
             try database.write { db in
-                guard let mail = try Int64.fetchOne(db, sql: "SELECT outboxMailId FROM outboxCopy WHERE id = ?", arguments: [id]) else {
+                guard let row = try Row.fetchOne(db, sql: "SELECT outboxMailId, kind FROM outboxCopy WHERE id = ?", arguments: [id]) else {
                     throw OutboxError("no copy \(id) in the outbox")
                 }
-                if try Int.fetchOne(db, sql: "SELECT 1 FROM outboxRecipient WHERE outboxCopyId = ? AND state = 'sending'",
-                                    arguments: [id]) != nil {
-                    throw OutboxError("copy \(id) is being sent right now; try again when it is done")
+                let mail: Int64 = row["outboxMailId"]
+                var ids = [id]
+                if (row["kind"] as String) == NewCopy.noticeKind, try Self.undeliveredNotices(db)[mail] == id {
+                    ids += try Int64.fetchAll(db, sql: """
+                        SELECT c.id FROM outboxCopy c WHERE c.outboxMailId = ? AND c.kind = 'postcard'
+                        AND NOT EXISTS (SELECT 1 FROM outboxRecipient r WHERE r.outboxCopyId = c.id AND r.state = 'sent')
+                        ORDER BY c.position
+                        """, arguments: [mail])
                 }
-                try db.execute(sql: "DELETE FROM outboxRecipient WHERE outboxCopyId = ?", arguments: [id])
-                try db.execute(sql: "DELETE FROM outboxCopy WHERE id = ?", arguments: [id])
+                for copy in ids {
+                    if try Int.fetchOne(db, sql: "SELECT 1 FROM outboxRecipient WHERE outboxCopyId = ? AND state = 'sending'",
+                                        arguments: [copy]) != nil {
+                        throw OutboxError("copy \(copy) is being sent right now; try again when it is done")
+                    }
+                    try db.execute(sql: "DELETE FROM outboxRecipient WHERE outboxCopyId = ?", arguments: [copy])
+                    try db.execute(sql: "DELETE FROM outboxCopy WHERE id = ?", arguments: [copy])
+                }
                 try db.execute(sql: "DELETE FROM outboxMail WHERE id = ? AND NOT EXISTS (SELECT 1 FROM outboxCopy WHERE outboxMailId = ?)",
                                arguments: [mail, mail])
+                return ids
             }
         }
-        notify(.removed(id: id))
+        store.forgetOldPages()  // what was discarded (a notice's password) is not in the WAL either
+        for copy in removed { notify(.removed(id: copy)) }
+        return removed
     }
 
     /// Removes copies sent `age` or more ago (their bytes went already; an

@@ -37,8 +37,8 @@ public struct OutboxRecipient: Sendable, Hashable, Codable {
     public let reason: String?
 }
 
-/// One copy in the outbox (a letter, a postcard or a mail passed on
-/// unchanged), with its recipients. Its ``id`` is what `outbox resend ID`
+/// One copy in the outbox (a letter, a postcard, a mail passed on
+/// unchanged, or the password notice to the sender), with its recipients. Its ``id`` is what `outbox resend ID`
 /// and `outbox discard ID` take.
 public struct OutboxEntry: Sendable, Hashable, Identifiable {
     /// The copy's id, as the CLI shows it.
@@ -47,7 +47,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public let mailID: Int64
     /// When the copy was queued.
     public let created: Date
-    /// `letter`, `postcard` or `unchanged`.
+    /// `letter`, `postcard`, `unchanged` or `notice` (``NewCopy/noticeKind``).
     public let kind: String
     /// The envelope sender (MAIL FROM).
     public let envelopeSender: String
@@ -63,6 +63,11 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public let nextTry: Date?
     /// True for the copy filed in `sent_maildir` after delivery.
     public let isOwnCopy: Bool
+    /// For a postcard of a mail with a password notice: the notice's id
+    /// while it is not delivered. The postcard stays `pending` and is not
+    /// handed to the server before the notice was (its recipients could
+    /// not open the link); nil when it waits for nothing.
+    public let waitingFor: Int64?
 
     /// The copy's state, from its recipients': `sending` while any is being
     /// sent, else `pending` while any waits, else `failed` when any failed,
@@ -86,7 +91,12 @@ public enum OutboxChange: Sendable, Hashable {
 
 /// A copy to put into the outbox.
 public struct NewCopy: Sendable {
-    /// `letter`, `postcard` or `unchanged`.
+    /// The kind of the password notice that gives the sender the password of
+    /// the mail's partially encrypted postcards (a letter to the sender's own
+    /// key, or plain). The mail's postcards wait until it was delivered.
+    public static let noticeKind = "notice"
+
+    /// `letter`, `postcard`, `unchanged` or ``noticeKind``.
     public var kind: String
     /// The envelope recipients.
     public var recipients: [String]
@@ -109,7 +119,7 @@ public struct NewCopy: Sendable {
 public struct ClaimedCopy: Sendable {
     /// The copy's id.
     public let id: Int64
-    /// `letter`, `postcard` or `unchanged`.
+    /// `letter`, `postcard`, `unchanged` or `notice`.
     public let kind: String
     /// The envelope sender (MAIL FROM).
     public let envelopeSender: String

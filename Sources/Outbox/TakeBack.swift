@@ -13,7 +13,7 @@ public struct TakeBack: Sendable {
     public let source: [UInt8]
     /// Recipients of any copy of the mail that the server accepted already
     /// (lowercased): a draft made from the source must leave them out, or
-    /// they would get the mail twice.
+    /// they would get the mail twice. The password notice does not count.
     public let delivered: Set<String>
     /// Every recipient row of the mail with its state, as read: the commit
     /// goes ahead only when nothing changed in between.
@@ -33,7 +33,8 @@ extension Outbox {
 
     /// Takes the mail out of the outbox, in one transaction with `alsoWrite`
     /// (the draft made from it): every recipient that does not have it yet
-    /// leaves, a copy left without recipients goes, and the mail goes when
+    /// leaves (the password notice's and the postcards waiting for it too),
+    /// a copy left without recipients goes, and the mail goes when
     /// none of its copies is left (else it keeps only what was delivered,
     /// without its source). Refused when the outbox changed since `takeBack`
     /// (a delivery run took a copy meanwhile): nothing is changed then.
@@ -69,6 +70,7 @@ extension Outbox {
                 try alsoWrite(db)
             }
         }
+        store.forgetOldPages()  // the notice taken back (its password) is not in the WAL either
         notify(.removed(id: taken.copyID))
     }
 
@@ -78,10 +80,14 @@ extension Outbox {
         case .failed: break
         case .sending: throw OutboxError("copy \(id) is being sent right now; it cannot be taken back")
         case .sent: throw OutboxError("copy \(id) was sent; there is nothing to take back")
-        case .pending: throw OutboxError("copy \(id) is pending, not failed (it is tried again); discard it, or wait until it fails")
+        case .pending:
+            if let notice = copy.waitingFor {
+                throw OutboxError("copy \(id) waits for the password notice (copy \(notice)); take back copy \(notice) once it failed")
+            }
+            throw OutboxError("copy \(id) is pending, not failed (it is tried again); discard it, or wait until it fails")
         }
         let rows = try Row.fetchAll(db, sql: """
-            SELECT r.id, r.address, r.state FROM outboxRecipient r JOIN outboxCopy c ON c.id = r.outboxCopyId
+            SELECT r.id, r.address, r.state, c.kind FROM outboxRecipient r JOIN outboxCopy c ON c.id = r.outboxCopyId
             WHERE c.outboxMailId = ? ORDER BY r.id
             """, arguments: [copy.mailID])
         if rows.contains(where: { ($0["state"] as String) == DeliveryState.sending.rawValue }) {
@@ -90,7 +96,8 @@ extension Outbox {
         guard let source = try Data.fetchOne(db, sql: "SELECT source FROM outboxMail WHERE id = ?", arguments: [copy.mailID]) else {
             throw OutboxError("copy \(id) keeps no source to edit (only mail written with 'mailsec compose' does); resend or discard it")
         }
-        let delivered = Set(rows.filter { ($0["state"] as String) == DeliveryState.sent.rawValue }
+        // The sender's password notice is not the mail: a sender who is also a recipient still lacks it.
+        let delivered = Set(rows.filter { ($0["state"] as String) == DeliveryState.sent.rawValue && ($0["kind"] as String) != NewCopy.noticeKind }
             .map { ($0["address"] as String).lowercased() })
         return TakeBack(copyID: id, mailID: copy.mailID, source: Array(source), delivered: delivered,
                         states: rows.map { "\($0["id"] as Int64):\($0["state"] as String)" })

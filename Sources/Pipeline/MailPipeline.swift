@@ -111,6 +111,11 @@ public struct PipelineOptions: Sendable {
     public var publisher: (any SpanPublisher)?
     /// How long a published reading page lives, in seconds (nil: the server's default).
     public var readingLifetime: Int?
+    /// `[reading] notice = "letter-required"`: the password notice may only
+    /// reach the sender as a letter; a sender without a usable key of their
+    /// own gets the mail refused before anything is published
+    /// (``MailPipeline/checkNotice(_:)``).
+    public var noticeMustBeLetter: Bool
     /// Every letter's ciphertext is written to a private spool file; one of
     /// more than this many bytes that is 7-bit clean stays there instead of
     /// being read into memory (see ``WrittenCopy/forEachPiece(_:)``).
@@ -125,7 +130,7 @@ public struct PipelineOptions: Sendable {
     /// Options; the defaults are standard policy and markers, signing as the From address.
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
                 requirements: KeyRequirements = .anyValidity, outerSubject: String = "...",
-                publisher: (any SpanPublisher)? = nil, readingLifetime: Int? = nil) {
+                publisher: (any SpanPublisher)? = nil, readingLifetime: Int? = nil, noticeMustBeLetter: Bool = false) {
         self.mail = mail
         self.redactor = redactor
         self.signAs = signAs
@@ -133,6 +138,7 @@ public struct PipelineOptions: Sendable {
         self.outerSubject = outerSubject
         self.publisher = publisher
         self.readingLifetime = readingLifetime
+        self.noticeMustBeLetter = noticeMustBeLetter
     }
 }
 

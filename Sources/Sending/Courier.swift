@@ -17,8 +17,24 @@ public struct DeliveryReport: Sendable, Hashable {
     public var busy = false
     /// Problems filing the sender's own copy (the mail itself went out).
     public var filingProblems: [String] = []
+    /// Postcards of this run's copies (every copy for a run without `only`)
+    /// left pending at its end because their mail's password notice is not
+    /// delivered: one entry per notice, oldest first. They are in none of
+    /// the counts above.
+    public var held: [HeldPostcards] = []
 
     mutating func note(_ reason: String) { if !reasons.contains(reason) { reasons.append(reason) } }
+}
+
+/// Postcard recipients that wait for one password notice (``OutboxEntry/waitingFor``).
+public struct HeldPostcards: Sendable, Hashable {
+    /// The notice's copy id.
+    public let notice: Int64
+    /// How many postcard recipients wait for it.
+    public var recipients: Int
+    /// True when the notice was refused for good: nothing goes until the
+    /// person resends or discards it.
+    public let noticeFailed: Bool
 }
 
 /// Delivers the outbox: takes the delivery lock, repairs what a crash left
@@ -26,7 +42,11 @@ public struct DeliveryReport: Sendable, Hashable {
 /// the server over one session and records each recipient's outcome before
 /// the next. A failure that ends the session (no connection, authentication
 /// or TLS refused) is recorded for every copy of the run without another
-/// connection attempt. The sender's own copy is filed in `sent_maildir`
+/// connection attempt. A postcard whose mail has a password notice that was
+/// not delivered yet is not claimed (``Outbox/claim(now:ignoringSchedule:only:skipping:)``):
+/// it goes in the same run once the notice was accepted, else it stays pending
+/// (``DeliveryReport/held`` counts it).
+/// The sender's own copy is filed in `sent_maildir`
 /// once every one of its recipients has it. At the end of each run, copies
 /// sent `keepSent` seconds ago or longer leave the outbox
 /// (``Outbox/purgeSent(olderThan:now:)``: `keep_sent_days`).
@@ -109,9 +129,25 @@ public struct Courier: Sendable {
             if copy.isOwnCopy, entry?.state == .sent { fileOwnCopy(copy.id, &report) }
         }
         if let session { await session.quit() }
+        noteHeld(only: only, &report)
         // Only the lock's holder purges; a failure here loses nothing (the next run tries again).
         _ = try? outbox.purgeSent(olderThan: keepSent, now: now())
         return report
+    }
+
+    /// Counts the postcards (of `only`, or all) still waiting for their notice.
+    private func noteHeld(only: Set<Int64>?, _ report: inout DeliveryReport) {
+        guard let entries = try? outbox.entries() else { return }
+        let failed = Set(entries.filter { $0.kind == NewCopy.noticeKind && $0.state == .failed }.map(\.id))
+        for entry in entries where only?.contains(entry.id) ?? true {
+            guard let notice = entry.waitingFor else { continue }
+            let waiting = entry.recipients.filter { $0.state == .pending }.count
+            if let index = report.held.firstIndex(where: { $0.notice == notice }) {
+                report.held[index].recipients += waiting
+            } else {
+                report.held.append(HeldPostcards(notice: notice, recipients: waiting, noticeFailed: failed.contains(notice)))
+            }
+        }
     }
 
     /// The Maildir name an own copy is filed under (``SentFolder/file(_:now:key:)``):

@@ -26,8 +26,14 @@ public struct UnsendableMessageError: Error, Sendable, CustomStringConvertible {
 public struct QueuedMail: Sendable {
     /// The plan the copies were written by.
     public let plan: Plan
-    /// One id per copy, in the order they are sent.
+    /// One id per copy, in the order they are sent (the password notice among them).
     public let copies: [Int64]
+    /// The outbox id of the password notice to the envelope sender, when the
+    /// mail published spans (partially encrypted postcards): the only way the
+    /// sender learns the password. Its postcards wait until it was delivered.
+    public let notice: Int64?
+    /// The envelope sender (the notice's recipient).
+    public let envelopeSender: String
 }
 
 /// Sending as a person does. `queue` plans the mail, writes every copy with
@@ -67,7 +73,7 @@ public final class Submission: Sendable {
         MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
             mail: config.policy.mail, redactor: config.policy.redactor, signAs: config.policy.signAs,
             requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity),
-            publisher: config.reading?.publisher, readingLifetime: config.reading?.lifetime))
+            publisher: config.reading?.publisher, readingLifetime: config.reading?.lifetime, noticeMustBeLetter: config.reading?.noticeMustBeLetter ?? false))
         .with(continuity: StoreContinuity(store: outbox.store))
     }
 
@@ -78,6 +84,14 @@ public final class Submission: Sendable {
     /// pipeline's errors (bad message, refused by policy, ``KeyLossError`` when
     /// key continuity holds it) before anything is stored. Each letter
     /// recipient's key is remembered before the copies are stored.
+    ///
+    /// A mail that publishes spans (partially encrypted postcards) gets the
+    /// password notice for the envelope sender in the same transaction
+    /// (``OutgoingMail``: after the letters, before the postcards, which the
+    /// outbox holds until it was delivered). `[reading] notice =
+    /// "letter-required"` with a sender who cannot get a letter refuses the
+    /// mail before anything is published; any failure after publishing
+    /// withdraws the page.
     public func queue(_ bytes: [UInt8], envelopeSender: String? = nil, envelopeRecipients: [String]? = nil,
                       origin: String = "library", parseOptions: ParseOptions = .standard) throws -> QueuedMail {
         let message = try MIMEMessage.parse(bytes, options: parseOptions)
@@ -86,24 +100,36 @@ public final class Submission: Sendable {
                                             envelopeSender: envelopeSender ?? config.from,
                                             envelopeRecipients: envelopeRecipients)
         try MailPipeline.checkNotRefused(prepared.plan)
+        try pipeline.checkNotice(prepared)
         let written = try pipeline.write(prepared)
-        let bcc = Set(prepared.plan.decisions.filter { $0.recipient.role == .bcc }.map(\.recipient.address))
-        let own = written.ownCopy(bcc: bcc)
-        var copies: [NewCopy] = []
-        for (index, copy) in written.copies.enumerated() {
-            let bytes = try copy.bytes
-            // A copy no server can take would fail after the others went out: half sent.
-            if let problem = SMTPCarriage.problem(bytes) {
-                throw UnsendableMessageError(description: "copy \(index + 1) of \(written.copies.count) (\(copy.kind.rawValue)) "
-                                             + "cannot be sent: \(problem)")
-            }
-            copies.append(NewCopy(kind: copy.kind.rawValue, recipients: copy.recipients, message: bytes,
-                                  isOwnCopy: config.sentMaildir != nil && index == own))
+        do {
+            let outgoing = try pipeline.outgoing(prepared, written)
+            let bcc = Set(prepared.plan.decisions.filter { $0.recipient.role == .bcc }.map(\.recipient.address))
+            let copies = try Self.newCopies(outgoing, ownCopy: config.sentMaildir != nil ? outgoing.ownCopy(bcc: bcc) : nil)
+            let note = SentNote(written: written, named: [.to, .cc, .bcc].flatMap(message.addresses))
+            let ids = try outbox.enqueue(sender: prepared.envelopeSender, messageID: message.messageID, origin: origin,
+                                         copies: copies, alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
+            return QueuedMail(plan: prepared.plan, copies: ids, notice: outgoing.notice.map { ids[$0] },
+                              envelopeSender: prepared.envelopeSender)
+        } catch {
+            // Nobody has a link to the page yet: it serves nobody.
+            pipeline.withdraw(written)
+            throw error
         }
-        let note = SentNote(written: written, named: [.to, .cc, .bcc].flatMap(message.addresses))
-        let ids = try outbox.enqueue(sender: prepared.envelopeSender, messageID: message.messageID, origin: origin, copies: copies,
-                                     alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
-        return QueuedMail(plan: prepared.plan, copies: ids)
+    }
+
+    /// The outbox's copies of `mail`, the notice as kind ``NewCopy/noticeKind``;
+    /// `ownCopy` is marked for `sent_maildir`. Throws ``UnsendableMessageError``
+    /// for a copy no server can take (it would fail after the others went out: half sent).
+    package static func newCopies(_ mail: OutgoingMail, ownCopy: Int?) throws -> [NewCopy] {
+        try mail.copies.enumerated().map { index, copy in
+            let bytes = try copy.bytes
+            let kind = mail.isNotice(index) ? NewCopy.noticeKind : copy.kind.rawValue
+            if let problem = SMTPCarriage.problem(bytes) {
+                throw UnsendableMessageError(description: "copy \(index + 1) of \(mail.copies.count) (\(kind)) cannot be sent: \(problem)")
+            }
+            return NewCopy(kind: kind, recipients: copy.recipients, message: bytes, isOwnCopy: index == ownCopy)
+        }
     }
 
     /// One delivery run (see ``Courier/deliver(only:ignoringSchedule:lockWait:now:)``).

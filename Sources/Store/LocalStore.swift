@@ -51,7 +51,9 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
 /// Several processes may use it at once (`send` while `outbox watch` runs):
 /// SQLite serialises the writers, and a writer waits up to ``busyTimeout``
 /// for another. Every commit is durable (`synchronous = FULL`): what a call
-/// returned having written survives a crash or a power cut.
+/// returned having written survives a crash or a power cut. Deleted content
+/// is overwritten with zeros (`secure_delete`); the older versions of a page
+/// that the WAL still holds go with ``forgetOldPages()``.
 public final class LocalStore: Sendable {
     /// The folder that holds the database.
     public let folder: String
@@ -100,6 +102,9 @@ public final class LocalStore: Sendable {
         configuration.label = "mailsec"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Deleted content is overwritten with zeros, whatever SQLite's build
+            // says (a password notice's bytes must not stay in free space).
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         do {
             database = try DatabasePool(path: file, configuration: configuration)
@@ -108,11 +113,37 @@ public final class LocalStore: Sendable {
             // checkpoint: lost at a power cut). The writer is the one connection
             // that commits; it gets FULL back here, for good.
             try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Schema.migrator.migrate(database)
+            try Self.migrate(database, folder: folder)
+        } catch let error as LocalStoreError {
+            throw error
         } catch {
             throw LocalStoreError(.cannotOpen, "cannot open the store \(file) (\(Self.describe(error)))")
         }
         for suffix in ["-wal", "-shm"] { chmod(file + suffix, 0o600) }
+    }
+
+    /// Brings the tables up to date holding `store.lock` (flock) in the
+    /// folder: two processes opening a new store at once (`send` while
+    /// `outbox watch` starts) both saw no table, and the second failed
+    /// making one the first had made.
+    private static func migrate(_ database: DatabasePool, folder: String) throws {
+        let path = folder + "/store.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw LocalStoreError(.cannotOpen, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }  // closing drops the lock
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw LocalStoreError(.cannotOpen, "cannot lock \(path): \(String(cString: strerror(errno)))") }
+        }
+        try Schema.migrator.migrate(database)
+    }
+
+    /// Writes the WAL into the database and truncates it to nothing, so that
+    /// no older version of a page (bytes deleted since, such as a delivered
+    /// password notice's) stays in it while another process keeps the store
+    /// open. Best effort: a reader holding an old snapshot past
+    /// ``busyTimeout`` leaves the WAL as it is, for the next call.
+    package func forgetOldPages() {
+        _ = try? database.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
     }
 
     /// A database error without its SQL arguments (they may be mail content).

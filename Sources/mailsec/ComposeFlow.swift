@@ -177,10 +177,16 @@ struct ComposeFlow {
             return text
         }
         let flow = flow
+        // `extension` of config.toml is the default of a new mail; a draft keeps its own.
+        let configured = context.options.mail.postcardExtension
         try runAsync { [session] in
             if flow.invite { try await session.setInvite(true) }
             if flow.enforcePostcard { try await session.setEnforcePostcard(true) }
-            if let ext = flow.postcardExtension { try await session.setExtension(ext) }
+            var isDraft = false
+            if case .editingDraft = await session.mode { isDraft = true }
+            if let ext = flow.postcardExtension ?? (isDraft ? nil : configured), ext != (await session.state.draft.postcardExtension) {
+                try await session.setExtension(ext)
+            }
             for attachment in attachments { try await session.attach(attachment) }
             if let body {
                 let text = place == .above ? body + (await session.state.draft.mail.text) : body
@@ -240,7 +246,8 @@ struct ComposeFlow {
             }
         }
         guard case .sent(let ids) = outcome.phase else { throw CommandFailure("not sent", status: .temporary) }
-        print("sent: \(ids.count) cop\(ids.count == 1 ? "y" : "ies") queued in the outbox (\(ids.joined(separator: ", ")))")
+        print("sent: \(ids.count) cop\(ids.count == 1 ? "y" : "ies") queued in the outbox (\(ids.joined(separator: ", ")))"
+              + (outcome.passwordNotice.map { "; " + noticeClause(sender: outcome.draft.mail.from.address, copy: $0) } ?? ""))
         let only = Set(ids.compactMap { Int64($0) })
         let submission = context.submission
         let report = try? runAsync { try await submission.deliver(only: only, ignoringSchedule: true, lockWait: 30) }

@@ -89,10 +89,17 @@ final class ComposeTerminal {
         lines.append("")
         let recipientState = state.recipientState?.rawValue ?? "-"
         lines.append("  recipients: \(recipientState)    mail: \(state.mailState?.name ?? "-")")
+        // The password notice in its place: after the letters, before the postcards.
+        var notice = state.plannedNotice.map { "  password notice → \($0.address) (\($0.isLetter ? "letter" : "plain"))" }
         for copy in state.plan?.copies ?? [] {
+            if copy.kind == .postcard, let line = notice {
+                lines.append(line)
+                notice = nil
+            }
             let who = copy.recipients.map { ($0.role == .bcc ? "bcc " : "") + $0.address }.joined(separator: ", ")
             lines.append("  copy: \(copy.kind.rawValue) to \(who)")
         }
+        if let notice { lines.append(notice) }
         let draft = state.draft
         lines.append("  postcard for everybody: \(draft.enforcePostcard ? "on" : "off")    invite: \(draft.invite ? "on" : "off")"
                      + "    extension: \(draft.postcardExtension.rawValue)")

@@ -12,7 +12,11 @@ struct OutboxCommand: ParsableCommand {
             each of its recipients is pending (waiting for its next try), sending, sent, or failed \
             (refused for good: 5xx, authentication, TLS verification; or no delivery for 5 days). \
             A temporary failure (no network, refused connection, time-out, 4xx) stays pending and \
-            is tried again after 1, 2, 4 … minutes, at most an hour apart.
+            is tried again after 1, 2, 4 … minutes, at most an hour apart. A mail with partially \
+            encrypted postcards has a copy of kind 'notice': the password notice to you. Its postcards \
+            stay pending ('waiting for the password notice') until the notice was delivered; resending \
+            a failed notice sends them after it, discarding it discards them too (without the \
+            password their link opens nothing).
             """,
         subcommands: [OutboxList.self, OutboxFlush.self, OutboxResend.self, OutboxDiscard.self, OutboxEdit.self, OutboxWatch.self],
         defaultSubcommand: OutboxList.self
@@ -48,6 +52,7 @@ struct OutboxList: ParsableCommand {
                 print(oneLine("    \(recipient.address)  \(recipient.state.rawValue)" + (recipient.reason.map { "  (\($0))" } ?? "")))
             }
             if let error = entry.lastError { print(oneLine("    last error: \(error)")) }
+            if let notice = entry.waitingFor { print("    waiting for the password notice (copy \(notice))") }
         }
     }
 }
@@ -70,6 +75,7 @@ struct EntryJSON: Encodable {
     let attempts: Int
     let lastError: String?
     let nextTry: Date?
+    let waitingFor: Int64?
 
     init(_ entry: OutboxEntry) {
         id = entry.id
@@ -82,10 +88,11 @@ struct EntryJSON: Encodable {
         attempts = entry.attempts
         lastError = entry.lastError
         nextTry = entry.nextTry
+        waitingFor = entry.waitingFor
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, created, kind, state, envelopeSender, messageID, recipients, attempts, lastError, nextTry
+        case id, created, kind, state, envelopeSender, messageID, recipients, attempts, lastError, nextTry, waitingFor
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -100,6 +107,7 @@ struct EntryJSON: Encodable {
         try container.encode(attempts, forKey: .attempts)
         try container.encode(lastError, forKey: .lastError)
         try container.encode(nextTry, forKey: .nextTry)
+        try container.encode(waitingFor, forKey: .waitingFor)
     }
 }
 
@@ -107,7 +115,10 @@ struct OutboxFlush: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flush",
         abstract: "Try every pending copy now, whatever its next try.",
-        discussion: "Exit status: 0 all delivered; 75 some still pending; 76 the server refused some for good.")
+        discussion: """
+            Exit status: 0 all delivered; 75 some still pending; 76 the server refused some for good. \
+            Postcards waiting for a password notice refused earlier are named (0): resend or discard the notice.
+            """)
 
     @OptionGroup var configOption: ConfigOption
 
@@ -116,7 +127,13 @@ struct OutboxFlush: ParsableCommand {
         let report = try runAsync { try await submission.deliver(ignoringSchedule: true) }
         warnFilingProblems(report)
         if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
-        print(report.delivered == 0 ? "nothing to deliver" : "delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")")
+        // Held postcards are not a failure of this run (0): they wait for the notice, or for the person.
+        let held = heldClause(report)
+        if report.delivered == 0 {
+            print(held.map { "nothing delivered: " + $0 } ?? "nothing to deliver")
+        } else {
+            print("delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")" + (held.map { "; " + $0 } ?? ""))
+        }
     }
 }
 
@@ -138,13 +155,16 @@ struct CopyChoice: ParsableArguments {
 struct OutboxResend: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resend",
-        abstract: "Send a failed copy again (to its failed recipients), now.")
+        abstract: "Send a failed copy again (to its failed recipients), now.",
+        discussion: "A password notice sent again is followed, in the same run, by the postcards that wait for it.")
 
     @OptionGroup var copy: CopyChoice
 
     func run() throws {
         let submission = try copy.apply { outbox, id throws(OutboxError) in _ = try outbox.resend(id) }
-        let only: Set<Int64> = [copy.id]
+        // A password notice sent again releases the postcards that wait for it: they go in the same run, after it.
+        let waiting = (try? submission.outbox.entries().filter { $0.waitingFor == copy.id }.map(\.id)) ?? []
+        let only = Set([copy.id] + waiting)
         let report = try runAsync { try await submission.deliver(only: only, ignoringSchedule: true) }
         warnFilingProblems(report)
         if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
@@ -155,12 +175,22 @@ struct OutboxResend: ParsableCommand {
 struct OutboxDiscard: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "discard",
-        abstract: "Remove a copy from the outbox for good (it is not sent).")
+        abstract: "Remove a copy from the outbox for good (it is not sent).",
+        discussion: """
+            Discarding a password notice that was not delivered also discards the postcards waiting \
+            for it (without the password their link opens nothing); one line names them.
+            """)
 
     @OptionGroup var copy: CopyChoice
 
     func run() throws {
-        _ = try copy.apply { outbox, id throws(OutboxError) in try outbox.discard(id) }
+        var removed: [Int64] = []
+        _ = try copy.apply { outbox, id throws(OutboxError) in removed = try outbox.discard(id) }
+        let along = removed.filter { $0 != copy.id }
+        if !along.isEmpty {
+            print("discarded copy \(copy.id) and the postcard\(along.count == 1 ? "" : "s") waiting for it ("
+                  + along.map(String.init).joined(separator: ", ") + ")")
+        }
     }
 }
 
@@ -196,6 +226,7 @@ struct OutboxWatch: ParsableCommand {
                 if let report, report.delivered + report.pending + report.failed > 0 {
                     line += ": delivered \(report.delivered), pending \(report.pending), failed \(report.failed)"
                     if !report.reasons.isEmpty { line += " (\(report.reasons.prefix(2).joined(separator: "; ")))" }
+                    if let held = heldClause(report) { line += "; " + held }  // only with a run's news: not every interval
                 }
                 // A line at a time, also into a pipe or a journal; a server's
                 // reason cannot split it.

@@ -16,7 +16,11 @@ struct SendCommand: ParsableCommand {
             outbox: resend or discard); 65 bad message and 69 refused by policy, with nothing queued; \
             75 with nothing queued when a recipient's remembered key is gone from the keyring (key \
             continuity: the line names the recipient; restore the key or 'mailsec keys forget ADDRESS'). \
-            Every recipient is noted in the contacts ('mailsec contacts').
+            Every recipient is noted in the contacts ('mailsec contacts'). With partially encrypted \
+            postcards ([reading], --extension or extension = "partially-encrypted") a password notice \
+            goes to you (the envelope sender) after the letters and before the postcards, which are not \
+            sent until it was delivered; one line says so. [reading] notice = "letter-required" and no \
+            key of your own: refused (69), nothing queued, nothing published.
             """
     )
 
@@ -34,8 +38,11 @@ struct SendCommand: ParsableCommand {
         let queued = try submission.queue(bytes, origin: "send", parseOptions: size.parseOptions)
         let report = try runAsync { try await submission.deliver(only: Set(queued.copies), ignoringSchedule: true) }
         warnFilingProblems(report)
+        let notice = queued.notice.map { noticeClause(sender: queued.envelopeSender, copy: String($0)) }
         if let status = deliveryStatus(report) {
-            throw CommandFailure(deliveryLine(report, queuedCopies: queued.copies.count) ?? "not delivered", status: status)
+            let line = deliveryLine(report, queuedCopies: queued.copies.count) ?? "not delivered"
+            throw CommandFailure(line + (notice.map { "; " + $0 } ?? ""), status: status)
         }
+        if let notice { print("sent; \(notice)") }
     }
 }

@@ -110,6 +110,7 @@ enum SendmailCommand {
             fail("sendmail: no recipients (give them, or -t to read To, Cc and Bcc)", status: .usage)
         }
         var queuedCopies: [Int64] = []
+        var notice: String?
         let submission: Submission
         do {
             submission = try openSubmission(configPath: invocation.config ?? UserConfig.defaultPath())
@@ -127,8 +128,9 @@ enum SendmailCommand {
             } else {
                 envelope = invocation.recipients
             }
-            queuedCopies = try submission.queue(bytes, envelopeSender: sender, envelopeRecipients: envelope,
-                                                origin: "sendmail").copies
+            let queued = try submission.queue(bytes, envelopeSender: sender, envelopeRecipients: envelope, origin: "sendmail")
+            queuedCopies = queued.copies
+            notice = queued.notice.map { noticeClause(sender: queued.envelopeSender, copy: String($0)) }
         } catch {
             var status = ExitStatus(for: error)
             // Only the message's or the policy's fault is final; anything else
@@ -140,10 +142,14 @@ enum SendmailCommand {
         let ids = Set(queuedCopies)
         let report = try? runAsync { try await submission.deliver(only: ids, ignoringSchedule: true, lockWait: 30) }
         if let report {
-            if let line = deliveryLine(report, queuedCopies: ids.count) { warn(line) }
+            if let line = deliveryLine(report, queuedCopies: ids.count) {
+                warn(line + (notice.map { "; " + $0 } ?? ""))
+            } else if let notice {
+                warn("sent; " + notice)
+            }
             warnFilingProblems(report)
         } else {
-            warn("queued; delivery could not start ('mailsec outbox flush' sends it)")
+            warn("queued; delivery could not start ('mailsec outbox flush' sends it)" + (notice.map { "; " + $0 } ?? ""))
         }
         exit(0)
     }

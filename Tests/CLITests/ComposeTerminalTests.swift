@@ -159,6 +159,39 @@ struct ComposeTerminalTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: world.runtime).isEmpty)
     }
 
+    @Test("partially encrypted postcards: the plan shows the password notice to the sender (letter, or plain without a key) between the letters and the postcards; e[x]tension off takes it away, on brings it back", arguments: [true, false])
+    func noticeInPlan(senderHasKey: Bool) throws {
+        let world = try NoticeWorld(from: senderHasKey ? "alice@example.org" : "zed@example.org")
+        defer { world.close() }
+        var environment = world.environment
+        environment["TERM"] = "xterm-256color"
+        let terminal = try TmuxTerminal(folder: world.folder, [Paths.mailsecExecutable.path, "compose", "--config", world.config,
+                                                               "--to", "dora@example.net", "--cc", senderHasKey ? "bob@example.org" : "erin@example.net",
+                                                               "--subject", "Plan", "--body-file", "-", "--no-edit"],
+                                        environment: environment, input: "Meet at [[private]]the old mill[[/private]].\n")
+        defer { terminal.stop() }
+        let sender = world.from
+        let line = "password notice → \(sender) (\(senderHasKey ? "letter" : "plain"))"
+        let plan = after("new mail", in: try terminal.wait { $0.contains(Self.prompt) })
+        let lines = plan.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let copies = lines.filter { $0.hasPrefix("copy: ") || $0.hasPrefix("password notice") }
+        let expected = senderHasKey ? ["copy: letter to bob@example.org", line, "copy: postcard to dora@example.net"]
+            : [line, "copy: postcard to dora@example.net, erin@example.net"]
+        #expect(copies == expected, "\(plan)")
+        try terminal.type("x")
+        let off = after("new mail", in: try terminal.wait { after("new mail", in: $0).contains("extension: censored") })
+        #expect(!off.contains("password notice"), "\(off)")
+        try terminal.type("x")
+        let on = after("new mail", in: try terminal.wait { after("new mail", in: $0).contains("extension: partially-encrypted") })
+        #expect(on.contains(line), "\(on)")
+        try terminal.type("q")
+        try terminal.wait { $0.contains("Discard this mail? [y/N]") }
+        try terminal.type("y")
+        try terminal.wait { $0.contains("discarded") }
+        #expect(terminal.status() == 0)
+        #expect(try world.pagesHeld() == 0 && world.server.transactions.isEmpty, "planning published or sent something")
+    }
+
     @Test("saved as draft from the prompt; the text from standard input while the prompt reads the terminal; discard asks")
     func toDraft() throws {
         let world = try ComposeWorld()

@@ -386,18 +386,9 @@ struct SendingCLITests {
             #expect(queued.status == 75, "\(queued.errors)")
         }
         let processes = try (0..<4).map { index in
-            let process = Process()
-            process.executableURL = Paths.mailsecExecutable
-            process.arguments = index == 3 ? ["send", "--config", setup.config] : ["outbox", "flush", "--config", setup.config]
-            process.environment = setup.environment
-            let input = Pipe()
-            process.standardInput = input
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            if index == 3 { input.fileHandleForWriting.write(Data(mail("together.new@example.org", postcard: "pn@example.net"))) }
-            try input.fileHandleForWriting.close()
-            return process
+            try startMailsec(index == 3 ? ["send", "--config", setup.config] : ["outbox", "flush", "--config", setup.config],
+                             environment: setup.environment,
+                             input: index == 3 ? mail("together.new@example.org", postcard: "pn@example.net") : [])
         }
         for process in processes { process.waitUntilExit() }
         // Whatever a busy run left queued goes now.

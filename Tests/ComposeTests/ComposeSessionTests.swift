@@ -2,6 +2,7 @@ import Compose
 import Foundation
 import MIME
 import OpenPGP
+import PartialEncryption
 import Pipeline
 import Policy
 import TestSupport
@@ -293,6 +294,94 @@ struct ComposeSessionTests {
                 // Reported, not judged: timing targets live in scripts/bench.
                 print("compose: 20 recipients \(oneByOne ? "one by one" : "in one change"): \(counted.processes - before) gpg processes, \(elapsed)")
             }
+        }
+    }
+}
+
+/// The library path of a compose session with partially encrypted
+/// postcards, against a real reading server (`mailsec serve`).
+@Suite("Compose session: the password notice", .serialized)
+struct ComposeNoticeTests {
+    /// Pages published and withdrawn, from the server's log.
+    func published(_ server: ReadingServerProcess) throws -> [Int] {
+        let lines = try String(contentsOfFile: server.logPath, encoding: .utf8).split(separator: "\n")
+        return [lines.filter { $0.contains("POST /api/postcards 201") }.count,
+                lines.filter { $0.contains("DELETE /api/postcards/") && $0.hasSuffix(" 204") }.count]
+    }
+
+    func draft(from sender: MailAddress = alice) -> ComposeDraft {
+        var draft = ComposeDraft(Composition(from: sender, to: [person("bob@example.org")], cc: [person("dora@example.net")],
+                                             subject: "Plan", text: "Meet at [[private]]the old mill[[/private]].\n"))
+        draft.postcardExtension = .partiallyEncrypted
+        return draft
+    }
+
+    @Test("the notice is queued with the copies after the letters, its id in the state; a queue that fails withdraws the page")
+    func queuedWithCopies() async throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        try await withHome { home in
+            let options = PipelineOptions(publisher: try HTTPPublisher(url: server.url, token: server.token))
+            let outbox = HeldOutbox(failures: 1)
+            let session = try await ComposeSession(draft(), gnupg: GnuPG(home: home.path), options: options, outbox: outbox)
+            #expect(await session.state.plannedNotice == PlannedNotice(address: "alice@example.org", isLetter: true))
+            #expect(try await session.setExtension(.censored).plannedNotice == nil, "censored publishes nothing")
+            #expect(try await session.setExtension(.partiallyEncrypted).plannedNotice?.isLetter == true)
+            await #expect(throws: OutboxDown.self) { try await session.send() }
+            #expect(try published(server) == [1, 1], "the page of a mail not queued is still there")
+            #expect(await session.state.passwordNotice == nil)
+
+            let state = try await session.send()
+            guard case .sent(let ids) = state.phase else { Issue.record("phase \(state.phase)"); return }
+            let mail = try #require(outbox.queued.first)
+            #expect(mail.copies.map(\.kind) == [.letter, .letter, .postcard] && mail.notice == 1)
+            #expect(mail.copies[1].recipients == ["alice@example.org"] && mail.written.copies.count == 2)
+            #expect(state.passwordNotice == ids[1])
+            #expect(mail.ownCopy(bcc: []) == 0, "the notice is never the own copy")
+            // Only the sender can open the notice, and it holds the page of the postcard.
+            let notice = try gpgOpen(try mail.copies[1].bytes, as: "alice.sec.asc")
+            let postcard = try visibleText(try mail.copies[2].bytes)
+            let link = try #require(postcard.split(separator: "\n").first { $0.contains("/r/") }).trimmingCharacters(in: .whitespaces)
+            #expect(notice.contains(link) && !postcard.contains("old mill"))
+            #expect(try published(server) == [2, 1])
+        }
+    }
+
+    @Test("notice letter-required and a sender without a key: the state says why, send refuses, nothing is published")
+    func letterRequired() async throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        try await withHome { home in
+            var options = PipelineOptions(publisher: try HTTPPublisher(url: server.url, token: server.token))
+            options.noticeMustBeLetter = true
+            let outbox = HeldOutbox()
+            let zed = MailAddress(name: "Zed", address: "zed@example.org")
+            var keyless = draft(from: zed)
+            keyless.recipients.removeAll { $0.address == "bob@example.org" }  // no letter: no signing key needed
+            let session = try await ComposeSession(keyless, gnupg: GnuPG(home: home.path), options: options, outbox: outbox)
+            let problem = try #require(await session.state.problem)
+            #expect(problem.contains("zed@example.org") && problem.contains("letter"))
+            #expect(await session.state.plannedNotice == nil, "a notice that cannot go is not planned")
+            await #expect(throws: ComposeError.self) { try await session.send() }
+            #expect(try outbox.queued.isEmpty && published(server) == [0, 0])
+            // Live: the problem follows the text and the extension as they change, and leaves with them.
+            #expect(try await session.setText("Nothing private here.\n").problem == nil, "no span, nothing published: no notice")
+            #expect(try await session.setText("Meet at [[private]]the mill[[/private]].\n").problem?.contains("zed@example.org") == true)
+            #expect(try await session.setExtension(.censored).problem == nil, "the extension off still shows the notice's problem")
+            #expect(try await session.setExtension(.partiallyEncrypted).problem?.contains("letter") == true)
+            _ = try await session.setExtension(.censored)
+            guard case .sent = try await session.send().phase else { Issue.record("censored was not sent"); return }
+            #expect(try outbox.queued.first?.notice == nil && published(server) == [0, 0])
+            // letter-preferred: a plain notice before the postcard.
+            let preferred = try await ComposeSession(keyless, gnupg: GnuPG(home: home.path),
+                                                     options: PipelineOptions(publisher: try HTTPPublisher(url: server.url, token: server.token)),
+                                                     outbox: outbox)
+            #expect(await preferred.state.plannedNotice == PlannedNotice(address: "zed@example.org", isLetter: false))
+            _ = try await preferred.send()
+            #expect(outbox.queued.count == 2)
+            let mail = try #require(outbox.queued.last)
+            #expect(mail.notice == 0 && mail.copies.map(\.kind) == [.postcard, .postcard])
+            #expect(mail.copies[0].recipients == ["zed@example.org"])
         }
     }
 }

@@ -54,7 +54,7 @@ func withHome<R>(_ fixtures: [String] = senderFixtures, _ body: (TemporaryGnuPGH
 /// queue call until `release()` (to catch a session while it sends), or fail.
 final class HeldOutbox: ComposeOutbox, @unchecked Sendable {
     // @unchecked: all state is behind the Mutex; the semaphores are thread-safe.
-    private let state = Mutex<(queued: [WrittenMail], failures: Int)>(([], 0))
+    private let state = Mutex<(queued: [OutgoingMail], failures: Int)>(([], 0))
     private let hold: Bool
     private let entered = DispatchSemaphore(value: 0)
     private let gate = DispatchSemaphore(value: 0)
@@ -64,7 +64,7 @@ final class HeldOutbox: ComposeOutbox, @unchecked Sendable {
         state.withLock { $0.failures = failures }
     }
 
-    func queue(_ mail: WrittenMail, draft: ComposeDraft) throws -> [String] {
+    func queue(_ mail: OutgoingMail, draft: ComposeDraft) throws -> [String] {
         if hold {
             entered.signal()
             gate.wait()
@@ -79,7 +79,7 @@ final class HeldOutbox: ComposeOutbox, @unchecked Sendable {
         }
     }
 
-    var queued: [WrittenMail] { state.withLock { $0.queued } }
+    var queued: [OutgoingMail] { state.withLock { $0.queued } }
 
     /// Waits (off the caller's thread) until a queue call is held.
     func waitUntilHeld() async { await withCheckedContinuation { c in DispatchQueue.global().async { self.entered.wait(); c.resume() } } }

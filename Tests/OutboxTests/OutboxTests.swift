@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Outbox
 import Store
+import Synchronization
 import Testing
 import TestSupport
 
@@ -31,6 +32,31 @@ struct OutboxTests {
             #expect(files.contains("mailsec.sqlite"))
             for file in files { #expect(mode(folder + "/" + file) == 0o600, "\(file)") }
         }
+    }
+
+    @Test("a new store opened by several at once (send and outbox watch starting together, each its own connection): every one opens it, the tables made once; deleted content is overwritten (secure_delete)", arguments: 0..<4)
+    func openedTogether(round: Int) throws {
+        let folder = try makePrivateDirectory(prefix: "ms-store-race")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let openers = 6
+        let failures = Mutex<[String]>([])
+        let stores = Mutex<[LocalStore]>([])
+        DispatchQueue.concurrentPerform(iterations: openers) { _ in
+            do {
+                let store = try LocalStore(folder: folder + "/data")
+                stores.withLock { $0.append(store) }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "round \(round): \(failures.withLock { $0 })")
+        let store = try #require(stores.withLock { $0.first })
+        let outbox = Outbox(store: store)
+        try outbox.enqueue(sender: "a@example.org", messageID: "m@x", origin: "test",
+                           copies: [NewCopy(kind: "postcard", recipients: ["b@example.org"], message: Array("hi".utf8))])
+        #expect(try stores.withLock { $0 }.allSatisfy { try Outbox(store: $0).entries().count == 1 })
+        let secure = try store.database.read { db in try Int.fetchOne(db, sql: "PRAGMA secure_delete") }
+        #expect(secure == 1)
     }
 
     @Test("every commit is synced: the writer runs with synchronous = FULL (GRDB's WAL set-up would make it NORMAL)")

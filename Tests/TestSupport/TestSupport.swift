@@ -71,6 +71,30 @@ public func run(_ executable: String, _ arguments: [String], input: [UInt8] = []
         stderr: Array(FileManager.default.contents(atPath: errPath) ?? Data()))
 }
 
+/// Starts `mailsec ARGUMENTS` in the background with `input` on its stdin
+/// (then closed), its standard output into the file `output` (else
+/// discarded, as its errors); the caller waits for it or kills it.
+public func startMailsec(_ arguments: [String], environment: [String: String], input: [UInt8] = [],
+                         output: String? = nil) throws -> Process {
+    let process = Process()
+    process.executableURL = Paths.mailsecExecutable
+    process.arguments = arguments
+    process.environment = environment
+    let pipe = Pipe()
+    process.standardInput = pipe
+    if let output {
+        FileManager.default.createFile(atPath: output, contents: nil, attributes: [.posixPermissions: 0o600])
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+    } else {
+        process.standardOutput = FileHandle.nullDevice
+    }
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    if !input.isEmpty { pipe.fileHandleForWriting.write(Data(input)) }
+    try pipe.fileHandleForWriting.close()
+    return process
+}
+
 /// Makes a new directory readable by us only (0700) under /tmp. The path is
 /// short on purpose: gpg-agent's socket path must stay under ~100 bytes.
 public func makePrivateDirectory(prefix: String) throws -> String {

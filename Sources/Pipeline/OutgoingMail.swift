@@ -1,0 +1,69 @@
+import Policy
+
+/// Every copy of a written mail in the order it goes out, with the password
+/// notice in its place: letters (and a mail passed on unchanged) first, then
+/// the notice, then the postcards, so that the sender has the password
+/// before anybody has a link to the reading page. Without a notice the
+/// copies keep the plan's order. One arrangement for every way a mail is
+/// queued (`send`, `sendmail`, a compose session); the filter hands on in
+/// the same order.
+public struct OutgoingMail: Sendable {
+    /// The mail as the pipeline wrote it (the notice is not one of its copies).
+    public let written: WrittenMail
+    /// The copies in sending order, the notice among them.
+    public let copies: [WrittenCopy]
+    /// Where the password notice stands in ``copies``; nil when the mail
+    /// published nothing.
+    public let notice: Int?
+    /// For each of ``copies``, its index in `written.copies` (nil for the notice).
+    private let origin: [Int?]
+
+    /// `written` with `notice` (made by ``MailPipeline/passwordNotice(_:_:mustBeLetter:)``)
+    /// placed just before the first postcard.
+    init(_ written: WrittenMail, notice: WrittenCopy?) {
+        self.written = written
+        let indices = Array(written.copies.indices)
+        guard let notice else {
+            copies = written.copies
+            origin = indices
+            self.notice = nil
+            return
+        }
+        let first = indices.filter { written.copies[$0].kind != .postcard }
+        let last = indices.filter { written.copies[$0].kind == .postcard }
+        origin = first.map(Optional.some) + [nil] + last.map(Optional.some)
+        copies = origin.map { $0.map { written.copies[$0] } ?? notice }
+        self.notice = first.count
+    }
+
+    /// True when the copy at `index` is the password notice.
+    public func isNotice(_ index: Int) -> Bool { index == notice }
+
+    /// The sender's own copy (``WrittenMail/ownCopy(bcc:)``) as an index into
+    /// ``copies``: never the notice.
+    public func ownCopy(bcc: Set<String>) -> Int? {
+        guard let own = written.ownCopy(bcc: bcc) else { return nil }
+        return origin.firstIndex { $0 == own }
+    }
+}
+
+extension MailPipeline {
+    /// Refuses, before anything is written or published, a mail whose
+    /// password notice could not be sent as the options demand: with
+    /// ``PipelineOptions/noticeMustBeLetter`` a mail that publishes spans
+    /// needs a sender who can receive a letter (``PipelineError/Code/noticeNeedsLetter``).
+    public func checkNotice(_ prepared: PreparedMail) throws(PipelineError) {
+        if prepared.publishesSpans && options.noticeMustBeLetter && !prepared.senderCanReceiveLetter {
+            throw PipelineError(.noticeNeedsLetter, addresses: [prepared.envelopeSender])
+        }
+    }
+
+    /// `written`'s copies in sending order with the password notice for the
+    /// envelope sender when spans were published (``passwordNotice(_:_:mustBeLetter:)``,
+    /// as ``PipelineOptions/noticeMustBeLetter`` says). Nothing is withdrawn
+    /// here: a caller that fails after `write` calls ``withdraw(_:)``.
+    public func outgoing(_ prepared: PreparedMail, _ written: WrittenMail) throws -> OutgoingMail {
+        let notice = try passwordNotice(prepared, written, mustBeLetter: options.noticeMustBeLetter)
+        return OutgoingMail(written, notice: notice?.copy)
+    }
+}
