@@ -38,17 +38,23 @@ public struct GnuPG: Sendable {
     public static func startLibrarySetUp() {
         librarySetUp.enter()
         Thread.detachNewThread {
-            _ = GPGMELibrary.version
+            // The version check alone starts no process: the probe is the
+            // engine check (`gpgme_get_engine_info`, under GPGME's own lock, so
+            // a first context made meanwhile waits for it). An error here is
+            // met again, and reported, by the first real use.
+            try? GPGMELibrary.initialise()
             librarySetUp.leave()
         }
     }
 
     /// Waits until a set-up begun with ``startLibrarySetUp()`` is done (at
-    /// once when none was begun). Call it before `exit` on a path that may
-    /// not have used GnuPG (a mail rejected early): `exit` must not tear the
-    /// libraries down under the thread still probing.
-    public static func awaitLibrarySetUp() {
-        librarySetUp.wait()
+    /// once when none was begun), for at most `limit` seconds; true when it is
+    /// done. Call it before `exit` on a path that may not have used GnuPG (a
+    /// mail rejected early): `exit` must not tear the libraries down under the
+    /// thread still probing. When it returns false (the probe's gpg hangs),
+    /// leave with `_exit`, which runs no exit handlers or destructors.
+    public static func awaitLibrarySetUp(within limit: TimeInterval) -> Bool {
+        librarySetUp.wait(timeout: .now() + limit) == .success
     }
 
     private static let librarySetUp = DispatchGroup()

@@ -39,12 +39,22 @@ extension GnuPG {
         }
     }
 
-    /// The packets of one key block that Autocrypt keeps.
-    static func minimal(_ block: [Packet], key: Key, address: String) -> [UInt8] {
+    /// What ``autocryptKeydata(_:)`` keeps of `key` for `address`, as the
+    /// listing that made `key` judged it: the user ID and the encryption
+    /// subkey (its fingerprint). The choice can change with time alone (a
+    /// subkey expires) while the keyring stays as it was, so a cache of
+    /// exports files each under it too.
+    public static func autocryptChoice(_ key: Key, address: String) -> (userID: String?, subkey: String?) {
         let valid = key.userIDs.filter { !$0.isRevoked && !$0.isInvalid }
         let userID = (valid.first { $0.address.lowercased() == address.lowercased() } ?? valid.first)?.uid
         let subkey = key.subkeys.dropFirst().filter(\.isUsableForEncryption)
             .max { ($0.created ?? .distantPast) < ($1.created ?? .distantPast) }?.fingerprint
+        return (userID, subkey)
+    }
+
+    /// The packets of one key block that Autocrypt keeps.
+    static func minimal(_ block: [Packet], key: Key, address: String) -> [UInt8] {
+        let (userID, subkey) = autocryptChoice(key, address: address)
         var kept: [UInt8] = []
         // What the signatures that follow a packet belong to, and which of them are kept.
         var keepSignatures: Set<UInt8> = []

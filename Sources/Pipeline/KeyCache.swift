@@ -79,11 +79,18 @@ public final class KeyCache: Sendable {
     }
 
     /// ``OpenPGP/GnuPG/autocryptKeydata(_:)``, kept while the keyring is
-    /// unchanged: a letter carries its sender's key, the same for every mail
-    /// from that sender, and exporting it costs a gpg process each time.
+    /// unchanged and the keys as listed choose the same user ID and subkey
+    /// (``OpenPGP/GnuPG/autocryptChoice(_:address:)``): a letter carries its
+    /// sender's key, the same for every mail from that sender, and exporting
+    /// it costs a gpg process each time.
     public func autocryptKeydata(_ wanted: [(key: Key, address: String)], gnupg: GnuPG) throws -> [[UInt8]] {
         let state = KeyringState(home: gnupg.home)
-        let names = wanted.map { $0.key.fingerprint + " " + $0.address.lowercased() }
+        // Filed under what the export keeps, as the caller's listing judged
+        // the key: a subkey that expired since changes the export, not the keyring.
+        let names = wanted.map { key, address in
+            let choice = GnuPG.autocryptChoice(key, address: address)
+            return [key.fingerprint, address.lowercased(), choice.subkey ?? "-", choice.userID ?? ""].joined(separator: "\n")
+        }
         let kept = exports.withLock { exports -> [[UInt8]]? in
             if exports.state != state { exports = (state, [:]) }
             let found = names.compactMap { exports.data[$0] }

@@ -114,7 +114,8 @@ struct FilterCommand: ParsableCommand {
             MailFilter(config: settings, resources: resources).run(input, sender: sender, recipients: recipients)
         }
         reinjection?.closeAll()  // QUIT, without waiting for its answer
-        finish(result, log: settings.log)
+        // A few seconds at most, and well inside the watchdog's limit.
+        finish(result, log: settings.log, setUpWait: min(3, settings.timeout / 2))
     }
 
     /// `filter --listen [ADDR:PORT] [--config FILE] [--check-config]`, read
@@ -157,8 +158,21 @@ struct FilterCommand: ParsableCommand {
     }
 
     /// Logs the mail's line, prints the error line if any, and exits.
-    static func finish(_ result: FilterResult, log: LogDestination) -> Never {
-        GnuPG.awaitLibrarySetUp()
+    ///
+    /// First it waits up to `setUpWait` seconds for GPGME's set-up (begun at
+    /// the start, see ``GnuPG/startLibrarySetUp()``), so that `exit` does not
+    /// tear the libraries down under its thread. A mail that used GnuPG has
+    /// waited for the set-up already; one rejected early has not, and if the
+    /// probe's gpg hangs it must not wait for the watchdog's 75: past the
+    /// bound the filter leaves with `_exit` and the mail's own result. That is
+    /// sound with the probe thread still running: the result does not depend
+    /// on the probe (nothing used GnuPG, or it would have waited for it),
+    /// `_exit` runs no exit handlers or destructors that the thread could
+    /// trip over, and nothing is left unwritten (the log and error lines go out
+    /// unbuffered, through `syslog` and `write`, before it). The hung gpg is
+    /// the probe's child, not a hand-over: no copy goes out twice or half.
+    static func finish(_ result: FilterResult, log: LogDestination, setUpWait: TimeInterval = 0) -> Never {
+        let settled = GnuPG.awaitLibrarySetUp(within: setUpWait)
         switch log {
         case .syslog:
             openlog("mailsec", LOG_PID, LOG_MAIL)
@@ -168,9 +182,9 @@ struct FilterCommand: ParsableCommand {
         default:
             break
         }
-        if let line = result.errorLine {
-            fail(line, status: ExitStatus(rawValue: result.status) ?? .temporary)
-        }
-        Foundation.exit(0)
+        let status = result.errorLine == nil ? 0 : (ExitStatus(rawValue: result.status) ?? .temporary).rawValue
+        if let line = result.errorLine { warn(line) }
+        if !settled { _exit(status) }
+        Foundation.exit(status)
     }
 }

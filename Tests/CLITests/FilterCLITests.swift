@@ -96,6 +96,62 @@ struct FilterCLITests {
         }
     }
 
+    @Test("a mail rejected early gets its 65 and one line within seconds though GPGME's gpg --version probe hangs")
+    func hungProbe() throws {
+        let peer = try RecordingSMTPServer()
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            // gpg on PATH: `--version` (GPGME's probe) notes its process id and hangs; all else is the real gpg.
+            let bin = home.path + "/bin", pids = home.path + "/hung.pids"
+            try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: false)
+            try """
+                #!/bin/sh
+                case "$*" in *--version*) echo $$ >> '\(pids)'; exec sleep 60;; esac
+                exec /usr/bin/gpg "$@"
+                """.write(toFile: bin + "/gpg", atomically: true, encoding: .utf8)
+            chmod(bin + "/gpg", 0o700)
+            defer {  // the hung probes outlive the filter (it leaves them): stop them
+                let listed = (try? String(contentsOfFile: pids, encoding: .utf8)) ?? ""
+                for pid in listed.split(separator: "\n").compactMap({ pid_t($0) }) where pid > 1 { kill(pid, SIGKILL) }
+            }
+            let config = home.path + "/filter.toml"
+            try """
+                gnupg_home = "\(home.path)"
+                timeout = 30
+                log = "none"
+                [reinject]
+                method = "smtp"
+                port = \(peer.port)
+                [journal]
+                directory = "\(home.path)/journal"
+                """.write(toFile: config, atomically: true, encoding: .utf8)
+            var environment = home.environment
+            environment["PATH"] = bin + ":/usr/bin:/bin"
+            let badRecipients = ["bob", "@example.org", "bob@", "a@b@c", "-oQ/tmp@example.org", "bob@example.org\r\nRCPT TO:<eve@example.net>"]
+            for round in 0..<3 {
+                let bad = badRecipients.randomElement()!
+                let recipients = (["bob@example.org", "nobody@example.org", bad]).shuffled()
+                let started = Date()
+                let result = try run(Paths.mailsecExecutable.path, ["filter", "--config", config, "-f", "alice@example.org", "--"] + recipients,
+                                     input: message, environment: environment)
+                let elapsed = Date().timeIntervalSince(started)
+                #expect(result.status == 65, "round \(round), \(bad.debugDescription): \(result.status) \(result.errors)")
+                expectOneLine(result)
+                #expect(result.errors.contains("rejected") && !result.errors.contains("eve@"), "\(result.errors)")
+                #expect(elapsed < 10, "waited \(elapsed) s, the watchdog's limit is 30 s")
+            }
+            // The stand-in did hang: each run started its probe, which is still sleeping.
+            func hung() -> [pid_t] {
+                ((try? String(contentsOfFile: pids, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { pid_t($0) }
+            }
+            let waited = Date()
+            while hung().count < 3 && Date().timeIntervalSince(waited) < 10 { usleep(50_000) }  // a loaded machine
+            let listed = hung()
+            #expect(listed.count == 3, "\(listed)")
+            #expect(listed.allSatisfy { kill($0, 0) == 0 }, "\(listed)")
+            #expect(peer.transactions.isEmpty)
+        }
+    }
+
     @Test("the whole run has a time limit: past it, 75")
     func watchdog() throws {
         let silent = try SilentServer()

@@ -54,4 +54,37 @@ struct KeyringStateTests {
             #expect(cache.statistics.listings == 2)
         }
     }
+
+    @Test("a kept Autocrypt export follows the key as gpg judges it now: an encryption subkey past its expiry is not carried on")
+    func exportAfterSubkeyExpiry() throws {
+        try withGnuPGHome { home throws in
+            let base = ["--passphrase", "", "--pinentry-mode", "loopback"]
+            let now = Int(Date().timeIntervalSince1970)
+            let made = try home.gpg(base + ["--faked-system-time", "\(now - 7200)", "--status-fd", "1",
+                                            "--quick-gen-key", "Dora <dora@example.org>", "ed25519", "cert,sign", "never"])
+            let fingerprint = try #require(made.output.split(separator: "\n").first { $0.contains("KEY_CREATED") }?
+                .split(separator: " ").last.map(String.init), "\(made.errors)")
+            let older = try home.gpg(base + ["--faked-system-time", "\(now - 3600)", "--quick-add-key", fingerprint, "cv25519", "encr", "never"])
+            try #require(older.status == 0, "\(older.errors)")
+            // The newest encryption subkey, which Autocrypt carries, expires a few seconds from now.
+            let lifetime = Int.random(in: 4...6)
+            let newer = try home.gpg(base + ["--quick-add-key", fingerprint, "cv25519", "encr", "seconds=\(lifetime)"])
+            try #require(newer.status == 0, "\(newer.errors)")
+            let expires = Date().addingTimeInterval(TimeInterval(lifetime))
+            let gnupg = GnuPG(home: home.path), address = "dora@example.org"
+            func wanted() throws -> [(key: Key, address: String)] {
+                [(try #require(gnupg.lookup([], fingerprints: [fingerprint]).keys.first), address)]
+            }
+            let cache = KeyCache()
+            let before = try cache.autocryptKeydata(wanted(), gnupg: gnupg)
+            #expect(try before == gnupg.autocryptKeydata(wanted()), "kept: the same bytes as a fresh export")
+            #expect(try cache.autocryptKeydata(wanted(), gnupg: gnupg) == before)
+            let state = KeyringState(home: home.path)
+            while Date() < expires.addingTimeInterval(1.5) { usleep(100_000) }
+            let fresh = try gnupg.autocryptKeydata(wanted())
+            #expect(fresh != before, "a fresh export now carries the older subkey")
+            #expect(try cache.autocryptKeydata(wanted(), gnupg: gnupg) == fresh)
+            #expect(KeyringState(home: home.path) == state, "time alone changed the export, not the keyring")
+        }
+    }
 }
