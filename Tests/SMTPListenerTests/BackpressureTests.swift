@@ -8,8 +8,11 @@ import TestSupport
     /// pipelines 64 MB behind the final "." gets only the kernel's buffers
     /// filled; once the answer is out, the rest is read and answered in order.
     @Test func nothingReadWhileTheHandlerRuns() async throws {
-        let handler = RecordingHandler(delay: .seconds(20))  // outlasts 64 MB offered on a loaded machine
+        // The handler runs until the test has offered its 64 MB, however slow the machine.
+        let gate = Gate()
+        let handler = RecordingHandler(gate: gate)
         try await withListener({ _ in }, handler: handler) { running in
+            defer { gate.open() }
             let client = try RawClient(port: running.port)
             _ = try await client.code()
             try await client.send("HELO c\r\nMAIL FROM:<a@x>\r\nRCPT TO:<b@x>\r\nDATA\r\n")
@@ -21,6 +24,7 @@ import TestSupport
             let taken = try await client.sendUntilStalled(junk, stall: .milliseconds(500))
             #expect(running.listener.mailsInProgress == 1, "the handler should still run")
             #expect(taken < 32 << 20, "the listener read \(taken) octets while its handler ran")
+            gate.open()
             #expect(try await client.reply() == ["250 2.0.0 queued"])
             // The rest goes through once the answer is out: one 500 for the line, then QUIT.
             try await client.send(Array(junk[taken...]) + Array("\r\nQUIT\r\n".utf8))

@@ -17,10 +17,15 @@ final class RecordingHandler: MailHandler {
     private let state = Mutex<[Got]>([])
     private let verdict: @Sendable (ReceivedMail, [UInt8]) -> Verdict
     private let delay: Duration
+    private let gate: Gate?
 
-    init(delay: Duration = .zero, verdict: @escaping @Sendable (ReceivedMail, [UInt8]) -> Verdict = { _, _ in .accepted("queued") }) {
+    /// With `gate`, each mail's handling waits until the gate is opened (no
+    /// clock: a starved machine cannot make it end early).
+    init(delay: Duration = .zero, gate: Gate? = nil,
+         verdict: @escaping @Sendable (ReceivedMail, [UInt8]) -> Verdict = { _, _ in .accepted("queued") }) {
         self.verdict = verdict
         self.delay = delay
+        self.gate = gate
     }
 
     var mails: [Got] { state.withLock { $0 } }
@@ -30,8 +35,16 @@ final class RecordingHandler: MailHandler {
         state.withLock { $0.append(Got(sender: mail.sender, recipients: mail.recipients, size: mail.size,
                                        bytes: bytes, spooled: mail.isSpooled)) }
         if delay > .zero { try? await Task.sleep(for: delay) }
+        if let gate { while !gate.isOpen { try? await Task.sleep(for: .milliseconds(20)) } }
         return verdict(mail, bytes)
     }
+}
+
+/// Shut until `open()`; a handler given one waits for it.
+final class Gate: Sendable {
+    private let opened = Mutex(false)
+    var isOpen: Bool { opened.withLock { $0 } }
+    func open() { opened.withLock { $0 = true } }
 }
 
 /// Collects the listener's log lines.
