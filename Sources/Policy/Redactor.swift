@@ -16,7 +16,9 @@ public struct Redactor: Sendable, Hashable {
     /// Markers and placeholder; throws ``PolicyError/Code/invalidMarkers`` for an empty marker, or markers that are equal or hold one another (in any case).
     public init(open: String, close: String, placeholder: String = "█████") throws(PolicyError) {
         guard !open.isEmpty, !close.isEmpty, open.lowercased() != close.lowercased(),
-              !open.lowercased().contains(close.lowercased()), !close.lowercased().contains(open.lowercased())
+              // As the spans are searched for: by scalars, folded, not by characters.
+              !contains(folded(Array(close.unicodeScalars)), in: open.unicodeScalars),
+              !contains(folded(Array(open.unicodeScalars)), in: close.unicodeScalars)
         else { throw PolicyError(.invalidMarkers) }
         self.open = open
         self.close = close

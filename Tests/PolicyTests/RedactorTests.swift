@@ -47,6 +47,14 @@ struct RedactorTests {
         #expect(try custom.redact("a <<b>> c", mode: .censor) == "a [redacted] c")
         #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "", close: "x") }
         #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "[p]", close: "[P]") }
+        // Markers that hold one another as the spans are searched for, scalar by
+        // scalar with invisible scalars passed over, are refused too: a soft
+        // hyphen or a combining mark does not make a closing marker that the
+        // search would find inside the opening one acceptable.
+        #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "[[P]]", close: "[[\u{AD}p]]") }
+        #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "<e\u{301}>", close: "<E") }
+        #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "{{\u{200B}x}}", close: "{{X") }
+        #expect(try Redactor(open: "<<e", close: "e>>").open == "<<e")
     }
 
     @Test("HTML: no text and no attribute value survives inside a span; tags stay bare")
