@@ -37,8 +37,7 @@ public final class Journal {
     public init(directory: String, expiry: TimeInterval, sweepOncePerMinute: Bool = false) throws {
         self.directory = directory
         self.expiry = expiry
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try Self.makeFolder(directory)
         guard access(directory, W_OK | X_OK) == 0 else {
             throw JournalError(description: "journal folder \(directory) is not writable")
         }
@@ -48,14 +47,34 @@ public final class Journal {
             sweeps[directory] = now
             return true
         }) else { return }
-        let cutoff = now.addingTimeInterval(-expiry)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        where name.hasSuffix(".sent") || name.hasSuffix(".journal") || name.hasSuffix(".tmp") {
+        let cutoff = Int(now.addingTimeInterval(-expiry).timeIntervalSince1970)
+        // With opendir and stat, not FileManager: its attribute dictionaries
+        // cost the pipe filter (one process per mail) a runtime type scan.
+        guard let folder = opendir(directory) else { return }
+        defer { closedir(folder) }
+        while let entry = readdir(folder) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasSuffix(".sent") || name.hasSuffix(".journal") || name.hasSuffix(".tmp") else { continue }
             let path = directory + "/" + name
-            if let modified = (try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
-               modified < cutoff {
+            var info = stat()
+            if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mtim.tv_sec < cutoff {
                 unlink(path)
             }
+        }
+    }
+
+    /// Makes `path` and any missing folder above it, each 0700 (mkdir -p).
+    private static func makeFolder(_ path: String) throws(JournalError) {
+        var built = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            built += "/" + component
+            if mkdir(built, 0o700) != 0 && errno != EEXIST {
+                throw JournalError(description: "cannot make journal folder \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else {
+            throw JournalError(description: "journal folder \(path) is not a folder")
         }
     }
 

@@ -267,6 +267,32 @@ struct JournalTests {
         #expect(try reopened.secret() == (try journal.secret()), "the loop secret stays")
     }
 
+    @Test("the folder is made 0700 with every missing parent; the sweep removes only expired records, not other names, fresh records or folders; a file in the way is an error")
+    func folderAndSweep() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-journal")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = folder + "/a/b/j"
+        _ = try Journal(directory: path, expiry: 3600)
+        for made in [folder + "/a", folder + "/a/b", path] {
+            #expect(try FileManager.default.attributesOfItem(atPath: made)[.posixPermissions] as? Int == 0o700, "\(made)")
+        }
+        let old = Date().addingTimeInterval(-7200)
+        for name in ["old.journal", "old.sent", "old.tmp", "old.other", "fresh.journal"] {
+            try Data("x".utf8).write(to: URL(fileURLWithPath: path + "/" + name))
+            if name.hasPrefix("old") {
+                try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path + "/" + name)
+            }
+        }
+        try FileManager.default.createDirectory(atPath: path + "/dir.journal", withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path + "/dir.journal")
+        _ = try Journal(directory: path, expiry: 3600)
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: path))
+        #expect(left == ["old.other", "fresh.journal", "dir.journal"], "\(left.sorted())")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: folder + "/file"))
+        #expect(throws: JournalError.self) { _ = try Journal(directory: folder + "/file/j", expiry: 3600) }
+        #expect(throws: JournalError.self) { _ = try Journal(directory: folder + "/file", expiry: 3600) }
+    }
+
     @Test("a damaged record is an error (the mail is deferred), never read as 'nothing sent'",
           arguments: ["", "mailsec-journal 2\nX 00\n", "garbage", "mailsec-journal 2\nS " + String(repeating: "g", count: 64) + "\n"])
     func damagedRecord(text: String) throws {
@@ -349,5 +375,24 @@ struct FilterReadingTests {
             let keyed = filter.run(spanMail, sender: "alice@example.org", recipients: ["nobody@example.org"])
             #expect(keyed.status == 75, "Alice has a key: publishing is tried (and fails here)")
         }
+    }
+}
+
+@Suite("The [listen] table's defaults")
+struct ListenDefaultsTests {
+    /// The pipe filter never asks for the number of cores; the resident one
+    /// gets it as the default, and a configured value wins. Equality compares
+    /// the values as they come out (a configured count equal to the cores'
+    /// is the same setting on reload).
+    @Test func parallelDefault() throws {
+        var listen = ListenConfig()
+        let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        #expect(listen.parallel == cores)
+        var explicit = listen
+        explicit.parallel = cores
+        #expect(explicit == listen)
+        listen.parallel = cores + 3
+        #expect(listen.parallel == cores + 3)
+        #expect(listen != explicit)
     }
 }
