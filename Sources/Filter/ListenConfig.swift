@@ -16,7 +16,14 @@ public struct ListenConfig: Sendable, Equatable {
     /// Connections at once; one more is answered 421 and closed.
     public var maxConnections: Int
     /// Mails worked on at once (threads); the default is the number of cores.
-    public var parallel: Int
+    public var parallel: Int {
+        get { chosenParallel ?? max(1, ProcessInfo.processInfo.activeProcessorCount) }
+        set { chosenParallel = newValue }
+    }
+    /// Set by the configuration; nil: the number of cores, asked for only by
+    /// the resident filter (the pipe filter, one process per mail, never
+    /// pays for reading the cgroup's CPU limit).
+    private var chosenParallel: Int?
     /// Seconds the listener waits for a client's next command.
     public var idleTimeout: Int
     /// Where mails too large to keep in memory wait; nil: the listener's default.
@@ -31,7 +38,7 @@ public struct ListenConfig: Sendable, Equatable {
         lmtp = false
         maxMessageSize = 10_240_000
         maxConnections = 100
-        parallel = max(1, ProcessInfo.processInfo.activeProcessorCount)
+        chosenParallel = nil
         idleTimeout = 300
         spoolDirectory = nil
         drainTimeout = 30
@@ -60,6 +67,13 @@ public struct ListenConfig: Sendable, Equatable {
         return (host.isEmpty ? "127.0.0.1" : String(host), number)
     }
 
+    /// Equal when every setting is, the number of mails at once as it comes out.
+    public static func == (a: ListenConfig, b: ListenConfig) -> Bool {
+        a.host == b.host && a.port == b.port && a.lmtp == b.lmtp && a.maxMessageSize == b.maxMessageSize
+            && a.maxConnections == b.maxConnections && a.parallel == b.parallel && a.idleTimeout == b.idleTimeout
+            && a.spoolDirectory == b.spoolDirectory && a.drainTimeout == b.drainTimeout
+    }
+
     /// Reads the `[listen]` table.
     static func read(_ table: TOMLKeys) throws -> ListenConfig {
         try table.allow(["address", "lmtp", "max_message_size", "max_connections", "parallel", "idle_timeout",
@@ -69,11 +83,11 @@ public struct ListenConfig: Sendable, Equatable {
         listen.lmtp = try table.bool("lmtp") ?? false
         listen.maxMessageSize = try table.positiveInt("max_message_size") ?? listen.maxMessageSize
         listen.maxConnections = try table.positiveInt("max_connections") ?? listen.maxConnections
-        listen.parallel = try table.positiveInt("parallel") ?? listen.parallel
+        listen.chosenParallel = try table.positiveInt("parallel")
         listen.idleTimeout = try table.positiveInt("idle_timeout") ?? listen.idleTimeout
         listen.spoolDirectory = try table.string("spool_directory")
         listen.drainTimeout = try table.positiveInt("drain_timeout") ?? listen.drainTimeout
-        guard listen.parallel <= 256 else { throw ConfigError("listen.parallel: at most 256") }
+        guard (listen.chosenParallel ?? 1) <= 256 else { throw ConfigError("listen.parallel: at most 256") }
         return listen
     }
 }

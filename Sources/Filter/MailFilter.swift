@@ -332,7 +332,6 @@ public struct MailFilter: Sendable {
 
     /// Message-IDs go to the log: keep them printable and short.
     func sanitise(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars
-            .filter { $0.value > 0x20 && $0.value < 0x7F && $0 != "<" && $0 != ">" }.prefix(200)))
+        String(scalars: text.unicodeScalars.filter { $0.value > 0x20 && $0.value < 0x7F && $0 != "<" && $0 != ">" }.prefix(200))
     }
 }

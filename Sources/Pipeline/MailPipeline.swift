@@ -715,7 +715,7 @@ public struct MailPipeline: Sendable {
             }
             if line.first != 32 && line.first != 9 {  // a new field, not a continuation
                 let name = line.prefix { $0 != UInt8(ascii: ":") }
-                let field = String(decoding: name, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
+                let field = String(decoding: name, as: UTF8.self).trimmingBlanks.lowercased()
                 dropping = name.count < line.count && dropped.contains(field)
             }
             if !dropping { out += line }

@@ -262,7 +262,7 @@ extension Redactor {
             if type.type == "text" && !rewritten, (try? entity.replaceText(replaced)) != nil { return }
             try entity.replaceContent(Array(replaced.utf8), charset: type.parameters["charset"] != nil || type.type == "text" ? "utf-8" : nil)
         }
-        let others = Array(otherReadings(entity, type: type, markup: markup))
+        let others = otherReadings(entity, type: type, markup: markup)
         let text = type.type == "text" ? entity.text : nil
         if let text, others.isEmpty {
             // Nearly every part: GMime's text is the only reading.
@@ -299,7 +299,7 @@ extension Redactor {
     /// (a part that is not `text/*`, a byte order not stated, a byte order
     /// mark), the transfer encoding where lenient readers differ, flowed
     /// lines joined (format=flowed), folded lines unfolded (calendars).
-    private func otherReadings(_ entity: MIMEEntity, type: ContentType, markup: Bool) -> AnySequence<String> {
+    private func otherReadings(_ entity: MIMEEntity, type: ContentType, markup: Bool) -> [String] {
         let declared = type.parameters["charset"].map(Charsets.candidates) ?? []
         let undeclared = type.parameters["charset"] == nil
         func decodings(_ bytes: [UInt8]) -> [String] {
@@ -336,7 +336,7 @@ extension Redactor {
                     : [Self.unfolded(text)]
             },
         ]
-        return AnySequence(stages.lazy.flatMap { $0() })
+        return stages.flatMap { $0() }
     }
 
     private func visitHeaders(_ message: MIMEMessage, prefix: String,

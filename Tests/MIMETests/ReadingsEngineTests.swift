@@ -91,3 +91,44 @@ struct ReadingsEngineTests {
         #expect(try texts(duplicate).uncertain.contains { $0.contains("two Content-Type fields") })
     }
 }
+
+@Suite("Trimming and gathering text without Foundation")
+struct BlanksTests {
+    /// `trimmingBlanks` must trim exactly what Foundation's `.whitespaces`
+    /// trims (a Bcc field name read either way must be the same name): random
+    /// strings from every space separator, tab, line ends, invisible and
+    /// ordinary scalars, compared with Foundation, 3,000 times.
+    @Test func sameAsFoundation() {
+        let pool: [Unicode.Scalar] = ["\t", " ", "\n", "\r", "\u{0B}", "\u{0C}", "\u{85}", "\u{A0}", "\u{1680}", "\u{2000}", "\u{2007}",
+                                      "\u{200A}", "\u{200B}", "\u{2028}", "\u{2029}", "\u{202F}", "\u{205F}", "\u{3000}", "\u{FEFF}",
+                                      "\u{AD}", "\u{301}", "a", "B", ":", "é", "漢", "\u{1F600}"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<3000 {
+            let count = Int.random(in: 0...8, using: &generator)
+            let text = String(scalars: (0..<count).map { _ in pool.randomElement(using: &generator)! })
+            #expect(text.trimmingBlanks == text.trimmingCharacters(in: .whitespaces),
+                    "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+    }
+
+    /// Every scalar alone and between letters: trimmed exactly when Foundation trims it.
+    @Test func everyScalar() {
+        var differing: [String] = []
+        for value in 0...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let alone = String(scalar), framed = String(scalars: [scalar, "x", scalar])
+            if alone.trimmingBlanks != alone.trimmingCharacters(in: .whitespaces)
+                || framed.trimmingBlanks != framed.trimmingCharacters(in: .whitespaces) {
+                differing.append(String(value, radix: 16))
+            }
+        }
+        #expect(differing.isEmpty, "\(differing.prefix(20))")
+    }
+
+    @Test func gathersScalars() {
+        let scalars: [Unicode.Scalar] = ["a", "\u{301}", "\u{1F600}", "\0", "z"]
+        #expect(String(scalars: scalars) == String(String.UnicodeScalarView(scalars)))
+        #expect(String(scalars: scalars[1..<3]).unicodeScalars.count == 2)
+        #expect(String(scalars: [Unicode.Scalar]()).isEmpty)
+    }
+}

@@ -225,7 +225,7 @@ package enum FieldReadings {
             while index < scalars.count && (scalars[index] == ";" || scalars[index] == " " || scalars[index] == "\t") { index += 1 }
             let nameStart = index
             while index < scalars.count && scalars[index] != "=" && scalars[index] != ";" { index += 1 }
-            let name = String(String.UnicodeScalarView(scalars[nameStart..<index])).trimmingCharacters(in: .whitespaces)
+            let name = String(scalars: scalars[nameStart..<index]).trimmingBlanks
             guard index < scalars.count, scalars[index] == "=" else { continue }
             index += 1
             while index < scalars.count && (scalars[index] == " " || scalars[index] == "\t") { index += 1 }
@@ -242,7 +242,7 @@ package enum FieldReadings {
                 while index < scalars.count && scalars[index] != ";" { text.append(scalars[index]); index += 1 }
                 while text.last == " " || text.last == "\t" { text.removeLast() }
             }
-            if !name.isEmpty { result.append((name, String(String.UnicodeScalarView(text)))) }
+            if !name.isEmpty { result.append((name, String(scalars: text))) }
         }
         return result
     }
