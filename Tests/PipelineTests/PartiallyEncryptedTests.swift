@@ -44,8 +44,12 @@ struct PartiallyEncryptedTests {
             #expect(texts.contains { $0.contains("<p>[#2]<b></b></p>") }, "the HTML: the same span, the same number")
             #expect(!texts.contains { $0.contains("[#3]") })
             #expect(texts.contains { $0.contains(page.url) && $0.contains("will give it to you another way") })
+            // Without the page's address, which the postcard must carry: its port is
+            // random, and one in about two thousand (34711, 47110 …) holds "4711"
+            // (a full CI run failed so).
+            let visible = try everythingVisible(postcard.bytes).map { $0.replacingOccurrences(of: page.url, with: "<page>") }
             for secret in ["Falcon", "4711", key.grouped, page.deleteToken] {
-                #expect(!(try everythingVisible(postcard.bytes)).contains { $0.contains(secret) }, "\(secret)")
+                #expect(!visible.contains { $0.contains(secret) }, "\(secret)")
             }
             let (document, spans) = try readSpans(server, page, key)
             #expect(spans == ["Falcon", "The launch code is 4711."])
