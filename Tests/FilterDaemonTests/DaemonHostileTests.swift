@@ -102,6 +102,14 @@ struct DaemonHostileTests {
                 _ = first.exitStatus(within: 10)
                 let until = Date().addingTimeInterval(60)
                 while answer.withLock({ $0 }) == nil && Date() < until { usleep(10_000) }
+                // Every copy out before the kill, but no 250 heard: the daemon died
+                // between clearing its journal record and its answer reaching the
+                // client (the same RFC 1047 window, one hop earlier), and the retry
+                // sends the whole mail again. Never a partial mail twice.
+                let firstTransactions = peer.transactions
+                let firstSentAll = answer.withLock({ $0?.code }) != 250 && recipients.allSatisfy { recipient in
+                    (before..<firstTransactions.count).contains { firstTransactions[$0].recipients.contains("<\(recipient)>") }
+                }
                 if answer.withLock({ $0?.code }) != 250 {
                     let second = try ResidentProcess(config: path, home: home)
                     let again = try second.connect()
@@ -116,9 +124,10 @@ struct DaemonHostileTests {
                 let window = peer.inWindow
                 for recipient in recipients {
                     let copies = (before..<transactions.count).filter { transactions[$0].recipients.contains("<\(recipient)>") }
-                    let allowed = copies.contains { window.contains($0) } ? 2 : 1
+                    let allowed = firstSentAll || copies.contains { window.contains($0) } ? 2 : 1
+                    let inWindow = copies.filter { window.contains($0) }
                     #expect(copies.count >= 1 && copies.count <= allowed,
-                            "round \(round), \(recipient): \(copies.count) copies (window: \(copies.filter { window.contains($0) }))")
+                            "round \(round), \(recipient): \(copies.count) copies (window: \(inWindow), first daemon sent all: \(firstSentAll))")
                     if copies.count == 2 { windowHits += 1 }
                 }
             }
