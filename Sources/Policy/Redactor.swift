@@ -13,7 +13,8 @@ public struct Redactor: Sendable, Hashable {
     /// The default markers `[[private]]` … `[[/private]]` and placeholder `█████`.
     public static let standard = try! Redactor(open: "[[private]]", close: "[[/private]]", placeholder: "█████")
 
-    /// Markers and placeholder; throws ``PolicyError/Code/invalidMarkers`` for an empty marker, or markers that are equal or hold one another (in any case).
+    /// Markers and placeholder; throws ``PolicyError/Code/invalidMarkers`` for an empty marker, or markers that are equal or hold one another
+    /// as the spans are searched for (in any case, scalar by scalar, invisible scalars passed over).
     public init(open: String, close: String, placeholder: String = "█████") throws(PolicyError) {
         guard !open.isEmpty, !close.isEmpty, open.lowercased() != close.lowercased(),
               // As the spans are searched for: by scalars, folded, not by characters.
