@@ -65,29 +65,10 @@ public enum KeyringCheck {
     /// damaged keyring throws ``KeyringError`` whatever the listing gave
     /// (also when it failed: the damage is the reason to report).
     public static func checking<T>(home: String?, while listing: () throws -> T) throws -> T {
-        let check = Checking(home: home)
+        let check = Background { try KeyringCheck.check(home: home) }
         let listed = Result { try listing() }
-        try check.wait()
+        _ = try check.wait().get()
         return try listed.get()
-    }
-
-    /// One check on a thread of its own.
-    private final class Checking: @unchecked Sendable {
-        // @unchecked: `failure` is written before `done` is signalled and read after.
-        private var failure: KeyringError?
-        private let done = DispatchSemaphore(value: 0)
-
-        init(home: String?) {
-            Thread.detachNewThread { [self] in
-                do throws(KeyringError) { try KeyringCheck.check(home: home) } catch { failure = error }
-                done.signal()
-            }
-        }
-
-        func wait() throws(KeyringError) {
-            done.wait()
-            if let failure { throw failure }
-        }
     }
 
     private static func exists(_ path: String) -> Bool {
