@@ -62,8 +62,10 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
+        // Child processes with a deadline that kill their whole group (no dependencies).
+        .target(name: "Platform"),
         // Crypto: the SHA-1 checksums of GnuPG's keybox, checked before a look-up is believed.
-        .target(name: "OpenPGP", dependencies: ["CGPGME", "CMailsecShims", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "OpenPGP", dependencies: ["Platform", "CGPGME", "CMailsecShims", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
         // Pure Swift: decisions, plans and redaction. No C, no GnuPG.
         .target(name: "Policy"),
@@ -98,7 +100,7 @@ let package = Package(
         // (MIME/Readings) searched with the policy's markers, and redaction
         // of every field, parameter and part. No GnuPG, no crypto.
         .target(name: "Redaction", dependencies: ["MIME", "Policy"]),
-        .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "Redaction", "PartialEncryption"]),
+        .target(name: "Pipeline", dependencies: ["Platform", "OpenPGP", "MIME", "Policy", "Redaction", "PartialEncryption"]),
         // The SMTP client (submission and the filter's re-injection): TLS,
         // AUTH, per-recipient results, RFC 5321 time-outs. MIME only to
         // re-encode 8-bit or long-lined mail for a server without 8BITMIME.
@@ -112,6 +114,7 @@ let package = Package(
         // The SMTP/LMTP server a resident filter listens with (the client is SMTP).
         .target(name: "SMTPListener", dependencies: [
             .product(name: "NIOCore", package: "swift-nio"),
+            "Platform",
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // Reading mail that comes in: signatures with coverage and the From
@@ -124,7 +127,7 @@ let package = Package(
         // typed keys that name themselves in errors, and the policy defaults.
         .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "PartialEncryption", "TOMLKit"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
-        .target(name: "Filter", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
+        .target(name: "Filter", dependencies: ["Platform", "Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
         // The resident filter (`mailsec filter --listen`): the filter's decision
         // path behind the SMTP/LMTP listener, on worker threads; reload, drain, sd_notify.
         .target(name: "FilterDaemon", dependencies: ["Filter", "Pipeline", "OpenPGP", "SMTPListener"]),

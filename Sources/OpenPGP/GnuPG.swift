@@ -1,6 +1,7 @@
 internal import CGPGME
 internal import CMailsecShims
 import Foundation
+import Platform
 
 /// OpenPGP through GnuPG, for one GnuPG home.
 ///
@@ -291,10 +292,7 @@ public struct GnuPG: Sendable {
     /// only when its integrity is confirmed, so `output` never receives
     /// plaintext of refused ciphertext.
     public func decrypt(from input: Int32, to output: Int32) throws -> DecryptionInfo {
-        var template = Array(((ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/mailsec-plain.XXXXXX").utf8CString)
-        let held = mkstemp(&template)
-        guard held >= 0 else { throw GPGMEError(code: .general, .decrypt) }
-        unlink(String(cString: template))
+        guard case .success(let held) = UnnamedFile.make() else { throw GPGMEError(code: .general, .decrypt) }
         defer { close(held) }
         let info = try decrypt(DataBuffer.fileDescriptor(input), DataBuffer.fileDescriptor(held))
         guard lseek(held, 0, SEEK_SET) == 0 else { throw GPGMEError(code: .general, .decrypt) }
