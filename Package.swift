@@ -113,8 +113,8 @@ let package = Package(
         ]),
         // The SMTP/LMTP server a resident filter listens with (the client is SMTP).
         .target(name: "SMTPListener", dependencies: [
-            .product(name: "NIOCore", package: "swift-nio"),
             "Platform",
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // Reading mail that comes in: signatures with coverage and the From
@@ -175,7 +175,8 @@ let package = Package(
         .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "PartialEncryption", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
-        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming"], path: "Fuzz/Checks"),
+        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming", "Filter", "Sending", "PartialEncryption"],
+                path: "Fuzz/Checks"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MailsecFuzzChecks", "MIME", "TestSupport"]),
         .testTarget(name: "PartialEncryptionTests", dependencies: [
             "PartialEncryption", "HTTPRequests", "TestSupport",
@@ -197,7 +198,7 @@ let package = Package(
 // have no main of their own and link only with -sanitize=fuzzer.
 if ProcessInfo.processInfo.environment["MAILSEC_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzDriver", path: "Fuzz/Driver"))
-    for name in ["ParseAndWalk", "Redaction", "Structure"] {
+    for name in ["ParseAndWalk", "Redaction", "Structure", "FilterConfig", "UserConfig", "ReadingDocument"] {
         package.targets.append(.executableTarget(name: "Fuzz" + name, dependencies: ["FuzzDriver", "MailsecFuzzChecks"],
                                                  path: "Fuzz/" + name))
     }

@@ -200,7 +200,7 @@ public struct FilterConfig: Sendable {
             try continuity.allow(["directory"])
             config.continuityDirectory = try continuity.string("directory")
         }
-        config.timeout = TimeInterval(try top.positiveInt("timeout") ?? 120)
+        config.timeout = TimeInterval(try top.positiveInt("timeout", atMost: TOMLKeys.day) ?? 120)
         if let value = try top.string("log") {
             guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value \"\(value)\"") }
             config.log = log
@@ -211,8 +211,7 @@ public struct FilterConfig: Sendable {
             // Every value is checked, also those the chosen method does not use.
             let command = try reinject.strings("sendmail")
             let host = try reinject.string("host") ?? "127.0.0.1"
-            let port = try reinject.positiveInt("port") ?? 10026
-            guard port < 65536 else { throw ConfigError("reinject.port: out of range") }
+            let port = try reinject.positiveInt("port", atMost: TOMLKeys.port) ?? 10026
             switch try reinject.string("method") ?? "sendmail" {
             case "sendmail":
                 if !command.isEmpty { config.reinjection = .sendmail(command) }
@@ -221,15 +220,15 @@ public struct FilterConfig: Sendable {
             case let other:
                 throw ConfigError("reinject.method: unknown value \"\(other)\"")
             }
-            config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout") ?? 60)
-            config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout").map(TimeInterval.init)
+            config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout", atMost: TOMLKeys.day) ?? 60)
+            config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout", atMost: TOMLKeys.day).map(TimeInterval.init)
         }
 
         if let listen = try top.table("listen") { config.listen = try ListenConfig.read(listen) }
         if let journal = try top.table("journal") {
             try journal.allow(["directory", "expire_days"])
             config.journalDirectory = try journal.string("directory") ?? config.journalDirectory
-            config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days") ?? 7) * 86400
+            config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days", atMost: TOMLKeys.tenYears) ?? 7) * 86400
         }
         if let reading = try ReadingSettings.read(top) {
             config.publisher = reading.publisher

@@ -81,13 +81,12 @@ public struct ListenConfig: Sendable, Equatable {
         var listen = ListenConfig()
         if let address = try table.string("address") { (listen.host, listen.port) = try Self.address(address) }
         listen.lmtp = try table.bool("lmtp") ?? false
-        listen.maxMessageSize = try table.positiveInt("max_message_size") ?? listen.maxMessageSize
-        listen.maxConnections = try table.positiveInt("max_connections") ?? listen.maxConnections
-        listen.chosenParallel = try table.positiveInt("parallel")
-        listen.idleTimeout = try table.positiveInt("idle_timeout") ?? listen.idleTimeout
+        listen.maxMessageSize = try table.positiveInt("max_message_size", atMost: 1 << 32) ?? listen.maxMessageSize
+        listen.maxConnections = try table.positiveInt("max_connections", atMost: 65_536) ?? listen.maxConnections
+        listen.chosenParallel = try table.positiveInt("parallel", atMost: 256)
+        listen.idleTimeout = try table.positiveInt("idle_timeout", atMost: TOMLKeys.day) ?? listen.idleTimeout
         listen.spoolDirectory = try table.string("spool_directory")
-        listen.drainTimeout = try table.positiveInt("drain_timeout") ?? listen.drainTimeout
-        guard (listen.chosenParallel ?? 1) <= 256 else { throw ConfigError("listen.parallel: at most 256") }
+        listen.drainTimeout = try table.positiveInt("drain_timeout", atMost: TOMLKeys.day) ?? listen.drainTimeout
         return listen
     }
 }

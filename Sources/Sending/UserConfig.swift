@@ -217,7 +217,7 @@ public struct UserConfig: Sendable {
             sentMaildir = expandTilde(value)
         }
         var keepSentDays: Int?
-        step { keepSentDays = try top.nonNegativeInt("keep_sent_days") }
+        step { keepSentDays = try top.nonNegativeInt("keep_sent_days", atMost: TOMLKeys.tenYears) }
         var policy = PolicySettings()
         step { policy = try PolicySettings.read(top, collect: note) }
         var reading: ReadingSettings?
@@ -272,9 +272,7 @@ public struct UserConfig: Sendable {
             return security
         }
         let port: Int? = step {
-            guard let port = try table.positiveInt("port") else { return nil }
-            guard port < 65536 else { throw ConfigError("submission.port: out of range", path: "submission.port") }
-            return port
+            try table.positiveInt("port", atMost: TOMLKeys.port)
         }
         let username = step { try table.string("username") }
         let command = step { try table.string("password_command") }
@@ -294,11 +292,7 @@ public struct UserConfig: Sendable {
             return value
         }
         let timeout: Int? = step {
-            guard let value = try table.positiveInt("timeout") else { return nil }
-            guard value <= Self.longestTimeout else {
-                throw ConfigError("submission.timeout: at most \(Self.longestTimeout) seconds", path: "submission.timeout")
-            }
-            return value
+            try table.positiveInt("timeout", atMost: Self.longestTimeout)
         }
         let mechanisms: [SMTPCredentials.Mechanism]? = step { try Self.mechanisms(table) }
 

@@ -45,8 +45,8 @@ public struct ReadingSettings: Sendable {
             return url
         }
         let token: String? = try step { try Self.token(table) }
-        let timeout: Int? = try step { try table.positiveInt("timeout") ?? 30 }
-        let lifetime: Int? = try step { try table.positiveInt("lifetime_days").map { $0 * 86400 } }
+        let timeout: Int? = try step { try table.positiveInt("timeout", atMost: TOMLKeys.day) ?? 30 }
+        let lifetime: Int? = try step { try table.positiveInt("lifetime_days", atMost: TOMLKeys.tenYears).map { $0 * 86400 } }
         let mustBeLetter: Bool? = try step {
             switch try table.string("notice") ?? "letter-preferred" {
             case "letter-preferred": return false

@@ -32,15 +32,34 @@ package struct TOMLKeys {
         return bool
     }
 
-    package func positiveInt(_ key: String) throws(ConfigError) -> Int? {
-        guard let value = table[key] else { return nil }
-        guard let int = value.int, int > 0 else { throw error(key, "must be a positive whole number") }
-        return int
+    /// The largest whole number a key takes unless it says otherwise: far
+    /// below what would overflow once turned into seconds, nanoseconds or
+    /// bytes, so that no number from a file can stop the program.
+    package static let largest = 1_000_000_000
+    /// The longest wait a key may ask for: a day, in seconds.
+    package static let day = 86_400
+    /// The most days a key may ask for: ten years.
+    package static let tenYears = 3650
+    /// The largest TCP port.
+    package static let port = 65_535
+
+    /// A whole number from 1 to `atMost`; anything else is one error line
+    /// naming the key and the range (never the value).
+    package func positiveInt(_ key: String, atMost: Int = largest) throws(ConfigError) -> Int? {
+        try int(key, in: 1...atMost)
     }
 
-    package func nonNegativeInt(_ key: String) throws(ConfigError) -> Int? {
+    /// A whole number from 0 to `atMost`.
+    package func nonNegativeInt(_ key: String, atMost: Int = largest) throws(ConfigError) -> Int? {
+        try int(key, in: 0...atMost)
+    }
+
+    /// A whole number in `range`.
+    package func int(_ key: String, in range: ClosedRange<Int>) throws(ConfigError) -> Int? {
         guard let value = table[key] else { return nil }
-        guard let int = value.int, int >= 0 else { throw error(key, "must be a whole number, 0 or more") }
+        guard let int = value.int, range.contains(int) else {
+            throw error(key, "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
         return int
     }
 

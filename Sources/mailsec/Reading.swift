@@ -28,7 +28,7 @@ struct ReadingOptions: ParsableArguments {
     var passwordTo: String?
 
     func validate() throws {
-        if let lifetimeDays, lifetimeDays <= 0 { throw ValidationError("--lifetime-days must be positive") }
+        if let lifetimeDays { try check("--lifetime-days", lifetimeDays, in: Limits.days) }
         if let publishURL {
             do { _ = try HTTPEndpoint(publishURL) } catch { throw ValidationError("--publish-url \(publishURL): \(error.description)") }
         }
@@ -146,11 +146,11 @@ struct Serve: ParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        guard lifetimeDays > 0 else { throw ValidationError("--lifetime-days must be positive") }
+        try check("--lifetime-days", lifetimeDays, in: Limits.days)
         _ = try maxSize.validate("--max-size")
-        guard requestTimeout > 0, idleTimeout > 0, maxConnections > 0 else {
-            throw ValidationError("--request-timeout, --idle-timeout and --max-connections must be positive")
-        }
+        try check("--request-timeout", requestTimeout, in: Limits.seconds)
+        try check("--idle-timeout", idleTimeout, in: Limits.seconds)
+        try check("--max-connections", maxConnections, in: 1...65_536)
         if let publicURL, !(publicURL.hasPrefix("https://") || publicURL.hasPrefix("http://")) {
             throw ValidationError("--public-url must start with https:// or http://")
         }
