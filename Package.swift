@@ -148,7 +148,7 @@ let package = Package(
         .target(name: "Outbox", dependencies: ["Store", .product(name: "GRDB", package: "GRDB.swift")]),
         // Sending as a person does: the user configuration, the password, the
         // delivery of the outbox, the sender's own copy, the connection state.
-        .target(name: "Sending", dependencies: ["Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
+        .target(name: "Sending", dependencies: ["Platform", "Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
                                                 "PartialEncryption", "SMTP", "CMailsecShims", "TOMLKit", "Contacts",
                                                 .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(

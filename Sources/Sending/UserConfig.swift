@@ -44,6 +44,8 @@ public struct SubmissionSettings: Sendable, Hashable {
     public var heloName: String?
     /// Seconds to wait for the server at each step (nil: RFC 5321's own).
     public var timeout: Int?
+    /// Seconds `password_command` may take (nil: ``Password/defaultTimeout``).
+    public var passwordTimeout: Int?
     /// The SASL mechanisms we may use, most wanted first (`auth`): PLAIN and
     /// LOGIN by default; with XOAUTH2 the password is an OAuth 2.0 access token.
     public var mechanisms: [SMTPCredentials.Mechanism]
@@ -253,7 +255,7 @@ public struct UserConfig: Sendable {
             }
         }
         _ = step { try table.allow(["host", "port", "security", "username", "password_command", "password", "ca_file",
-                                     "helo", "timeout", "auth"]) }
+                                     "helo", "timeout", "auth", "password_timeout"]) }
         let host: String? = step {
             guard let host = try table.string("host"), !host.isEmpty else {
                 throw ConfigError("submission.host: required (the submission server's name)", path: "submission.host")
@@ -295,6 +297,7 @@ public struct UserConfig: Sendable {
             try table.positiveInt("timeout", atMost: Self.longestTimeout)
         }
         let mechanisms: [SMTPCredentials.Mechanism]? = step { try Self.mechanisms(table) }
+        let passwordTimeout: Int? = step { try table.positiveInt("password_timeout", atMost: Self.longestTimeout) }
 
         var source = PasswordSource.none
         if let command, inline != nil {
@@ -324,8 +327,10 @@ public struct UserConfig: Sendable {
             note(ConfigError("submission.username: required with a password", path: "submission.username"))
         }
         guard ok, let host, let security, let mechanisms else { return nil }
-        return SubmissionSettings(host: host, port: port, security: security, username: username, password: source,
-                                  caFile: caFile, heloName: helo, timeout: timeout, mechanisms: mechanisms)
+        var settings = SubmissionSettings(host: host, port: port, security: security, username: username, password: source,
+                                          caFile: caFile, heloName: helo, timeout: timeout, mechanisms: mechanisms)
+        settings.passwordTimeout = passwordTimeout
+        return settings
     }
 
     /// `auth`: one mechanism's name or a list of them, most wanted first.

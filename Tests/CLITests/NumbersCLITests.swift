@@ -51,7 +51,7 @@ struct NumbersCLITests {
     }
 
     @Test("config.toml: each number out of range is a problem of `config check` naming the key and its line",
-          arguments: [("", "keep_sent_days"), ("submission", "port"), ("submission", "timeout"),
+          arguments: [("", "keep_sent_days"), ("submission", "port"), ("submission", "timeout"), ("submission", "password_timeout"),
                       ("reading", "timeout"),
                       ("reading", "lifetime_days")])
     func userNumbers(table: String, key: String) throws {

@@ -471,6 +471,28 @@ struct SendingCLITests {
         for path in [out, err] { try? FileManager.default.removeItem(atPath: path) }
     }
 
+    @Test("a password_command that hangs: send waits password_timeout, not 120 s; the copies stay pending and go on the next flush")
+    func hangingPasswordCommand() throws {
+        let setup = try SendingSetup()
+        defer { setup.close() }
+        let good = try String(contentsOfFile: setup.config, encoding: .utf8)
+        let hanging = good.replacingOccurrences(of: "password_command = \"printf %s \(setup.password)\"",
+                                                with: "password_command = \"echo leaked-word >&2; sleep 300\"\npassword_timeout = 1")
+        try hanging.write(toFile: setup.config, atomically: true, encoding: .utf8)
+        chmod(setup.config, 0o600)
+        let sent = try setup.mailsec(["send"], input: mail("hang@example.org", postcard: "dora@example.net"))
+        #expect(!sent.errors.contains("leaked-word"), "\(sent.errors)")
+        #expect(sent.errors.contains("password_command"), "\(sent.errors)")
+        let states = try setup.states()
+        #expect(!states.isEmpty && states.values.allSatisfy { $0 == "pending" }, "\(states)")
+        #expect(setup.delivered().isEmpty)
+        try good.write(toFile: setup.config, atomically: true, encoding: .utf8)
+        chmod(setup.config, 0o600)
+        let flushed = try setup.mailsec(["outbox", "flush"])
+        #expect(flushed.status == 0, "\(flushed.errors)")
+        #expect(setup.delivered().count == states.count && setup.delivered().values.allSatisfy { $0 == 1 }, "\(setup.delivered())")
+    }
+
     @Test("outbox watch --interval past a day is a usage error (it trapped converting to poll's Int32 milliseconds)")
     func intervalBound() throws {
         let setup = try SendingSetup()

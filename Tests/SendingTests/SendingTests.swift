@@ -242,6 +242,35 @@ struct PasswordTests {
         }
     }
 
+    @Test("a hanging command with children: a time-out (not a refusal), its whole group ended, none of our standard error lent to it")
+    func hangingGroup() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-pw")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A child and a grandchild that would sleep for five minutes, each
+        // saying where its standard error goes and which group it is in.
+        let command = "echo leaked-word >&2; readlink /proc/self/fd/2 > \(folder)/stderr; "
+            + "(sleep 300 & echo $! > \(folder)/grandchild; sleep 300) & echo $! > \(folder)/child; "
+            + "cut -d' ' -f5 /proc/self/stat > \(folder)/group; sleep 300"
+        do {
+            _ = try password(command, timeout: 1)
+            Issue.record("a hanging command gave a password")
+        } catch let error as PasswordError {
+            #expect(error.timedOut, "\(error)")
+            #expect(error.description.contains("within 1 s"), "\(error)")
+        }
+        func number(_ name: String) -> Int32? {
+            (try? String(contentsOfFile: folder + "/" + name, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        let child = try #require(number("child")), grandchild = try #require(number("grandchild"))
+        #expect(isGone(child) && isGone(grandchild), "the command's children outlived it")
+        let stderr = try String(contentsOfFile: folder + "/stderr", encoding: .utf8)
+        #expect(stderr.trimmingCharacters(in: .whitespacesAndNewlines) == "/dev/null", "its standard error: \(stderr)")
+        let group = try #require(number("group"))
+        #expect(group != getpgrp(), "the command ran in our process group")
+        // A command that answers, but whose shell lingers with its output closed, is ended at the time-out too.
+        #expect(throws: PasswordError.self) { try password("printf secret; exec >&-; sleep 300", timeout: 1) }
+    }
+
     @Test("the command does not read our standard input and is not in our argv")
     func isolation() throws {
         #expect(try password("cat; printf x") == Array("x".utf8))

@@ -583,3 +583,13 @@ public func runOnTerminal(_ arguments: [String], seconds: Double, environment: [
     let result = try run("python3", ["-c", script, String(seconds)] + arguments, environment: environment)
     return result.output
 }
+
+/// True once `pid` has gone, or is a zombie nobody reaped yet (waits up to 2 s).
+public func isGone(_ pid: Int32) -> Bool {
+    for _ in 0..<100 {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] == "Z" { return true }
+        usleep(20_000)
+    }
+    return false
+}
