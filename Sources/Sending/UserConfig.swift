@@ -158,7 +158,7 @@ public struct UserConfig: Sendable {
         }
         guard let text = String(data: data, encoding: .utf8) else { return (nil, [ConfigError("configuration \(path) is not UTF-8")]) }
         let privateFile = info.st_mode & 0o077 == 0 && info.st_uid == getuid()
-        var (config, problems) = parse(text, privateFile: privateFile)
+        var (config, problems) = parse(text, privateFile: privateFile, safeFile: isSafe(path, info))
         config?.path = path
         problems = problems.map { problem in
             var located = problem
@@ -169,10 +169,33 @@ public struct UserConfig: Sendable {
         return (problems.isEmpty ? config : nil, problems)
     }
 
+    /// Whether nobody but us (and root) can change the file at `path`, as ssh
+    /// judges its configuration: the file and every folder above it owned by
+    /// us or root, and none writable by group or others (a folder with the
+    /// sticky bit, as /tmp, excepted: others cannot replace what is ours in
+    /// it). Whoever can change the file could make `password_command` run
+    /// their commands as us.
+    static func isSafe(_ path: String, _ info: stat) -> Bool {
+        let owners: Set<uid_t> = [getuid(), 0]
+        guard owners.contains(info.st_uid), info.st_mode & 0o022 == 0 else { return false }
+        guard let resolved = realpath(path, nil) else { return false }
+        defer { free(resolved) }
+        var folder = URL(fileURLWithPath: String(cString: resolved)).deletingLastPathComponent().path
+        while true {
+            var above = stat()
+            guard stat(folder, &above) == 0, owners.contains(above.st_uid) else { return false }
+            if above.st_mode & 0o022 != 0 && above.st_mode & 0o1000 == 0 { return false }
+            if folder == "/" { return true }
+            folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
+        }
+    }
+
     /// Reads configuration text. `privateFile` tells whether the file it came
-    /// from is readable by its owner only (a `password` is refused otherwise).
+    /// from is readable by its owner only (a `password` is refused otherwise);
+    /// `safeFile` whether only its owner can change it (a `password_command`
+    /// is refused otherwise, see ``isSafe(_:_:)``).
     /// Returns the configuration (nil when unusable) and every problem found.
-    public static func parse(_ text: String, privateFile: Bool = true) -> (UserConfig?, problems: [ConfigError]) {
+    public static func parse(_ text: String, privateFile: Bool = true, safeFile: Bool = true) -> (UserConfig?, problems: [ConfigError]) {
         let lines = SourceLines(text)
         var problems: [ConfigError] = []
         func note(_ error: ConfigError) {
@@ -234,7 +257,7 @@ public struct UserConfig: Sendable {
             guard let table = try top.table("submission") else {
                 throw ConfigError("[submission]: required (host, port, security, username, password_command)", path: "submission")
             }
-            try submission = Self.submission(table, privateFile: privateFile, password: &filePassword, note: note)
+            try submission = Self.submission(table, privateFile: privateFile, safeFile: safeFile, password: &filePassword, note: note)
         }
         guard problems.isEmpty, let from, let submission else { return (nil, problems) }
         var config = UserConfig(from: from, submission: submission, gnupgHome: gnupgHome, sentMaildir: sentMaildir, policy: policy)
@@ -244,7 +267,7 @@ public struct UserConfig: Sendable {
         return (config, [])
     }
 
-    private static func submission(_ table: TOMLKeys, privateFile: Bool, password: inout SecretBytes?,
+    private static func submission(_ table: TOMLKeys, privateFile: Bool, safeFile: Bool, password: inout SecretBytes?,
                                    note: (ConfigError) -> Void) throws(ConfigError) -> SubmissionSettings? {
         var ok = true
         func step<T>(_ body: () throws -> T?) -> T? {
@@ -308,6 +331,10 @@ public struct UserConfig: Sendable {
             if command.trimmingCharacters(in: .whitespaces).isEmpty {
                 ok = false
                 note(ConfigError("submission.password_command: empty", path: "submission.password_command"))
+            } else if !safeFile {
+                ok = false
+                note(ConfigError("submission.password_command: refused, others can change this file or a folder above it "
+                                 + "(it must be yours and not group or world writable, as ssh asks)", path: "submission.password_command"))
             }
             source = .command(command)
         } else if let inline {

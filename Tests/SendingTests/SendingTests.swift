@@ -186,6 +186,43 @@ struct UserConfigTests {
         #expect(password.withUnsafeBytes { Array($0) } == Array(secret.utf8))
     }
 
+    @Test("password_command from a file others can change (group or world writable, another's, in such a folder) is refused, as ssh does")
+    func unsafeCommandFile() throws {
+        let base = try makePrivateDirectory(prefix: "ms-cfg")
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let text = "from = \"a@example.org\"\n[submission]\nhost = \"h\"\nusername = \"a\"\npassword_command = \"printf x\"\n"
+        // (file mode, file owner, folder mode, refused)
+        let cases: [(mode_t, uid_t, mode_t, Bool)] = [
+            (0o600, getuid(), 0o700, false), (0o644, getuid(), 0o755, false), (0o600, getuid(), 0o1777, false),
+            (0o620, getuid(), 0o700, true), (0o602, getuid(), 0o700, true), (0o666, getuid(), 0o700, true),
+            (0o600, 65534, 0o700, true), (0o600, getuid(), 0o770, true), (0o600, getuid(), 0o777, true),
+        ]
+        for (index, (mode, owner, folderMode, refused)) in cases.enumerated() {
+            let folder = base + "/\(index)"
+            mkdir(folder, 0o700)
+            let path = folder + "/config.toml"
+            FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+            chmod(path, mode)
+            chown(path, owner, getgid())
+            chmod(folder, folderMode)
+            let problems = UserConfig.check(path: path)
+            if refused {
+                #expect(problems.count == 1, "case \(index): \(problems)")
+                #expect(problems.first?.description.contains("submission.password_command: refused") == true, "case \(index): \(problems)")
+                #expect(problems.first?.description.contains(":5:") == true, "case \(index): \(problems)")
+                #expect(!problems.contains { $0.description.contains("printf") })
+            } else {
+                #expect(problems.isEmpty, "case \(index): \(problems)")
+            }
+            // Through a symbolic link from a safe folder: the file's own folder is judged.
+            if folderMode == 0o777 {
+                let link = base + "/link.toml"
+                symlink(path, link)
+                #expect(UserConfig.check(path: link).count == 1)
+            }
+        }
+    }
+
     @Test("unknown and wrongly typed keys in the policy part are reported too")
     func policyProblems() {
         let (_, problems) = UserConfig.parse("from = \"a@b.org\"\nmode = \"loud\"\ninvite = 3\n[submission]\nhost = \"h\"\n")
