@@ -181,7 +181,7 @@ public struct FilterConfig: Sendable {
 
     /// Reads configuration text.
     public static func parse(_ text: String) throws -> FilterConfig {
-        let root = try TOMLTable(string: text)
+        let root = try TOMLKeys.document(text)
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
         try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "reading", "reinject", "journal",
@@ -193,7 +193,7 @@ public struct FilterConfig: Sendable {
         config.signAs = policy.signAs
         config.minimumValidity = policy.minimumValidity
         if let value = try top.string("on_key_loss") {
-            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value \"\(value)\"") }
+            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value (allowed: defer, postcard)") }
             config.mail.onKeyLoss = rule
         }
         if let continuity = try top.table("continuity") {
@@ -202,7 +202,7 @@ public struct FilterConfig: Sendable {
         }
         config.timeout = TimeInterval(try top.positiveInt("timeout", atMost: TOMLKeys.day) ?? 120)
         if let value = try top.string("log") {
-            guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value \"\(value)\"") }
+            guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value (allowed: syslog, stderr, none)") }
             config.log = log
         }
 
@@ -217,8 +217,8 @@ public struct FilterConfig: Sendable {
                 if !command.isEmpty { config.reinjection = .sendmail(command) }
             case "smtp":
                 config.reinjection = .smtp(host: host, port: port)
-            case let other:
-                throw ConfigError("reinject.method: unknown value \"\(other)\"")
+            default:
+                throw ConfigError("reinject.method: unknown value (allowed: sendmail, smtp)")
             }
             config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout", atMost: TOMLKeys.day) ?? 60)
             config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout", atMost: TOMLKeys.day).map(TimeInterval.init)

@@ -207,10 +207,8 @@ public struct UserConfig: Sendable {
             do { try body() } catch { note(error as? ConfigError ?? ConfigError("\(error)")) }
         }
         let root: TOMLTable
-        do { root = try TOMLTable(string: text) } catch let error as TOMLParseError {
-            return (nil, [ConfigError("not TOML: \(error.description)", line: error.source.begin.line)])
-        } catch {
-            return (nil, [ConfigError("not TOML")])
+        do throws(ConfigError) { root = try TOMLKeys.document(text) } catch {
+            return (nil, [error])
         }
         let top = TOMLKeys(root, "")
         step { try top.allow(PolicySettings.keys.union(["from", "gnupg_home", "sent_maildir", "keep_sent_days", "submission", "reading"])) }

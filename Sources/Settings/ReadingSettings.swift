@@ -51,7 +51,7 @@ public struct ReadingSettings: Sendable {
             switch try table.string("notice") ?? "letter-preferred" {
             case "letter-preferred": return false
             case "letter-required": return true
-            case let other: throw ConfigError("reading.notice: unknown value \"\(other)\"", path: "reading.notice")
+            default: throw ConfigError("reading.notice: unknown value (allowed: letter-preferred, letter-required)", path: "reading.notice")
             }
         }
         let publisher: HTTPPublisher? = try step { () throws -> HTTPPublisher? in

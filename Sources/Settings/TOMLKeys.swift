@@ -91,3 +91,20 @@ package struct TOMLKeys {
         return tables
     }
 }
+
+extension TOMLKeys {
+    /// Reads TOML text. A syntax error is one line naming where it is (line,
+    /// column) and the key on that line when there is one, never the text
+    /// around it: TOMLKit's own message quotes what it found, which may be
+    /// an unquoted password.
+    package static func document(_ text: String) throws(ConfigError) -> TOMLTable {
+        do { return try TOMLTable(string: text) } catch let error as TOMLParseError {
+            let line = error.source.begin.line
+            let key = SourceLines(text).key(onLine: line)
+            throw ConfigError("not TOML at line \(line), column \(error.source.begin.column)" + (key.map { " (key \($0))" } ?? ""),
+                              path: key, line: line)
+        } catch {
+            throw ConfigError("not TOML")
+        }
+    }
+}
