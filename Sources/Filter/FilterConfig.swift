@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import OpenPGP
 import Pipeline
 import PartialEncryption
@@ -216,6 +217,10 @@ public struct FilterConfig: Sendable {
             case "sendmail":
                 if !command.isEmpty { config.reinjection = .sendmail(command) }
             case "smtp":
+                // Re-injection speaks SMTP without TLS or AUTH: the mail system must be on this machine.
+                guard Loopback.contains(host) else {
+                    throw ConfigError("reinject.host: not a loopback address (re-injection has no TLS: use 127.0.0.1, ::1 or localhost)")
+                }
                 config.reinjection = .smtp(host: host, port: port)
             default:
                 throw ConfigError("reinject.method: unknown value (allowed: sendmail, smtp)")

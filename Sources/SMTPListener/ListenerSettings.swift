@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// How an ``SMTPListener`` listens and what it allows. The defaults suit a
 /// content filter behind Postfix on the same machine (Postfix's own limits:
@@ -81,14 +82,5 @@ public struct ListenerSettings: Sendable {
 
     /// True for "localhost", 127.0.0.0/8 and ::1: the addresses ``SMTPListener/start()``
     /// binds without ``allowNonLoopback`` (for a configuration check to say so first).
-    public static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" { return true }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) } == Array(repeating: 0, count: 15) + [1]
-        }
-        return false
-    }
+    public static func isLoopback(_ host: String) -> Bool { Loopback.contains(host) }
 }

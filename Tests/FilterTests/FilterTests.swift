@@ -82,6 +82,23 @@ struct FilterConfigTests {
         #expect(throws: (any Error).self) { try FilterConfig.parse(text) }
     }
 
+    @Test("SMTP re-injection (no TLS, no AUTH) goes to loopback only: any other host is one error line naming reinject.host")
+    func reinjectLoopbackOnly() throws {
+        for host in ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "localhost", "LOCALHOST"] {
+            let config = try FilterConfig.parse("[reinject]\nmethod = \"smtp\"\nhost = \"\(host)\"\n")
+            #expect(config.reinjection == .smtp(host: host, port: 10026))
+        }
+        for host in ["mail.example.org", "192.0.2.1", "10.0.0.1", "0.0.0.0", "::", "::2", "::ffff:127.0.0.1", "128.0.0.1",
+                     "127.0.0.1.example.org", "localhost.example.org", "[::1]x", ""] {
+            do {
+                _ = try FilterConfig.parse("[reinject]\nmethod = \"smtp\"\nhost = \"\(host)\"\n")
+                Issue.record("\(host) was taken for re-injection without TLS")
+            } catch let error as ConfigError {
+                #expect(error.description.hasPrefix("reinject.host: not a loopback address"), "\(host): \(error)")
+            }
+        }
+    }
+
     @Test("an unreadable file, or a GnuPG home that is missing or has no keyring, is a ConfigError")
     func unreadable() throws {
         #expect(throws: ConfigError.self) { try FilterConfig.load(path: "/nonexistent/filter.toml") }
