@@ -72,6 +72,7 @@ let package = Package(
         // HTTP requests (http and https) through async-http-client: one
         // exchange at a time, waited for, with one deadline.
         .target(name: "HTTPRequests", dependencies: [
+            "Platform",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),

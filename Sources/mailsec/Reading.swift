@@ -7,8 +7,8 @@ import ReadingServer
 
 /// Where partially encrypted postcards publish, and where their password goes.
 struct ReadingOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The reading server to publish to: http://host:port of a running 'mailsec serve', "
-                               + "or https:// through its TLS proxy.", valueName: "url"))
+    @Option(help: ArgumentHelp("The reading server to publish to: http://host:port of a 'mailsec serve' on this machine "
+                               + "(plain http to loopback only), or https:// through its TLS proxy (TLS 1.2 or later).", valueName: "url"))
     var publishURL: String?
 
     @Option(help: ArgumentHelp("For an https --publish-url: trust the CA certificates in this PEM file instead of the system's.",
