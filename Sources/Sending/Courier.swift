@@ -132,6 +132,10 @@ public struct Courier: Sendable {
         noteHeld(only: only, &report)
         // Only the lock's holder purges; a failure here loses nothing (the next run tries again).
         _ = try? outbox.purgeSent(olderThan: keepSent, now: now())
+        // The copies delivered in this run were dropped from the store; their
+        // pages must not stay in the WAL either (another process may keep the
+        // store open, and then SQLite does not truncate it by itself).
+        outbox.store.forgetOldPages()
         return report
     }
 

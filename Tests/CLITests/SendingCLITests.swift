@@ -493,6 +493,39 @@ struct SendingCLITests {
         #expect(setup.delivered().count == states.count && setup.delivered().values.allSatisfy { $0 == 1 }, "\(setup.delivered())")
     }
 
+    @Test("after a delivery no file of the store holds a sent copy, while another process keeps the store open (the WAL is truncated)")
+    func walAfterDelivery() throws {
+        let setup = try SendingSetup()
+        defer { setup.close() }
+        // A first send makes the store; then another process opens it and keeps it open.
+        #expect(try setup.mailsec(["send"], input: mail("wal0@example.org", postcard: "dora@example.net")).status == 0)
+        let database = setup.store + "/mailsec.sqlite"
+        #expect(FileManager.default.fileExists(atPath: database), "no store at \(database)")
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = ["-c", "import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1])\nc.execute('SELECT count(*) FROM sqlite_master').fetchall()\n"
+                            + "print('open', flush=True)\ntime.sleep(120)\n", database]
+        let said = Pipe()
+        holder.standardOutput = said
+        try holder.run()
+        defer { holder.terminate(); holder.waitUntilExit() }
+        _ = try said.fileHandleForReading.read(upToCount: 5)
+        for round in 1...3 {
+            let marker = "wal-marker-\(round)-\(UUID().uuidString)"
+            let text = String(decoding: mail("wal\(round)@example.org", postcard: "dora@example.net"), as: UTF8.self)
+                .replacingOccurrences(of: "Hello, this is mail", with: marker)
+            let sent = try setup.mailsec(["send"], input: Array(text.utf8))
+            #expect(sent.status == 0, "\(sent.errors)")
+            #expect(setup.delivered()["wal\(round)@example.org dora@example.net"] == 1)
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: setup.store)) ?? []
+            #expect(files.contains("mailsec.sqlite-wal"), "\(files)")
+            for name in files {
+                let bytes = FileManager.default.contents(atPath: setup.store + "/" + name) ?? Data()
+                #expect(bytes.range(of: Data(marker.utf8)) == nil, "round \(round): \(name) holds the sent copy")
+            }
+        }
+    }
+
     @Test("outbox watch --interval past a day is a usage error (it trapped converting to poll's Int32 milliseconds)")
     func intervalBound() throws {
         let setup = try SendingSetup()
