@@ -84,7 +84,7 @@ public final class ReadingServer: Sendable {
         let limits = configuration.limits
         let app = Application(router: router,
                               server: .http1(configuration: .init(
-                                  additionalChannelHandlers: [RequestDeadlineHandler(limit: limits.requestTimeout)],
+                                  additionalChannelHandlers: [RequestDeadlineHandler(limit: limits.requestTimeout), SecurityHeadersHandler()],
                                   idleTimeout: .nanoseconds(Int64(limits.idleTimeout.components.seconds) * 1_000_000_000))),
                               configuration: .init(address: .hostname(configuration.host, port: configuration.port),
                                                    serverName: "mailsec",
