@@ -21,10 +21,19 @@ public struct ListenerSettings: Sendable {
     public var maxMessageSize: Int
     /// Sessions at once; the connection over the cap gets 421 4.7.0 and is closed.
     public var maxConnections: Int
+    /// Sessions at once from one client address; the one over it gets 421
+    /// 4.7.0 too, so that one client's slow connections cannot use up
+    /// ``maxConnections`` (32 lets one Postfix through with its default
+    /// destination concurrency of 20).
+    public var maxConnectionsPerAddress: Int
     /// Recipients per mail; the one over the cap gets 452 4.5.3.
     public var maxRecipients: Int
     /// How long the listener waits for the next command (RFC 5321 4.5.3.2.7: 5 minutes).
     public var idleTimeout: Duration
+    /// How long a new session may take to send its first whole command,
+    /// counted from the greeting: a client that connects and then trickles
+    /// bytes or says nothing holds a slot for this long, not ``idleTimeout``.
+    public var firstCommandTimeout: Duration
     /// How long it waits for the next chunk of a message's content (RFC 5321: 3 minutes).
     public var dataTimeout: Duration
     /// Octets of one mail held in memory; a bigger mail goes to a spool file.
@@ -45,8 +54,10 @@ public struct ListenerSettings: Sendable {
                 dialect: Dialect = .smtp,
                 maxMessageSize: Int = 10_240_000,
                 maxConnections: Int = 100,
+                maxConnectionsPerAddress: Int = 32,
                 maxRecipients: Int = 1000,
                 idleTimeout: Duration = .seconds(300),
+                firstCommandTimeout: Duration = .seconds(30),
                 dataTimeout: Duration = .seconds(180),
                 memoryLimit: Int = 1 << 20,
                 spoolDirectory: String = ListenerSettings.defaultSpoolDirectory,
@@ -57,8 +68,10 @@ public struct ListenerSettings: Sendable {
         self.dialect = dialect
         self.maxMessageSize = maxMessageSize
         self.maxConnections = maxConnections
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.maxRecipients = maxRecipients
         self.idleTimeout = idleTimeout
+        self.firstCommandTimeout = firstCommandTimeout
         self.dataTimeout = dataTimeout
         self.memoryLimit = memoryLimit
         self.spoolDirectory = spoolDirectory

@@ -38,6 +38,8 @@ final class Session: ChannelInboundHandler {
     /// A command line over the limit: its rest is skipped up to its LF.
     private var skippingLongLine = false
     private var errors = 0
+    /// Whole command lines read so far (the first one ends the first-command time).
+    private var commands = 0
     private var greeted: Command.Hello?
     private var sender: String?
     private var recipients: [String] = []
@@ -59,17 +61,23 @@ final class Session: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        if let address = context.channel.remoteAddress {
-            client = "\(address.ipAddress ?? "?"):\(address.port ?? 0)"
+        let address = context.channel.remoteAddress?.ipAddress ?? "?"
+        if let remote = context.channel.remoteAddress {
+            client = "\(address):\(remote.port ?? 0)"
         }
-        let (admitted, draining) = core.register(NIOLoopBound(self, eventLoop: context.eventLoop), id: id)
-        guard admitted else {
-            if draining {
-                finish("421 4.3.2 \(settings.greetingName) Service shutting down, try again later")
-            } else {
-                core.log("listener: \(client): over \(settings.maxConnections) connections, refused")
-                finish("421 4.7.0 \(settings.greetingName) Error: too many connections, try again later")
-            }
+        switch core.register(NIOLoopBound(self, eventLoop: context.eventLoop), id: id, address: address) {
+        case nil:
+            break
+        case .draining:
+            finish("421 4.3.2 \(settings.greetingName) Service shutting down, try again later")
+            return
+        case .tooMany:
+            core.log("listener: \(client): over \(settings.maxConnections) connections, refused")
+            finish("421 4.7.0 \(settings.greetingName) Error: too many connections, try again later")
+            return
+        case .tooManyFromAddress:
+            core.log("listener: \(client): over \(settings.maxConnectionsPerAddress) connections from \(address), refused")
+            finish("421 4.7.0 \(settings.greetingName) Error: too many connections from your address, try again later")
             return
         }
         registered = true
@@ -191,6 +199,7 @@ final class Session: ChannelInboundHandler {
     // MARK: Commands
 
     private func execute(_ command: Command) {
+        commands += 1
         switch command {
         case .hello(let kind, _):
             switch (kind, settings.dialect) {
@@ -391,10 +400,14 @@ final class Session: ChannelInboundHandler {
     private func armTimer() {
         guard let context else { return }
         timer?.cancel()
-        let timeout = phase == .data ? settings.dataTimeout : settings.idleTimeout
+        // Before its first whole command a session has the shorter time (a
+        // client that connects and says nothing, or trickles bytes, holds a
+        // slot for no longer); it starts with the greeting.
+        let timeout = phase == .data ? settings.dataTimeout
+            : commands == 0 ? min(settings.firstCommandTimeout, settings.idleTimeout) : settings.idleTimeout
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) { [self] in
             guard phase == .commands || phase == .data else { return }
-            core.log("listener: \(client): time-out \(phase == .data ? "during DATA" : "waiting for a command")")
+            core.log("listener: \(client): time-out \(phase == .data ? "during DATA" : commands == 0 ? "waiting for the first command" : "waiting for a command")")
             finish("421 4.4.2 \(settings.greetingName) Error: timeout exceeded")
         }
     }

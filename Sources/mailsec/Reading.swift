@@ -144,6 +144,9 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Connections served at once (more wait to be accepted).", valueName: "count"))
     var maxConnections = 256
 
+    @Option(help: ArgumentHelp("Connections at once from one client address (more are closed at once).", valueName: "count"))
+    var maxConnectionsPerAddress = 32
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         try check("--lifetime-days", lifetimeDays, in: Limits.days)
@@ -151,6 +154,7 @@ struct Serve: ParsableCommand {
         try check("--request-timeout", requestTimeout, in: Limits.seconds)
         try check("--idle-timeout", idleTimeout, in: Limits.seconds)
         try check("--max-connections", maxConnections, in: 1...65_536)
+        try check("--max-connections-per-address", maxConnectionsPerAddress, in: 1...65_536)
         if let publicURL, !(publicURL.hasPrefix("https://") || publicURL.hasPrefix("http://")) {
             throw ValidationError("--public-url must start with https:// or http://")
         }
@@ -163,7 +167,7 @@ struct Serve: ParsableCommand {
                                                        publicURL: publicURL, lifetime: lifetimeDays * 86400,
                                                        maximumDocument: maxSize.bytes ?? 1 << 20)
         configuration.limits = ConnectionLimits(requestTimeout: .seconds(requestTimeout), idleTimeout: .seconds(idleTimeout),
-                                                maximumConnections: maxConnections)
+                                                maximumConnections: maxConnections, maximumPerAddress: maxConnectionsPerAddress)
         let server: ReadingServer
         do {
             server = try ReadingServer(configuration: configuration) { line in
