@@ -245,6 +245,7 @@ final class OpenSSLServer {
     }
 
     func stop() {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        // s_server does not end on SIGTERM.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
     }
 }
