@@ -356,9 +356,24 @@ public final class MailRecord {
     }
 
     /// Forgets the mail once every copy went out.
+    public func clear() { clearance.clear() }
+
+    /// What ``clear()`` removes, to remove later on another thread (once the
+    /// MTA is known to have heard that every copy went out).
+    public var clearance: RecordClearance {
+        let folder = (path as NSString).deletingLastPathComponent
+        return RecordClearance(paths: [path] + entries.map { folder + "/" + $0.key + ".sent" })
+    }
+}
+
+/// A mail's journal record to remove once the MTA heard the mail is done:
+/// until then a retry of the mail must find every copy sent.
+public struct RecordClearance: Sendable {
+    let paths: [String]
+
+    /// Removes the record.
     public func clear() {
-        unlink(path)
-        for entry in entries { unlink((path as NSString).deletingLastPathComponent + "/" + entry.key + ".sent") }
+        for path in paths { unlink(path) }
     }
 }
 
