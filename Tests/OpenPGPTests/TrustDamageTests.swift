@@ -83,6 +83,8 @@ struct TrustDamageTests {
         try withGnuPGHome(importing: ["bob.pub.asc"]) { home throws in
             let gnupg = GnuPG(home: home.path)
             let path = home.path + "/gpg.conf"
+            let original = FileManager.default.contents(atPath: path)
+            try? FileManager.default.removeItem(atPath: path)
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
             let error = try #require(throws: KeyringError.self) { try gnupg.lookup(["bob@example.org"]) }
             #expect(error.description.contains("gpg.conf"), "\(error)")
@@ -90,7 +92,7 @@ struct TrustDamageTests {
             #expect(symlink(home.path + "/no-such-file", path) == 0)
             #expect(throws: KeyringError.self) { try gnupg.lookup(["bob@example.org"]) }
             unlink(path)
-            try "# a comment\n".write(toFile: path, atomically: true, encoding: .utf8)
+            try (original ?? Data("# a comment\n".utf8)).write(to: URL(fileURLWithPath: path))
             #expect(try gnupg.lookup(["bob@example.org"]).first?.chosen != nil)
         }
     }
