@@ -134,6 +134,19 @@ public struct GnuPG: Sendable {
     func listKeys(patterns: [String], secretOnly: Bool) throws -> [Key] {
         let context = try Context(home: home, executable: executable)
         try check(gpgme_set_keylist_mode(context.raw, gpgme_keylist_mode_t(GPGME_KEYLIST_MODE_LOCAL)), .keyListing)
+        // gpg that meets a damaged trust database half way says so in a status
+        // line (`FAILURE gpg-exit`) and stops listing; GPGME ends the listing in
+        // a plain EOF all the same. Every status line is watched: see ``ListingStatus``.
+        let status = ListingStatus()
+        try context.watchStatus(status, .keyListing)
+        let keys = try withExtendedLifetime(status) { try listKeys(context, patterns: patterns, secretOnly: secretOnly) }
+        if let failure = status.failure {
+            throw KeyringError(path: KeyringCheck.resolvedHome(home), problem: "gpg's key listing did not end cleanly: \(failure)")
+        }
+        return keys
+    }
+
+    private func listKeys(_ context: Context, patterns: [String], secretOnly: Bool) throws -> [Key] {
         var cPatterns: [UnsafeMutablePointer<CChar>?] = patterns.map { strdup($0) }
         defer { cPatterns.forEach { free($0) } }
         cPatterns.append(nil)
@@ -322,13 +335,7 @@ public struct GnuPG: Sendable {
     private func decrypt(_ input: DataBuffer, _ output: DataBuffer, packets: EncryptedDataKind? = nil) throws -> DecryptionInfo {
         let context = try Context(home: home, executable: executable)
         let log = DecryptionStatus()
-        try check(gpgme_set_ctx_flag(context.raw, "full-status", "1"), .decrypt)
-        gpgme_set_status_cb(context.raw, { opaque, keyword, arguments in
-            guard let opaque, let keyword else { return 0 }
-            Unmanaged<DecryptionStatus>.fromOpaque(opaque).takeUnretainedValue()
-                .record(String(cString: keyword), arguments.map { String(cString: $0) } ?? "")
-            return 0
-        }, Unmanaged.passUnretained(log).toOpaque())
+        try context.watchStatus(log, .decrypt)
         let status = withExtendedLifetime(log) { gpgme_op_decrypt_verify(context.raw, input.raw, output.raw) }
         if gpgme_op_decrypt_result(context.raw)?.pointee.legacy_cipher_nomdc == 1 { throw IntegrityError(.noProtection) }
         if let refusal = log.refusal(failed: mailsec_gpgme_err_code(status) != GPG_ERR_NO_ERROR.rawValue, packets: packets) {

@@ -49,6 +49,8 @@ final class Session: ChannelInboundHandler {
     private var draining = false
     private var busy = false
     private var inactive = false
+    /// A mail answered 250 whose reply is not known to have reached the client yet.
+    private var unconfirmed: ReceivedMail?
 
     init(core: ListenerCore) {
         self.core = core
@@ -90,6 +92,7 @@ final class Session: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         inactive = true
+        confirm(reached: false)
         if phase == .data { core.log("listener: \(client): connection lost during DATA") }
         timer?.cancel()
         timer = nil
@@ -179,6 +182,8 @@ final class Session: ChannelInboundHandler {
                 }
                 var line = buffer.readBytes(length: lineEnd + 1)!
                 pending = buffer
+                // A line after the reply to a mail: the client read that reply.
+                confirm(reached: true)
                 line.removeLast()
                 if line.last == 13 { line.removeLast() }
                 if line.count + 2 > Self.maxLine {
@@ -332,19 +337,33 @@ final class Session: ChannelInboundHandler {
         let handler = core.handler
         Task {
             let verdict = await handler.handle(mail)
-            session.eventLoop.execute { session.value.handled(verdict, recipients: recipients) }
+            session.eventLoop.execute { session.value.handled(verdict, mail: mail) }
         }
     }
 
-    private func handled(_ verdict: Verdict, recipients: [String]) {
+    private func handled(_ verdict: Verdict, mail: ReceivedMail) {
         core.handlerEnded()
+        let accepted = if case .accepted = verdict { true } else { false }
         guard phase == .handling, !inactive, context != nil else {
             phase = .closing
+            if accepted { core.handler.replied(to: mail, reached: false) }
             return
         }
-        answer(recipients, verdict.replyLine)
-        guard phase == .commands else { return }
+        answer(mail.recipients, verdict.replyLine)
+        guard phase == .commands else {
+            if accepted { core.handler.replied(to: mail, reached: false) }
+            return
+        }
+        // Input that came before the reply (pipelined) proves nothing about it.
         process()
+        if accepted {
+            if phase == .closing || inactive {
+                core.handler.replied(to: mail, reached: false)
+            } else {
+                confirm(reached: false)  // a reply before it that was never confirmed
+                unconfirmed = mail
+            }
+        }
         context?.flush()
         readIfReady()
     }
@@ -383,9 +402,18 @@ final class Session: ChannelInboundHandler {
         }
     }
 
+    /// Tells the handler whether the reply to the mail answered 250 reached the client.
+    private func confirm(reached: Bool) {
+        guard let mail = unconfirmed else { return }
+        unconfirmed = nil
+        core.handler.replied(to: mail, reached: reached)
+    }
+
     /// Writes a last reply and closes.
     private func finish(_ line: String) {
         guard let context, phase != .closing else { return }
+        // Ended by us (a time-out, a drain): whether the client read the last reply is not known.
+        confirm(reached: false)
         send(line)
         phase = .closing
         timer?.cancel()
