@@ -32,6 +32,9 @@ public struct KeyChangeError: Error, Sendable, CustomStringConvertible {
     /// The held changes.
     public let changes: [KeyChange]
 
+    /// An error for `changes`.
+    package init(changes: [KeyChange]) { self.changes = changes }
+
     /// One line naming each recipient and both keys.
     public var description: String {
         "key changed for " + changes.map { "\($0.address): \($0.previous) -> \($0.current) (\($0.origin))" }.joined(separator: "; ")

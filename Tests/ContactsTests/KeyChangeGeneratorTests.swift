@@ -40,7 +40,7 @@ struct KeyChangeGeneratorTests {
                 return learned.max { $0.value < $1.value }?.key
             }
 
-            for step in 0..<36 {
+            for step in 0..<60 {
                 switch Int.random(in: 0..<10, using: &random) {
                 case 0, 1:  // the person imports a key on purpose (keys import)
                     let index = Int.random(in: 0..<keys.count, using: &random)
