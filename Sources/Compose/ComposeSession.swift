@@ -313,6 +313,8 @@ public actor ComposeSession {
                 if !prepared.plan.keyLoss.isEmpty,
                    case .failure(let loss) = Result(catching: { try MailPipeline.checkNotRefused(prepared.plan) }) {
                     problem = String(describing: loss)  // the key continuity line, as send then throws it
+                } else if !prepared.plan.heldKeyChanges.isEmpty {
+                    problem = KeyChangeError(changes: prepared.plan.heldKeyChanges).description  // as send then throws it
                 } else if prepared.plan.isRefused {
                     problem = PipelineError(.refused, addresses: prepared.plan.refused.map(\.recipient.address)).description
                 } else if prepared.signingKey == nil && (kinds.contains(.letter) || (kinds.contains(.postcard) && draft.invite)) {

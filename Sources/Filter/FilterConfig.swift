@@ -37,6 +37,7 @@ public enum LogDestination: String, Sendable {
 /// timeout = 120                # seconds for one mail, all included
 /// log = "syslog"               # syslog | stderr | none
 /// on_key_loss = "defer"        # or postcard: a remembered key now revoked or expired
+/// on_key_change = "accept-certified"  # or defer | accept: a key other than the remembered one
 ///
 /// [markers]
 /// open = "[[private]]"
@@ -133,6 +134,7 @@ public struct FilterConfig: Sendable {
         gnupgHome = nil
         signAs = nil
         mail = MailOptions()
+        mail.onKeyChange = .acceptCertified
         redactor = .standard
         minimumValidity = nil
         timeout = 120
@@ -186,7 +188,7 @@ public struct FilterConfig: Sendable {
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
         try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "reading", "reinject", "journal",
-                                                 "on_key_loss", "continuity", "listen"]))
+                                                 "on_key_loss", "on_key_change", "continuity", "listen"]))
         config.gnupgHome = try top.string("gnupg_home")
         let policy = try PolicySettings.read(top)
         config.mail = policy.mail
@@ -196,6 +198,13 @@ public struct FilterConfig: Sendable {
         if let value = try top.string("on_key_loss") {
             guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value (allowed: defer, postcard)") }
             config.mail.onKeyLoss = rule
+        }
+        config.mail.onKeyChange = .acceptCertified
+        if let value = try top.string("on_key_change") {
+            guard let rule = KeyChangeRule(rawValue: value) else {
+                throw ConfigError("on_key_change: unknown value (defer, accept-certified or accept)")
+            }
+            config.mail.onKeyChange = rule
         }
         if let continuity = try top.table("continuity") {
             try continuity.allow(["directory"])

@@ -291,7 +291,7 @@ public struct MailFilter: Sendable {
             return (dataError, "rejected: \(error.description)")
         case let error as EnvelopeAddressError:
             return (dataError, "rejected: \(error.description)")
-        case is KeyLossError, is KeyContinuityError, is KeyringError, is StreamingError:
+        case is KeyLossError, is KeyChangeError, is KeyContinuityError, is KeyringError, is StreamingError:
             return (deferred, "deferred: \(error); the mail stays queued")
         case let error as PipelineError:
             switch error.code {

@@ -93,7 +93,9 @@ public struct GnuPG: Sendable {
         // GPGME does not say when gpg could read only part of the keyring (see
         // KeyringCheck): the file is checked while gpg lists, and the listing
         // counts only when the check passed.
-        let keys = try KeyringCheck.checking(home: home) { try listKeys(patterns: patterns, secretOnly: false) }
+        // With the signatures, checked (`--check-sigs`): a changed key is
+        // judged by whether the old one certified it, in this same listing.
+        let keys = try KeyringCheck.checking(home: home) { try listKeys(patterns: patterns, secretOnly: false, signatures: true) }
         let wanted = Set(fingerprints.map { $0.uppercased() })
         return (unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) },
                 keys.filter { key in
@@ -131,9 +133,10 @@ public struct GnuPG: Sendable {
         try KeyringCheck.checking(home: home) { try listKeys(patterns: [], secretOnly: false) }
     }
 
-    func listKeys(patterns: [String], secretOnly: Bool) throws -> [Key] {
+    func listKeys(patterns: [String], secretOnly: Bool, signatures: Bool = false) throws -> [Key] {
         let context = try Context(home: home, executable: executable)
-        try check(gpgme_set_keylist_mode(context.raw, gpgme_keylist_mode_t(GPGME_KEYLIST_MODE_LOCAL)), .keyListing)
+        let mode = GPGME_KEYLIST_MODE_LOCAL | (signatures ? GPGME_KEYLIST_MODE_SIGS : 0)
+        try check(gpgme_set_keylist_mode(context.raw, gpgme_keylist_mode_t(mode)), .keyListing)
         // gpg that meets a damaged trust database half way says so in a status
         // line (`FAILURE gpg-exit`) and stops listing; GPGME ends the listing in
         // a plain EOF all the same. Every status line is watched: see ``ListingStatus``.
@@ -188,10 +191,13 @@ public struct GnuPG: Sendable {
         guard let result = gpgme_op_import_result(context.raw)?.pointee else {
             throw GPGMEError(code: .general, .keyImport)
         }
-        var fingerprints: [String] = []
+        var fingerprints: [String] = [], gained = Set<String>()
         var pointer = result.imports
         while let status = pointer {
-            if let fpr = status.pointee.fpr { fingerprints.append(String(cString: fpr)) }
+            if let fpr = status.pointee.fpr {
+                fingerprints.append(String(cString: fpr))
+                if status.pointee.status & UInt32(GPGME_IMPORT_NEW | GPGME_IMPORT_UID) != 0 { gained.insert(String(cString: fpr).uppercased()) }
+            }
             pointer = status.pointee.next
         }
         if result.considered > 0 && result.imported + result.unchanged + result.secret_read == 0 {
@@ -203,7 +209,7 @@ public struct GnuPG: Sendable {
         return ImportSummary(
             considered: Int(result.considered), imported: Int(result.imported),
             unchanged: Int(result.unchanged), secretRead: Int(result.secret_read),
-            fingerprints: fingerprints)
+            fingerprints: fingerprints, gainedUserIDs: gained)
     }
 
     /// Exports the public part of `keys` (`gpgme_op_export_keys`). `minimal`

@@ -397,13 +397,18 @@ public struct MailPipeline: Sendable {
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)
+        let learned = try options.continuity?.learned(recipients.map(\.address) + [sender]) ?? [:]
         var availability: [String: KeyAvailability] = [:]
         var keys: [String: Key] = [:]
+        var chosen: [String: (key: Key, origin: KeyOrigin, since: Date?)] = [:]
         for recipient in recipients {
             let address = recipient.address.lowercased()
-            guard let found = book.availability(address) else { continue }
+            guard let found = book.availability(address, learned: learned[address] ?? []) else { continue }
             availability[address] = found
-            if case .usable = found, let key = book.lookup(address)?.chosen { keys[key.fingerprint] = key }
+            if let choice = book.choice(address, learned: learned[address] ?? []) {
+                keys[choice.key.fingerprint] = choice.key
+                chosen[address] = choice
+            }
         }
         let signerKeys = signerIsFingerprint ? book.listed(signer) : book.lookup(signer)?.candidates.map(\.key) ?? []
         let signingKey = signerKeys.first { key in
@@ -411,9 +416,18 @@ public struct MailPipeline: Sendable {
                 && key.subkeys.contains(where: \.isUsableForSigning)
         }
         let remembered = try options.continuity?.remembered(recipients.map(\.address)) ?? [:]
+        // Key changes: the key a recipient would get is not the one they last got a letter with.
+        var changes: [String: KeyChange] = [:]
+        for (address, choice) in chosen {
+            guard let previous = remembered[address], previous != choice.key.fingerprint else { continue }
+            changes[address] = KeyChange(address: address, previous: previous, current: choice.key.fingerprint,
+                                         origin: choice.origin.rawValue,
+                                         since: choice.since.map { $0.formatted(.iso8601) },
+                                         certifiedByPrevious: choice.key.isCertified(by: previous, for: address))
+        }
         let plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
-                            alreadyEncrypted: alreadyEncrypted, options: options.mail, remembered: remembered)
-        let senderKey = book.lookup(sender)?.chosen
+                            alreadyEncrypted: alreadyEncrypted, options: options.mail, remembered: remembered, changes: changes)
+        let senderKey = book.choice(sender.lowercased(), learned: learned[sender.lowercased()] ?? [])?.key
         return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey,
                             senderKey: senderKey, keys: keys, readings: readings)
     }
@@ -433,7 +447,8 @@ public struct MailPipeline: Sendable {
     }
 
     /// Throws for a refused plan: ``KeyLossError`` when key continuity holds
-    /// it (temporary), `PipelineError.refused` otherwise.
+    /// it (temporary), ``KeyChangeError`` when a recipient's key changed and
+    /// the change is not accepted, `PipelineError.refused` otherwise.
     public static func checkNotRefused(_ plan: Plan) throws {
         let lost = plan.keyLoss
         if !lost.isEmpty {
@@ -442,6 +457,8 @@ public struct MailPipeline: Sendable {
                 return (item.recipient.address, why.description)
             })
         }
+        let changed = plan.heldKeyChanges
+        if !changed.isEmpty { throw KeyChangeError(changes: changed) }
         if plan.isRefused { throw PipelineError(.refused, addresses: plan.refused.map(\.recipient.address)) }
     }
 

@@ -127,6 +127,7 @@ struct ComposeFlow {
                     guard terminal.ask("Send it to them as a postcard anyway? [y/N] ") == "y" else { continue }
                     _ = try runAsync { try await session.confirmDowngrade() }
                 }
+                if !(try acceptKeyChanges(terminal, state)) { continue }
                 do {
                     try sendNow()
                     return
@@ -165,6 +166,19 @@ struct ComposeFlow {
     }
 
     private func state() throws -> ComposeState { try runAsync { [session] in await session.state } }
+
+    /// Key changes: each held one is shown (both keys, where the new one came
+    /// from) and taken only on an explicit yes, recorded as `keys accept`
+    /// records it; false when one is not accepted (nothing is sent).
+    private func acceptKeyChanges(_ terminal: ComposeTerminal, _ state: ComposeState) throws -> Bool {
+        for change in state.plan?.heldKeyChanges ?? [] {
+            terminal.write("The key of \(change.address) changed: \(change.description).\n")
+            guard terminal.ask("Accept \(change.current) as the key of \(change.address) (checked with them)? [y/N] ") == "y",
+                  let continuity = context.options.continuity else { return false }
+            try continuity.record(change.address, fingerprint: change.current)
+        }
+        return true
+    }
 
     /// `--body-file`, `--attach`, the per-mail flags and `--confirm-downgrade`.
     private func apply(_ place: BodyPlace) throws {

@@ -121,6 +121,7 @@ final class ComposeTerminal {
         switch recipient.decision {
         case .letter(let fingerprint, let source)?: ("letter", 32, "key \(fingerprint) (\(source))")
         case .postcard(let why)?: ("postcard", 33, why.description)
+        case .refused(.keyChanged(let change))?: ("REFUSED", 31, change.description + " (s: accept it)")
         case .refused(let why)?: ("REFUSED", 31, "a letter is required: " + why.description)
         case .unchanged?: ("unchanged", 0, "encrypted already")
         case nil:
