@@ -323,7 +323,8 @@ public actor ComposeSession {
                     problem = error.description  // letter-required, and the sender cannot get the password in a letter
                 }
                 if prepared.publishesSpans && (try? pipeline.checkNotice(prepared)) != nil {
-                    notice = PlannedNotice(address: prepared.envelopeSender, isLetter: prepared.senderCanReceiveLetter)
+                    notice = PlannedNotice(address: prepared.envelopeSender, isLetter: prepared.senderCanReceiveLetter,
+                                           isShown: !prepared.senderCanReceiveLetter && base.noticeMustBeLetter)
                 }
                 if let protected = draft.protected, kinds.contains(.postcard) {
                     let postcard = try Postcard.censored(message, redactor: base.redactor)

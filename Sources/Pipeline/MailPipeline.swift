@@ -89,7 +89,7 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case .publishRefused: "the reading server will not take this mail's private parts, so nothing was sent: \(detail)"
         case .noticeNeedsLetter:
             "the password of a partially encrypted postcard may only reach the sender in a letter, and there is no usable key for "
-                + addresses.joined(separator: ", ")
+                + addresses.joined(separator: ", ") + " (nor a terminal to show it on; [reading] notice = \"plain\" mails it in clear)"
         default: "mail pipeline error \(code.rawValue)" + (self.detail.map { ": \($0)" } ?? "")
         }
     }
@@ -111,11 +111,19 @@ public struct PipelineOptions: Sendable {
     public var publisher: (any SpanPublisher)?
     /// How long a published reading page lives, in seconds (nil: the server's default).
     public var readingLifetime: Int?
-    /// `[reading] notice = "letter-required"`: the password notice may only
-    /// reach the sender as a letter; a sender without a usable key of their
-    /// own gets the mail refused before anything is published
-    /// (``MailPipeline/checkNotice(_:)``).
+    /// `[reading] notice = "letter-required"` (the default of the
+    /// configurations): the password notice may only reach the sender as a
+    /// letter. For a sender without a usable key of their own the password is
+    /// shown through ``showPassword`` when there is one; else the mail is
+    /// refused before anything is published (``MailPipeline/checkNotice(_:)``).
     public var noticeMustBeLetter: Bool
+    /// Shows the reading page's password (the text of
+    /// ``PasswordNotice/shownText(password:publication:recipients:)``) to the
+    /// sender on their terminal, never in a log or a file: what `send` and
+    /// `compose` do when the notice must be a letter and the sender has no key.
+    /// Called after publishing and before anything is queued; a throw
+    /// withdraws the page. Nil: no terminal (the filter, `sendmail`).
+    public var showPassword: (@Sendable (String) throws -> Void)?
     /// Every letter's ciphertext is written to a private spool file; one of
     /// more than this many bytes that is 7-bit clean stays there instead of
     /// being read into memory (see ``WrittenCopy/forEachPiece(_:)``).

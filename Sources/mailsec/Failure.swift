@@ -60,7 +60,7 @@ enum ExitStatus: Int32 {
         case let error as ComposeError:
             switch error.code {
             case .downgrade, .notSendable: self = .refused
-            case .badAddress, .badRange: self = .dataError
+            case .badAddress, .badRange, .badOriginal: self = .dataError
             case .sendInProgress, .finished, .noDraftStore: self = .temporary
             }
         case is DraftSeal.Failure: self = .refused

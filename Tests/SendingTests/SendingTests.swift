@@ -105,6 +105,12 @@ struct UserConfigTests {
         #expect(problems.isEmpty, "\(problems)")
         let read = try #require(config?.reading)
         #expect(read.publisher.port == 8080 && read.publisher.prefix == "/read" && read.lifetime == 3 * 86400)
+        // The password notice is a letter or nothing unless a plain one is asked for by name.
+        #expect(read.noticeMustBeLetter, "the default notice is letter-required")
+        for (value, mustBeLetter) in [("letter-required", true), ("plain", false), ("letter-preferred", false)] {
+            let named = UserConfig.parse(goodConfig + "\n" + reading + "notice = \"\(value)\"\n")
+            #expect(named.0?.reading?.noticeMustBeLetter == mustBeLetter, "\(value): \(named.problems)")
+        }
         #expect(config?.policy.mail.postcardExtension == .partiallyEncrypted)
         #expect(UserConfig.parse(goodConfig).0?.reading == nil)
 
