@@ -166,6 +166,8 @@ let package = Package(
             ]
         ),
         // In-process measurements for scripts/bench (parsing, redaction).
+        // The HTML rebuild on standard input, for GrowthTests' instruction counts under callgrind.
+        .executableTarget(name: "html-rebuild-probe", dependencies: ["Redaction", "Policy"]),
         .executableTarget(name: "mailsec-bench", dependencies: ["MIME", "Policy"], path: "Benchmarks/Harness"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "TestSupport"]),
