@@ -98,6 +98,11 @@ extension TOMLKeys {
     /// around it: TOMLKit's own message quotes what it found, which may be
     /// an unquoted password.
     package static func document(_ text: String) throws(ConfigError) -> TOMLTable {
+        if let line = dateTimeWithoutTime(text) {
+            let key = SourceLines(text).key(onLine: line)
+            throw ConfigError("not TOML at line \(line): a date and 'T' without a time" + (key.map { " (key \($0))" } ?? ""),
+                              path: key, line: line)
+        }
         do { return try TOMLTable(string: text) } catch let error as TOMLParseError {
             let line = error.source.begin.line
             let key = SourceLines(text).key(onLine: line)
@@ -106,5 +111,29 @@ extension TOMLKeys {
         } catch {
             throw ConfigError("not TOML")
         }
+    }
+
+    /// The line of the first `YYYY-MM-DD` followed by `T` (or `t`) and no
+    /// digit, or nil. TOMLKit's toml++ asserts that a digit follows there
+    /// (`parse_time`: an abort in a debug build, undefined behaviour in a
+    /// release one) instead of reporting an error, so such text never
+    /// reaches it. One pass over the bytes; a third-party defect, worked around here.
+    static func dateTimeWithoutTime(_ text: String) -> Int? {
+        let bytes = Array(text.utf8)
+        func digit(_ index: Int) -> Bool { index < bytes.count && bytes[index] >= 0x30 && bytes[index] <= 0x39 }
+        var line = 1
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 0x0A { line += 1 }
+            // …DDDD-DD-DD then T: the T at index.
+            if (byte == 0x54 || byte == 0x74) && index >= 10 && !digit(index + 1)
+                && digit(index - 1) && digit(index - 2) && bytes[index - 3] == 0x2D && digit(index - 4) && digit(index - 5)
+                && bytes[index - 6] == 0x2D && digit(index - 7) && digit(index - 8) && digit(index - 9) && digit(index - 10) {
+                return line
+            }
+            index += 1
+        }
+        return nil
     }
 }

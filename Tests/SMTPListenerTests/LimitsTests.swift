@@ -76,7 +76,7 @@ import TestSupport
     /// 4.7.0 at once, and a real mail from another address goes through
     /// while the 32 still hold theirs.
     @Test func perAddressCap() async throws {
-        try await withListener({ $0.maxConnections = 100; $0.firstCommandTimeout = .seconds(300) }) { running in
+        try await withListener({ $0.maxConnections = 100; $0.firstCommandTimeout = .seconds(3600); $0.idleTimeout = .seconds(3600) }) { running in
             var slow: [RawClient] = []
             var greetings: [Int?] = []
             for _ in 0..<100 {
@@ -95,7 +95,7 @@ import TestSupport
             #expect(try await mail.command("DATA") == 354)
             #expect(try await mail.command("Subject: real\r\n\r\nreal mail\r\n.") == 250)
             #expect(running.handler.mails.count == 1)
-            // The 32 are still there (nothing timed out): the cap, not a clock, let the mail in.
+            // The 32 are still there (nothing timed out: an hour, however loaded the machine): the cap, not a clock, let the mail in.
             #expect(running.listener.connections >= 33)
             // One of them gone, its address gets a slot again.
             #expect(try await mail.command("QUIT") == 221)
@@ -128,15 +128,16 @@ import TestSupport
             #expect(running.log.all.contains { $0.contains("waiting for the first command") })
             // After the first command the idle time (300 s) holds: a session that said HELO is not cut off at 1 s.
             // The slots free when the server has seen the closes.
+            // On a loaded machine a HELO can come later than the 1 s first-command time: such a
+            // session is cut off as it should be, and the client tries again (as Postfix would).
             var mail = try RawClient(port: running.port, from: "127.0.0.23")
-            var greeted = try await mail.code() == 220
-            for _ in 0..<100 where !greeted {
+            var helloed = false
+            for _ in 0..<100 {
+                if (try? await mail.code()) == 220, (try? await mail.command("HELO postfix")) == 250 { helloed = true; break }
                 try await sleepMicroseconds(20_000)
                 mail = try RawClient(port: running.port, from: "127.0.0.23")
-                greeted = try await mail.code() == 220
             }
-            #expect(greeted)
-            #expect(try await mail.command("HELO postfix") == 250)
+            #expect(helloed)
             try await sleepMicroseconds(1_500_000)
             #expect(try await mail.command("MAIL FROM:<a@x>") == 250)
             #expect(try await mail.command("RCPT TO:<b@x>") == 250)
