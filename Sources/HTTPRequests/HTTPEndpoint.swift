@@ -1,4 +1,3 @@
-import Glibc
 import Platform
 
 /// A server's address, `http://host[:port][/prefix]` or `https://…`: a host
@@ -40,8 +39,7 @@ public struct HTTPEndpoint: Sendable, Equatable {
             let after = authority[authority.index(after: close)...]
             guard after.isEmpty || after.hasPrefix(":") else { throw HTTPExchangeError("the address has a bad port", kind: .badAddress) }
             portText = after.isEmpty ? nil : after.dropFirst()
-            var v6 = in6_addr()
-            guard inet_pton(AF_INET6, String(name), &v6) == 1 else {
+            guard Loopback.isIPv6Address(String(name)) else {
                 throw HTTPExchangeError("the address's host in brackets must be an IPv6 address", kind: .badAddress)
             }
         } else {

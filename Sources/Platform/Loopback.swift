@@ -15,4 +15,10 @@ package enum Loopback {
         }
         return false
     }
+
+    /// True when `text` is an IPv6 address as `inet_pton` reads it (no brackets).
+    package static func isIPv6Address(_ text: String) -> Bool {
+        var v6 = in6_addr()
+        return inet_pton(AF_INET6, text, &v6) == 1
+    }
 }
