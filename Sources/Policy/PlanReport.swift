@@ -1,4 +1,4 @@
-/// The plan as JSON: the contract `mailsec plan --json` prints (README,
+/// The plan as JSON: the contract `mailsec plan --json` prints (docs/json.md,
 /// "The plan as JSON"). Fields are only ever added, never renamed.
 public struct PlanReport: Codable, Sendable, Hashable {
     /// One recipient's decision.

@@ -320,7 +320,7 @@ struct OutFolder: ParsableArguments {
     var out: String
 }
 
-/// `manifest.json` of `mailsec encrypt` (README, "manifest.json").
+/// `manifest.json` of `mailsec encrypt` (docs/json.md, "manifest.json").
 struct Manifest: Encodable {
     struct Copy: Encodable {
         let file: String
@@ -349,7 +349,7 @@ struct Manifest: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(envelopeSender, forKey: .envelopeSender)
         try container.encode(copies, forKey: .copies)
-        try container.encode(readingPage, forKey: .readingPage)  // explicit null, as the README's contracts
+        try container.encode(readingPage, forKey: .readingPage)  // explicit null, as the contracts in docs/json.md
     }
 }
 

@@ -57,7 +57,7 @@ struct OutboxList: ParsableCommand {
     }
 }
 
-/// One copy in `outbox list --json` (README, "The outbox").
+/// One copy in `outbox list --json` (docs/sending.md, "The outbox").
 struct EntryJSON: Encodable {
     struct Recipient: Encodable {
         let address: String
@@ -102,7 +102,7 @@ struct EntryJSON: Encodable {
         try container.encode(kind, forKey: .kind)
         try container.encode(state, forKey: .state)
         try container.encode(envelopeSender, forKey: .envelopeSender)
-        try container.encode(messageID, forKey: .messageID)  // explicit nulls, as the README's contracts
+        try container.encode(messageID, forKey: .messageID)  // explicit nulls, as the contracts in docs/json.md
         try container.encode(recipients, forKey: .recipients)
         try container.encode(attempts, forKey: .attempts)
         try container.encode(lastError, forKey: .lastError)

@@ -64,7 +64,7 @@ struct ComposeCLITests {
         #expect(try world.ms(["drafts", "delete", "nosuch"]).status == 64)
     }
 
-    @Test("compose --no-edit: refusals come before anything is queued, with one line and the README's statuses")
+    @Test("compose --no-edit: refusals come before anything is queued, with one line and the statuses of docs/cli.md")
     func refusals() throws {
         let world = try ComposeWorld()
         defer { world.close() }

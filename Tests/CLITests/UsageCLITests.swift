@@ -243,19 +243,19 @@ struct UsageCLITests {
         }
         #expect(try mailsec(["encrypt", "--help"]).output.contains("--password-to"))
         #expect(try mailsec(["reveal", "--help"]).output.contains("--password-from"))
-        // Every command lists its exit statuses, and the README lists the same ones.
-        let readme = try String(contentsOf: Paths.root.appendingPathComponent("README.md"), encoding: .utf8)
+        // Every command lists its exit statuses, and docs/cli.md lists the same ones.
+        let manual = try String(contentsOf: Paths.root.appendingPathComponent("docs/cli.md"), encoding: .utf8)
         for command in everyCommand {
             let help = try mailsec(command + ["--help"])
             #expect(help.status == 0)
             let listed = exitStatuses(inHelp: help.output)
             #expect(listed.contains(0) && listed.contains(64) || command == ["filter"], "\(command): \(listed)")
             let name = "`mailsec " + command.joined(separator: " ") + "`"
-            let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| \(name) |") }, "README: \(name)")
+            let row = try #require(manual.split(separator: "\n").first { $0.hasPrefix("| \(name) |") }, "docs/cli.md: \(name)")
             let documented = Set(row.split(separator: "|")[1].split(separator: ",").compactMap {
                 Int($0.trimmingCharacters(in: .whitespaces))
             })
-            #expect(documented == listed, "\(command): README \(documented.sorted()), help \(listed.sorted())")
+            #expect(documented == listed, "\(command): docs/cli.md \(documented.sorted()), help \(listed.sorted())")
         }
     }
 }

@@ -60,11 +60,11 @@ struct FilterConfigTests {
         #expect(empty.reinjection == .sendmail(["/usr/sbin/sendmail", "-G", "-i"]))
     }
 
-    @Test("the README's filter.toml reads as it stands, every key in the table it belongs to")
-    func readmeExample() throws {
-        let readme = try String(contentsOf: Paths.root.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.range(of: "### `/etc/mailsec/filter.toml`"))
-        let after = readme[section.upperBound...]
+    @Test("the filter.toml of docs/filter.md reads as it stands, every key in the table it belongs to")
+    func manualExample() throws {
+        let manual = try String(contentsOf: Paths.root.appendingPathComponent("docs/filter.md"), encoding: .utf8)
+        let section = try #require(manual.range(of: "### `/etc/mailsec/filter.toml`"))
+        let after = manual[section.upperBound...]
         let start = try #require(after.range(of: "```toml\n"))
         let end = try #require(after[start.upperBound...].range(of: "```"))
         let config = try FilterConfig.parse(String(after[start.upperBound..<end.lowerBound]))

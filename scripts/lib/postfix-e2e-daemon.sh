@@ -10,7 +10,7 @@
 
 daemon_pid=""; gate_pid=""; notify_pid=""
 
-# The master.cf lines of the after-queue set-up (the README quotes them).
+# The master.cf lines of the after-queue set-up (docs/filter.md quotes them, set-up C).
 daemon_master_cf() {
     cat <<EOF
 127.0.0.1:$port_in inet n - n - - smtpd
