@@ -18,7 +18,7 @@ struct Mailsec: ParsableCommand {
             takes --gnupg-home DIR (default: $GNUPGHOME, then ~/.gnupg). 'mailsec COMMAND \
             --help' describes a command, its options and its exit status. \
             'mailsec --generate-completion-script bash|zsh|fish' writes a shell completion \
-            script (addresses for --to, --cc, --bcc from 'mailsec contacts'; see the README).
+            script (addresses for --to, --cc, --bcc from 'mailsec contacts'; see docs/cli.md).
 
             \(ExitStatus.section([
                 (.success, "done"),
@@ -46,9 +46,12 @@ struct Mailsec: ParsableCommand {
     /// Runs the command; every failure ends as one line on stderr.
     static func main() {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        // The shells' completion scripts: `---completion …` and `--generate-completion-script SHELL`
-        // go to argument-parser as they are (they name no command of ours).
-        if arguments.first == "---completion" || arguments.first?.hasPrefix("--generate-completion-script") == true {
+        // The shells' completion scripts: `---completion …` and `--generate-completion-script SHELL`,
+        // and the help dump the man pages are generated from (`--experimental-dump-help`, read by
+        // swift-argument-parser's generate-manual), go to argument-parser as they are (they name no
+        // command of ours).
+        if arguments.first == "---completion" || arguments.first?.hasPrefix("--generate-completion-script") == true
+            || arguments.first == "--experimental-dump-help" {
             do { var command = try parseAsRoot(arguments); try command.run() } catch { finish(error, arguments, arguments) }
             Foundation.exit(0)
         }
