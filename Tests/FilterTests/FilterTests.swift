@@ -73,6 +73,19 @@ struct FilterConfigTests {
         #expect(config.continuityDirectory == "/var/spool/mailsec/continuity")
     }
 
+    @Test("filter.toml(5): its example reads as it stands, and it names every key docs/filter.md shows")
+    func manPage() throws {
+        let example = try #require(try Manual.manPageExample("filter.toml.5"))
+        let config = try FilterConfig.parse(example)
+        #expect(config.gnupgHome == "/var/lib/mailsec/gnupg" && config.reinjection == .smtp(host: "127.0.0.1", port: 10026))
+        #expect(config.listen.port == 10025)
+        let named = try Manual.manPageWords("filter.toml.5")
+        let keys = try Manual.tomlKeys("filter.md")
+        #expect(keys.isSuperset(of: ["gnupg_home", "on_key_change", "reinject", "final_timeout", "listen", "drain_timeout",
+                                     "reading", "notice", "continuity"]), "\(keys.sorted())")
+        for key in keys { #expect(named.contains(key), "filter.toml(5) does not name \(key)") }
+    }
+
     @Test("typos and wrong values are errors, never ignored",
           arguments: ["gnupg_hom = \"/x\"", "mode = \"strict\"", "invite = \"yes\"", "timeout = -1",
                       "[reinject]\nmethod = \"lmtp\"", "[reinject]\nport = 70000", "[[rules]]\ndomains = []\nmode = \"require-letter\"",

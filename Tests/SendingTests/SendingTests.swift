@@ -25,6 +25,18 @@ let goodConfig = """
 
 @Suite("User configuration")
 struct UserConfigTests {
+    @Test("config.toml(5): its example reads as it stands, and it names every key docs/sending.md shows")
+    func manPage() throws {
+        let example = try #require(try Manual.manPageExample("config.toml.5"))
+        let (config, problems) = UserConfig.parse(example)
+        #expect(problems.isEmpty, "\(problems)")
+        #expect(config?.from == "alice@example.org" && config?.submission.host == "smtp.example.org")
+        let named = try Manual.manPageWords("config.toml.5")
+        let keys = try Manual.tomlKeys("sending.md")
+        #expect(keys.isSuperset(of: ["from", "submission", "password_command", "auth", "reading", "publish_url"]), "\(keys.sorted())")
+        for key in keys { #expect(named.contains(key), "config.toml(5) does not name \(key)") }
+    }
+
     @Test("a good file reads as written, with defaults where it is silent")
     func good() throws {
         let (config, problems) = UserConfig.parse(goodConfig)
