@@ -164,7 +164,7 @@ let package = Package(
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
+                "Platform", "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
                 "Settings", "Store", "Outbox", "Sending", "Contacts", "Compose", "ComposeStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
