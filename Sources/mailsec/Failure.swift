@@ -32,7 +32,7 @@ extension ExitStatus {
         case is PublishError, is StreamingError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
-        case is OutboxError, is LocalStoreError, is ConfigError, is PasswordError, is ContactsError: self = .temporary
+        case is OutboxError, is ConfigError, is PasswordError, is ContactsError: self = .temporary
         case let error as ComposeError:
             switch error.code {
             case .downgrade, .notSendable: self = .refused
@@ -98,11 +98,9 @@ func describe(_ error: any Error) -> String {
     case let error as PolicyError: error.description
     case let error as PublishError: error.description
     case let error as SpanBlobError: error.description
-    case let error as StoreError: error.description
     case let error as IntegrityError: error.description
     case let error as StreamingError: error.description
     case let error as OutboxError: error.description
-    case let error as LocalStoreError: error.description
     case let error as ConfigError: error.description
     case let error as PasswordError: error.description
     case let error as ContactsError: error.description
