@@ -40,7 +40,7 @@ let package = Package(
         // The SMTP client: sockets, DNS with every address tried, and TLS (BoringSSL).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
-        // The user's store (outbox): SQLite.
+        // SQLite: the user's store (outbox …) and the reading server's documents.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // Hummingbird's own: the reading server's connection limits are NIO channel handlers.
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
@@ -60,11 +60,6 @@ let package = Package(
             name: "CGumbo",
             pkgConfig: "gumbo",
             providers: [.apt(["libgumbo-dev"])]
-        ),
-        .systemLibrary(
-            name: "CSQLite",
-            pkgConfig: "sqlite3",
-            providers: [.apt(["libsqlite3-dev"])]
         ),
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
         // Child processes with a deadline that kill their whole group (no dependencies).
@@ -97,7 +92,8 @@ let package = Package(
         ]),
         // `mailsec serve`: the HTTP server, its SQLite store and the reading page.
         .target(name: "ReadingServer", dependencies: [
-            "PartialEncryption", "CSQLite",
+            "Platform", "PartialEncryption", "Store",
+            .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -143,7 +139,7 @@ let package = Package(
         .target(name: "FilterDaemon", dependencies: ["Filter", "Pipeline", "OpenPGP", "SMTPListener"]),
         // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
         // the folder, the file modes and the migrations every feature adds to.
-        .target(name: "Store", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "Store", dependencies: ["Platform", .product(name: "GRDB", package: "GRDB.swift")]),
         // A compose session's persistence: drafts sealed to the sender's own
         // key in the store, and the outbox as where a sent mail goes.
         // Sending: the copies go into the outbox as `send` puts them there (one
@@ -164,7 +160,7 @@ let package = Package(
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
+                "Platform", "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
                 "Settings", "Store", "Outbox", "Sending", "Contacts", "Compose", "ComposeStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -199,7 +195,8 @@ let package = Package(
         ]),
         // Issue 12 A as an attacker: hostile mails through the built CLI, every copy read by GMime and Python.
         .testTarget(name: "AdversarialTests", dependencies: ["MIME", "TestSupport"], exclude: ["mail_views.py", "hostile_classes.py", "adversarial_e2e.py"]),
-        .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "TestSupport"]),
+        .testTarget(name: "ReadingServerTests", dependencies: ["ReadingServer", "PartialEncryption", "HTTPRequests", "Platform", "TestSupport",
+                                                                .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "SMTPListenerTests", dependencies: ["SMTPListener", "TestSupport"], exclude: ["Clients"]),
         .testTarget(name: "ContactsTests", dependencies: ["Contacts", "Store", "OpenPGP", "MIME", "Pipeline", "Incoming", "Policy", "TestSupport"]),

@@ -3,6 +3,7 @@ import MIME
 import Synchronization
 import OpenPGP
 import Pipeline
+import Platform
 import Policy
 
 /// How one run of the filter ended: the exit status for the MTA, the one
@@ -73,11 +74,11 @@ public struct FilterResources: Sendable {
 /// filter alike; they differ only in the ``FilterResources`` passed in.
 public struct MailFilter: Sendable {
     /// EX_TEMPFAIL: Postfix keeps the mail and retries.
-    public static let deferred: Int32 = 75
+    public static let deferred: Int32 = ExitStatus.temporary.rawValue
     /// EX_DATAERR: the message is bad; Postfix bounces it.
-    public static let dataError: Int32 = 65
+    public static let dataError: Int32 = ExitStatus.dataError.rawValue
     /// EX_UNAVAILABLE: refused by policy; Postfix bounces it.
-    public static let refused: Int32 = 69
+    public static let refused: Int32 = ExitStatus.refused.rawValue
 
     /// The mails being filtered in this process, by journal key. A resident
     /// filter may be given the same mail again while its first try still
@@ -294,15 +295,15 @@ public struct MailFilter: Sendable {
         case is KeyLossError, is KeyChangeError, is KeyContinuityError, is KeyringError, is StreamingError:
             return (deferred, "deferred: \(error); the mail stays queued")
         case let error as PipelineError:
-            switch error.code {
-            case .refused: return (refused, "refused: \(error.description); nothing was sent")
-            case .signedMailNeedsRedaction, .notYetSupported, .noPublisher, .noticeNeedsLetter, .publishRefused:
-                return (refused, "refused: \(error.description)")
-            case .publishFailed: return (deferred, "deferred: \(error.description); the mail stays queued")
-            case .noRecipients, .noSender, .unredactable, .unreadable: return (dataError, "rejected: \(error.description)")
-            case .noSigningKey:
-                return (deferred, "deferred: \(error.description) (give the filter's GnuPG home the sender's secret key)")
-            default: return (deferred, "deferred: \(error.description); the mail stays queued")
+            // The status is the error's own, as the command line's (PipelineError+Status); the line adds what the MTA's admin reads.
+            let line = error.safeDescription
+            return switch error.exitStatus {
+            case .dataError: (dataError, "rejected: \(line)")
+            case .temporary where error.code == .noSigningKey:
+                (deferred, "deferred: \(line) (give the filter's GnuPG home the sender's secret key)")
+            case .temporary: (deferred, "deferred: \(line); the mail stays queued")
+            case .refused where error.code == .refused: (refused, "refused: \(line); nothing was sent")
+            case let status: (status.rawValue, "refused: \(line)")
             }
         case let error as GPGMEError:
             return (deferred, "deferred: GnuPG failed (\(error.description)); the mail stays queued")

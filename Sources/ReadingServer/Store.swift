@@ -1,7 +1,9 @@
-internal import CSQLite
+import Crypto
 import Foundation
+import GRDB
 import PartialEncryption
-import Synchronization
+import Platform
+import Store
 
 /// An error of the reading server's store, with SQLite's result code. Never
 /// carries stored content. Match a code in a `catch` clause with
@@ -14,34 +16,35 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public let rawValue: Int32
         /// A code from its C value.
         public init(rawValue: Int32) { self.rawValue = rawValue }
+        init(_ code: ResultCode) { self.rawValue = code.rawValue }
 
         /// The primary code of an extended one (`SQLITE_IOERR_READ` → `SQLITE_IOERR`).
-        public var primary: Code { Code(rawValue: rawValue & 0xFF) }
+        public var primary: Code { Code(ResultCode(rawValue: rawValue).primaryResultCode) }
 
         /// `SQLITE_ERROR`: a generic error (SQL, a missing table …).
-        public static let error = Code(rawValue: SQLITE_ERROR)
+        public static let error = Code(.SQLITE_ERROR)
         /// `SQLITE_PERM`: access permission denied.
-        public static let permission = Code(rawValue: SQLITE_PERM)
+        public static let permission = Code(.SQLITE_PERM)
         /// `SQLITE_BUSY`: another connection holds the database longer than the busy timeout.
-        public static let busy = Code(rawValue: SQLITE_BUSY)
+        public static let busy = Code(.SQLITE_BUSY)
         /// `SQLITE_LOCKED`: a table is locked by this connection.
-        public static let locked = Code(rawValue: SQLITE_LOCKED)
+        public static let locked = Code(.SQLITE_LOCKED)
         /// `SQLITE_NOMEM`: out of memory.
-        public static let noMemory = Code(rawValue: SQLITE_NOMEM)
+        public static let noMemory = Code(.SQLITE_NOMEM)
         /// `SQLITE_READONLY`: the database file cannot be written.
-        public static let readOnly = Code(rawValue: SQLITE_READONLY)
+        public static let readOnly = Code(.SQLITE_READONLY)
         /// `SQLITE_IOERR`: the operating system reported an I/O error.
-        public static let ioError = Code(rawValue: SQLITE_IOERR)
+        public static let ioError = Code(.SQLITE_IOERR)
         /// `SQLITE_CORRUPT`: the database file is damaged.
-        public static let corrupt = Code(rawValue: SQLITE_CORRUPT)
+        public static let corrupt = Code(.SQLITE_CORRUPT)
         /// `SQLITE_FULL`: the disk is full.
-        public static let full = Code(rawValue: SQLITE_FULL)
+        public static let full = Code(.SQLITE_FULL)
         /// `SQLITE_CANTOPEN`: the file (or its folder) cannot be opened.
-        public static let cannotOpen = Code(rawValue: SQLITE_CANTOPEN)
+        public static let cannotOpen = Code(.SQLITE_CANTOPEN)
         /// `SQLITE_CONSTRAINT`: a constraint failed (an identifier already taken).
-        public static let constraint = Code(rawValue: SQLITE_CONSTRAINT)
+        public static let constraint = Code(.SQLITE_CONSTRAINT)
         /// `SQLITE_NOTADB`: the file is not an SQLite database.
-        public static let notADatabase = Code(rawValue: SQLITE_NOTADB)
+        public static let notADatabase = Code(.SQLITE_NOTADB)
 
         /// Lets `catch StoreError.Code.busy` match a thrown ``StoreError``: the
         /// same code, or an extended code of this primary one.
@@ -53,13 +56,48 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// SQLite's result code.
     public let code: Code
-    /// What the store was doing, and SQLite's text for the code (`sqlite3_errstr`).
+    /// What the store was doing, and SQLite's reason; one line.
     public let description: String
 
+    /// An error with SQLite's `code` while doing `what`.
     init(_ code: Int32, _ what: String) {
         self.code = Code(rawValue: code)
-        self.description = "\(what): \(String(cString: sqlite3_errstr(code)))"
+        self.description = "\(what): \(ResultCode(rawValue: code))"
     }
+
+    /// The store's error for a database error while doing `what`.
+    init(_ error: any Error, _ what: String) {
+        switch error {
+        case let error as StoreError:
+            self = error
+        case let error as DatabaseError:
+            code = Code(error.extendedResultCode)
+            description = "\(what) (\(DatabaseFile.describe(error)))"
+        case let error as LocalStoreError:
+            // The house's opening of the file: its line names the file and the reason.
+            code = error.code == .damaged ? .corrupt : .cannotOpen
+            description = error.description
+        default:
+            code = .error
+            description = "\(what) (\(DatabaseFile.describe(error)))"
+        }
+    }
+}
+
+extension StoreError: MailsecError {
+    /// 73 (`EX_CANTCREAT`) when the file cannot be opened or written at all
+    /// (a missing folder, permissions, a read-only file); otherwise 75: a
+    /// busy, full or damaged store is for the administrator to mend, and the
+    /// server is started again (systemd's `Restart=`) rather than serve from it.
+    public var exitStatus: ExitStatus {
+        switch code.primary {
+        case .cannotOpen, .permission, .readOnly: .cannotCreate
+        default: .temporary
+        }
+    }
+
+    /// ``description``: what the store was doing and SQLite's reason, never stored content.
+    public var safeDescription: String { description }
 }
 
 /// One stored postcard.
@@ -76,133 +114,161 @@ public struct StoredPostcard: Sendable {
 
 /// The published postcards in one SQLite file: identifier, the reading
 /// document (no password, no span text), the SHA-256 of the deletion token,
-/// creation and expiry times. `secure_delete` is on, so a deleted or expired
-/// entry's bytes are overwritten in the file, not just unlinked from the tree.
+/// creation and expiry times. The file is opened as the user's store is
+/// (``DatabaseFile``: 0600, WAL, durable commits, `secure_delete`, damage
+/// reported rather than opened); after a deletion the WAL is written back
+/// and truncated, so a deleted or expired entry's bytes are overwritten in
+/// the file and gone from the WAL, not just unlinked from the tree.
 ///
-/// One connection (`sqlite3`) behind a lock: the server's handlers run on
-/// many threads, and SQLite writes are serialised anyway.
+/// A file made by the releases before GRDB (the same table, journal mode
+/// DELETE) opens as it is: the first migration creates only what is
+/// missing, the second adds each entry's SHA-256 (identifier and document).
+/// It is checked on every read, so bytes changed in the file are never
+/// served as a document, nor one entry's document under another's identifier.
 public final class PostcardStore: Sendable {
-    // The pointer is only used while the mutex is held.
-    private struct Connection: @unchecked Sendable { let handle: OpaquePointer }
-    private let connection: Mutex<Connection>
+    private let file: DatabaseFile
     /// The SQLite file.
-    public let path: String
+    public var path: String { file.path }
 
-    /// Opens (or creates, mode 0600) the store at `path`.
+    /// Opens (or creates, mode 0600) the store at `path`. A file SQLite
+    /// finds damaged (`PRAGMA quick_check`, every page read once) is not
+    /// served from: the server does not start.
     public init(path: String) throws(StoreError) {
-        self.path = path
-        let fresh = !FileManager.default.fileExists(atPath: path)
-        if fresh {
-            let fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0o600)
-            if fd >= 0 { close(fd) }
+        do {
+            file = try DatabaseFile(path: path, migrator: Self.migrator, lock: path + ".lock", label: "mailsec-serve")
+        } catch {
+            // A file that is there to be read but will not open is damaged
+            // (75), not an output that cannot be made (73).
+            let damaged = error.code == .cannotOpen && access(path, R_OK | W_OK) == 0
+            throw StoreError(damaged ? LocalStoreError(.damaged, error.description) : error, "cannot open the store")
         }
-        var handle: OpaquePointer?
-        let status = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
-        guard status == SQLITE_OK, let handle else {
-            sqlite3_close(handle)
-            throw StoreError(status, "cannot open the store")
+        let problems = try read("cannot check the store") { db in try String.fetchAll(db, sql: "PRAGMA quick_check(5)") }
+        guard problems == ["ok"] else {
+            let first = problems.first.map { $0.split(whereSeparator: \.isNewline).joined(separator: " ") } ?? "no answer"
+            throw StoreError(StoreError.Code.corrupt.rawValue, "the store \(path) is damaged (\(first)); restore it from a backup")
         }
-        connection = Mutex(Connection(handle: handle))
-        sqlite3_busy_timeout(handle, 5000)
-        try execute("""
-            PRAGMA secure_delete = ON;
-            PRAGMA journal_mode = DELETE;
-            CREATE TABLE IF NOT EXISTS postcards (
-                id TEXT PRIMARY KEY,
-                document BLOB NOT NULL,
-                delete_token_sha256 BLOB NOT NULL,
-                created INTEGER NOT NULL,
-                expires INTEGER NOT NULL
-            );
-            CREATE INDEX IF NOT EXISTS postcards_expires ON postcards(expires);
-            """)
     }
 
-    deinit {
-        connection.withLock { _ = sqlite3_close($0.handle) }
-    }
-
-    private func execute(_ sql: String) throws(StoreError) {
-        let status = connection.withLock { sqlite3_exec($0.handle, sql, nil, nil, nil) }
-        guard status == SQLITE_OK else { throw StoreError(status, "cannot prepare the store") }
-    }
-
-    /// Runs one statement with `bindings`; `row` sees each result row.
-    private func run(_ sql: String, _ bindings: [Binding], row: ((OpaquePointer) -> Void)? = nil) throws(StoreError) -> Int32 {
-        let result: Result<Int32, StoreError> = connection.withLock { connection in
-            var statement: OpaquePointer?
-            var status = sqlite3_prepare_v2(connection.handle, sql, -1, &statement, nil)
-            guard status == SQLITE_OK, let statement else { return .failure(StoreError(status, "cannot query the store")) }
-            defer { sqlite3_finalize(statement) }
-            for (index, binding) in bindings.enumerated() {
-                let position = Int32(index + 1)
-                switch binding {
-                case .text(let text): status = sqlite3_bind_text(statement, position, text, -1, sqliteTransient)
-                case .blob(let bytes):
-                    status = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), sqliteTransient) }
-                case .integer(let value): status = sqlite3_bind_int64(statement, position, value)
-                }
-                guard status == SQLITE_OK else { return .failure(StoreError(status, "cannot query the store")) }
-            }
-            while true {
-                status = sqlite3_step(statement)
-                if status == SQLITE_ROW { row?(statement); continue }
-                guard status == SQLITE_DONE else { return .failure(StoreError(status, "cannot query the store")) }
-                return .success(sqlite3_changes(connection.handle))
+    /// The store's tables, as migrations applied in order (never changed once released).
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        // The table as the hand-written store made it: IF NOT EXISTS, so that
+        // its files (with no migration record) take this migration as done.
+        migrator.registerMigration("postcards-1") { db in
+            try db.execute(sql: """
+                CREATE TABLE IF NOT EXISTS postcards (
+                    id TEXT PRIMARY KEY,
+                    document BLOB NOT NULL,
+                    delete_token_sha256 BLOB NOT NULL,
+                    created INTEGER NOT NULL,
+                    expires INTEGER NOT NULL
+                );
+                CREATE INDEX IF NOT EXISTS postcards_expires ON postcards(expires);
+                """)
+        }
+        // Each entry's digest (``digest(id:document:)``), checked when it is
+        // read; computed here for the entries stored before, so that a
+        // missing one is damage.
+        migrator.registerMigration("postcards-2") { db in
+            try db.execute(sql: "ALTER TABLE postcards ADD COLUMN entry_sha256 BLOB")
+            for row in try Row.fetchAll(db, sql: "SELECT rowid, id, document FROM postcards") {
+                guard case .string(let id) = (row["id"] as DatabaseValue).storage,
+                      case .blob(let document) = (row["document"] as DatabaseValue).storage else { continue }
+                try db.execute(sql: "UPDATE postcards SET entry_sha256 = ? WHERE rowid = ?",
+                               arguments: [digest(id: id, document: document), row["rowid"] as DatabaseValue])
             }
         }
-        return try result.get()
+        return migrator
     }
 
-    private enum Binding { case text(String), blob([UInt8]), integer(Int64) }
+    /// SHA-256 over the identifier and the document: a row whose document
+    /// or whose identifier changed in the file (one entry's bytes now
+    /// naming another's identifier) no longer matches.
+    static func digest(id: String, document: Data) -> Data {
+        Data(SHA256.hash(data: Data(id.utf8) + [0] + document))
+    }
+
+    /// Runs `body` on the writer, its database errors as ``StoreError``.
+    private func write<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+        do { return try file.pool.write(body) } catch { throw StoreError(error, what) }
+    }
+
+    /// Runs `body` on a reader, its database errors as ``StoreError``.
+    private func read<T>(_ what: String, _ body: (Database) throws -> T) throws(StoreError) -> T {
+        do { return try file.pool.read(body) } catch { throw StoreError(error, what) }
+    }
 
     /// Stores a document; `deleteToken` is kept only as its SHA-256.
     public func insert(id: String, document: [UInt8], deleteTokenDigest: [UInt8], created: Int64, expires: Int64) throws(StoreError) {
-        _ = try run("INSERT INTO postcards (id, document, delete_token_sha256, created, expires) VALUES (?, ?, ?, ?, ?)",
-                    [.text(id), .blob(document), .blob(deleteTokenDigest), .integer(created), .integer(expires)])
+        try write("cannot store the document") { db in
+            try db.execute(sql: """
+                INSERT INTO postcards (id, document, delete_token_sha256, created, expires, entry_sha256)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [id, Data(document), Data(deleteTokenDigest), created, expires, Self.digest(id: id, document: Data(document))])
+        }
     }
 
-    /// The entry `id` if it exists and has not expired at `now`.
+    /// The entry `id` if it exists and has not expired at `now`. A row that
+    /// is not the one asked for (a damaged index), holds a value of the wrong
+    /// kind, or whose document does not match its SHA-256 is damage: thrown,
+    /// never returned.
     public func find(id: String, now: Int64) throws(StoreError) -> StoredPostcard? {
-        var found: StoredPostcard?
-        _ = try run("SELECT document, created, expires FROM postcards WHERE id = ? AND expires > ?", [.text(id), .integer(now)]) { statement in
-            let count = Int(sqlite3_column_bytes(statement, 0))
-            let bytes = sqlite3_column_blob(statement, 0).map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []
-            found = StoredPostcard(id: id, document: bytes, created: sqlite3_column_int64(statement, 1),
-                                   expires: sqlite3_column_int64(statement, 2))
+        let path = path
+        return try read("cannot read the store") { db in
+            let sql = "SELECT id, document, created, expires, entry_sha256 FROM postcards WHERE id = ? AND expires > ?"
+            guard let row = try Row.fetchOne(db, sql: sql, arguments: [id, now]) else { return nil }
+            // Read as stored values: a damaged record may hold any kind, and a
+            // typed read of the wrong kind would stop the process.
+            func value(_ column: String) -> DatabaseValue.Storage { (row[column] as DatabaseValue).storage }
+            guard case .string(id) = value("id"), case .blob(let document) = value("document"),
+                  case .int64(let created) = value("created"), case .int64(let expires) = value("expires"),
+                  case .blob(let digest) = value("entry_sha256"), digest == Self.digest(id: id, document: document) else {
+                throw StoreError(StoreError.Code.corrupt.rawValue, "the store \(path) is damaged: an entry does not hold what was stored")
+            }
+            return StoredPostcard(id: id, document: Array(document), created: created, expires: expires)
         }
-        return found
     }
 
     /// The SHA-256 of the deletion token of `id`, nil when there is no such entry.
     public func deleteTokenDigest(id: String) throws(StoreError) -> [UInt8]? {
-        var digest: [UInt8]?
-        _ = try run("SELECT delete_token_sha256 FROM postcards WHERE id = ?", [.text(id)]) { statement in
-            let count = Int(sqlite3_column_bytes(statement, 0))
-            digest = sqlite3_column_blob(statement, 0).map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []
+        let path = path
+        return try read("cannot read the store") { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT id, delete_token_sha256 FROM postcards WHERE id = ?", arguments: [id]) else {
+                return nil
+            }
+            guard case .string(id) = (row["id"] as DatabaseValue).storage,
+                  case .blob(let digest) = (row["delete_token_sha256"] as DatabaseValue).storage else {
+                throw StoreError(StoreError.Code.corrupt.rawValue, "the store \(path) is damaged: an entry does not hold what was stored")
+            }
+            return Array(digest)
         }
-        return digest
     }
 
     /// Deletes `id`; true when there was such an entry.
     @discardableResult
     public func delete(id: String) throws(StoreError) -> Bool {
-        try run("DELETE FROM postcards WHERE id = ?", [.text(id)]) > 0
+        try deleting("cannot delete from the store", "DELETE FROM postcards WHERE id = ?", [id]) > 0
     }
 
     /// Deletes every entry expired at `now`; returns how many.
     @discardableResult
     public func purge(now: Int64) throws(StoreError) -> Int {
-        Int(try run("DELETE FROM postcards WHERE expires <= ?", [.integer(now)]))
+        try deleting("cannot purge the store", "DELETE FROM postcards WHERE expires <= ?", [now])
+    }
+
+    /// Runs a deletion; when it deleted anything, the WAL's older pages
+    /// (the deleted bytes among them) are written back and dropped.
+    private func deleting(_ what: String, _ sql: String, _ arguments: StatementArguments) throws(StoreError) -> Int {
+        let count = try write(what) { db in
+            try db.execute(sql: sql, arguments: arguments)
+            return db.changesCount
+        }
+        if count > 0 { file.forgetOldPages() }
+        return count
     }
 
     /// How many entries there are.
     public func count() throws(StoreError) -> Int {
-        var count = 0
-        _ = try run("SELECT count(*) FROM postcards", []) { count = Int(sqlite3_column_int64($0, 0)) }
-        return count
+        try read("cannot read the store") { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM postcards") ?? 0 }
     }
 }
-
-/// SQLite copies the bound value (SQLITE_TRANSIENT, a macro Swift cannot import).
-private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Platform
 
 /// The user's store could not be opened or used. Never carries stored content.
 ///
@@ -44,6 +45,13 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+extension LocalStoreError: MailsecError {
+    /// 75 for every code: the mail (or the command) waits until the store can be used again.
+    public var exitStatus: ExitStatus { .temporary }
+    /// ``description``: it names the folder or file and the reason, never stored content.
+    public var safeDescription: String { description }
+}
+
 /// The user's local store: one SQLite database (WAL) in a private folder,
 /// `$XDG_DATA_HOME/mailsec/` (by default `~/.local/share/mailsec/`). The
 /// folder is 0700 and every file in it 0600, also those SQLite makes later
@@ -66,9 +74,9 @@ public final class LocalStore: Sendable {
     public static let busyTimeout: TimeInterval = 30
 
     /// The database, for the targets that keep their tables here.
-    package let database: DatabasePool
-    /// Counts this store as open in this process while it lives (``StoreFileCheck``).
-    private let openHere: StoreFileCheck.OpenHere
+    package var database: DatabasePool { file.pool }
+    /// The database file, opened as every store's is.
+    private let file: DatabaseFile
 
     /// `$XDG_DATA_HOME/mailsec`, or `$HOME/.local/share/mailsec` (XDG Base Directory).
     public static func defaultFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -95,80 +103,8 @@ public final class LocalStore: Sendable {
         // A folder others can read would show who one writes to: close it.
         if info.st_mode & 0o077 != 0 { chmod(folder, 0o700) }
 
-        // A store that exists is never made anew: an empty or damaged file, or
-        // a damaged WAL, is reported (StoreFileCheck) and the store not opened.
-        let file = folder + "/mailsec.sqlite"
-        try StoreFileCheck.check(file)
-        if access(file, F_OK) != 0 { try Self.create(file) }
-        let fd = open(file, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw LocalStoreError(.cannotOpen, "cannot open the store \(file): \(String(cString: strerror(errno)))") }
-        fchmod(fd, 0o600)
-        close(fd)
-
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(Self.busyTimeout)
-        configuration.label = "mailsec"
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            // Deleted content is overwritten with zeros, whatever SQLite's build
-            // says (a password notice's bytes must not stay in free space).
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-        }
-        do {
-            database = try DatabasePool(path: file, configuration: configuration)
-            // GRDB puts a pool's writer in WAL mode after prepareDatabase, and
-            // with it synchronous = NORMAL (a commit not synced until the next
-            // checkpoint: lost at a power cut). The writer is the one connection
-            // that commits; it gets FULL back here, for good.
-            try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            try Self.migrate(database, folder: folder)
-        } catch let error as LocalStoreError {
-            throw error
-        } catch {
-            throw LocalStoreError(.cannotOpen, "cannot open the store \(file) (\(Self.describe(error)))")
-        }
-        for suffix in ["-wal", "-shm"] { chmod(file + suffix, 0o600) }
-        openHere = StoreFileCheck.OpenHere(file)
-    }
-
-    /// Makes a new store whole under a private name (0600 before SQLite
-    /// opens it, so it never exists wider), its tables in place, and links it
-    /// into place: the store's own name never holds an empty file, so an
-    /// empty one there is damage, never "a store about to be made". Two
-    /// processes making it at once: the first link wins.
-    private static func create(_ file: String) throws(LocalStoreError) {
-        let temporary = file + ".new.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LocalStoreError(.cannotOpen, "cannot make the store \(file): \(String(cString: strerror(errno)))") }
-        close(fd)
-        defer { unlink(temporary); unlink(temporary + "-journal") }
-        do {
-            var configuration = Configuration()
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-            let queue = try DatabaseQueue(path: temporary, configuration: configuration)
-            try Schema.migrator.migrate(queue)
-            try queue.close()
-        } catch {
-            throw LocalStoreError(.cannotOpen, "cannot make the store \(file) (\(Self.describe(error)))")
-        }
-        guard link(temporary, file) == 0 || errno == EEXIST else {
-            throw LocalStoreError(.cannotOpen, "cannot make the store \(file): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// Brings the tables up to date holding `store.lock` (flock) in the
-    /// folder: two processes opening a new store at once (`send` while
-    /// `outbox watch` starts) both saw no table, and the second failed
-    /// making one the first had made.
-    private static func migrate(_ database: DatabasePool, folder: String) throws {
-        let path = folder + "/store.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw LocalStoreError(.cannotOpen, "cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }  // closing drops the lock
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw LocalStoreError(.cannotOpen, "cannot lock \(path): \(String(cString: strerror(errno)))") }
-        }
-        try Schema.migrator.migrate(database)
+        file = try DatabaseFile(path: folder + "/mailsec.sqlite", migrator: Schema.migrator, lock: folder + "/store.lock",
+                                label: "mailsec")
     }
 
     /// Writes the WAL into the database and truncates it to nothing, so that
@@ -176,13 +112,8 @@ public final class LocalStore: Sendable {
     /// password notice's) stays in it while another process keeps the store
     /// open. Best effort: a reader holding an old snapshot past
     /// ``busyTimeout`` leaves the WAL as it is, for the next call.
-    package func forgetOldPages() {
-        _ = try? database.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-    }
+    package func forgetOldPages() { file.forgetOldPages() }
 
     /// A database error without its SQL arguments (they may be mail content).
-    package static func describe(_ error: any Error) -> String {
-        if let error = error as? DatabaseError { return "SQLite: \(error.message ?? "error \(error.resultCode.rawValue)")" }
-        return "\(type(of: error))"
-    }
+    package static func describe(_ error: any Error) -> String { DatabaseFile.describe(error) }
 }

@@ -6,6 +6,7 @@ import MIME
 import OpenPGP
 import PartialEncryption
 import Pipeline
+import Platform
 import Outbox
 import ReadingServer
 import Sending
@@ -13,50 +14,25 @@ import Settings
 import Store
 import Policy
 
-/// sysexits.h codes the tool exits with.
-enum ExitStatus: Int32 {
-    case success = 0
-    /// The answer is no (not verified, nothing imported), or GnuPG refused for good.
-    case failure = 1
-    /// EX_USAGE
-    case usage = 64
-    /// EX_DATAERR: the message is not acceptable.
-    case dataError = 65
-    /// EX_NOINPUT: an input file cannot be read.
-    case noInput = 66
-    /// EX_UNAVAILABLE: refused by policy, e.g. no usable key for a letter.
-    case refused = 69
-    /// EX_CANTCREAT: an output cannot be made.
-    case cannotCreate = 73
-    /// EX_TEMPFAIL: try again later (agent unreachable, time-out).
-    case temporary = 75
-    /// EX_PROTOCOL: the submission server refused recipients for good.
-    case serverRefused = 76
-    /// EX_CONFIG: the configuration has problems (`config check`).
-    case config = 78
+/// sysexits.h codes the tool exits with (Platform's, so that the filter reads the same).
+typealias ExitStatus = Platform.ExitStatus
 
+extension ExitStatus {
+    /// The status for `error`: a ``MailsecError``'s own, the others' from the table below until each carries its own.
     init(for error: any Error) {
         switch error {
         case let error as CommandFailure: self = error.status
+        case let error as any MailsecError: self = error.exitStatus
         case let error as GPGMEError: self = error.isTemporary ? .temporary : .failure
         case is KeyringError, is KeyLossError, is KeyContinuityError: self = .temporary
         case is KeyChangeError: self = .refused  // until the person accepts the key
         case is EnvelopeAddressError: self = .dataError
         case let error as PolicyError: self = error.code == .conflictingOptions ? .usage : .dataError
-        case let error as PipelineError:
-            switch error.code {
-            case .noRecipients, .noSender, .unredactable, .unreadable: self = .dataError
-            case .refused, .noSigningKey, .signedMailNeedsRedaction: self = .refused
-            case .notYetSupported, .noPublisher: self = .usage
-            case .publishFailed: self = .temporary
-            case .noticeNeedsLetter, .publishRefused: self = .refused
-            default: self = .temporary  // a code added later: "try again" until it is placed
-            }
         case is MIMEError, is LetterError, is UnsendableMessageError: self = .dataError
         case is PublishError, is StreamingError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
-        case is OutboxError, is LocalStoreError, is ConfigError, is PasswordError, is ContactsError: self = .temporary
+        case is OutboxError, is ConfigError, is PasswordError, is ContactsError: self = .temporary
         case let error as ComposeError:
             switch error.code {
             case .downgrade, .notSendable: self = .refused
@@ -109,6 +85,7 @@ struct CommandFailure: Error, CustomStringConvertible {
 func describe(_ error: any Error) -> String {
     switch error {
     case let error as CommandFailure: error.description
+    case let error as any MailsecError: error.safeDescription
     case let error as GPGMEError: error.description
     case let error as KeyringError: error.description
     case let error as KeyLossError: error.description
@@ -119,14 +96,11 @@ func describe(_ error: any Error) -> String {
     case let error as LetterError: error.description
     case let error as InvalidAddressError: error.description
     case let error as PolicyError: error.description
-    case let error as PipelineError: error.description
     case let error as PublishError: error.description
     case let error as SpanBlobError: error.description
-    case let error as StoreError: error.description
     case let error as IntegrityError: error.description
     case let error as StreamingError: error.description
     case let error as OutboxError: error.description
-    case let error as LocalStoreError: error.description
     case let error as ConfigError: error.description
     case let error as PasswordError: error.description
     case let error as ContactsError: error.description

@@ -221,9 +221,9 @@ struct Encrypt: ParsableCommand {
                 (.usage, "usage error"),
                 (.dataError, "not a message, no recipients, unbalanced markers, a marker redaction cannot reach"),
                 (.noInput, "the message (or the token file) cannot be read"),
-                (.refused, "refused: a letter is required but a key is missing, no signing key, a signed mail would need redaction"),
+                (.refused, "refused: a letter is required but a key is missing, a signed mail would need redaction"),
                 (.cannotCreate, "the --out folder or the --password-to file cannot be made"),
-                (.temporary, "a recipient's remembered key is gone (key continuity); GnuPG or its agent unusable, the reading server unreachable, anything unexpected: try again"),
+                (.temporary, "no signing key (the mail waits until it is there); a recipient's remembered key is gone (key continuity); GnuPG or its agent unusable, the reading server unreachable, anything unexpected: try again"),
             ]))
             """
     )

@@ -174,7 +174,8 @@ struct Serve: ParsableCommand {
                 FileHandle.standardError.write(Data((Self.timestamp() + " " + line + "\n").utf8))
             }
         } catch {
-            throw CommandFailure("cannot open the store \(store): \(error.description)", status: .cannotCreate)
+            // 73 when the file cannot be made, 75 for a busy or damaged one (StoreError's own status).
+            throw CommandFailure("cannot open the store \(store): \(error.description)", status: error.exitStatus)
         }
         let host = listen
         let outcome = Outcome()
