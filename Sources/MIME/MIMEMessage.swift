@@ -333,30 +333,35 @@ extension MailAddress {
 /// begins with `--` (a boundary, as far as can be told before parsing), and
 /// in a mailbox every `From ` line; it ends at the first empty line.
 enum HeaderScan {
-    /// Like ``refuseNUL(in:mbox:)`` for the first `size` bytes of a regular file: read in pieces to
-    /// find whether there is a NUL at all, and only then mapped to place it.
+    /// Like ``refuseNUL(in:mbox:)`` for the first `size` bytes of a regular
+    /// file, read in pieces of 1 MiB, never mapped or held whole (a mapped
+    /// file's pages count as the process's own memory): once to find
+    /// whether there is a NUL at all, as nearly all mail has none, and only
+    /// then once more, line by line, to place it.
     static func refuseNUL(inFile fd: Int32, size: Int, mbox: Bool = false) throws {
         guard size > 0 else { return }
-        // Nearly all mail has no NUL at all: looked for in pieces first, so
-        // that a large file is not mapped (its pages would count as ours).
         var piece = [UInt8](repeating: 0, count: min(size, 1 << 20))
-        var offset = 0, sawNUL = false
-        while offset < size && !sawNUL {
-            let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw MIMEError(.io, detail: String(cString: strerror(errno)))
+        func eachPiece(_ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
+            var offset = 0
+            while offset < size {
+                let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, min($0.count, size - offset), off_t(offset)) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw MIMEError(.io, detail: String(cString: strerror(errno)))
+                }
+                if count == 0 { break }
+                guard try piece.withUnsafeBytes({ try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { return }
+                offset += count
             }
-            if count == 0 { break }
-            sawNUL = piece.withUnsafeBytes { memchr($0.baseAddress!, 0, count) != nil }
-            offset += count
+        }
+        var sawNUL = false
+        try eachPiece { bytes in
+            sawNUL = memchr(bytes.baseAddress!, 0, bytes.count) != nil
+            return !sawNUL
         }
         guard sawNUL else { return }
-        guard let map = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
-            throw MIMEError(.io, detail: String(cString: strerror(errno)))
-        }
-        defer { munmap(map, size) }
-        try refuseNUL(in: UnsafeRawBufferPointer(start: map, count: size), mbox: mbox)
+        var scan = Lines(mbox: mbox)
+        try eachPiece { try scan.feed($0); return true }
     }
 
     static func refuseNUL(in bytes: [UInt8], mbox: Bool = false) throws {
@@ -364,39 +369,65 @@ enum HeaderScan {
     }
 
     static func refuseNUL(in bytes: UnsafeRawBufferPointer, mbox: Bool = false) throws {
-        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
-        let count = bytes.count
-        var from = 0
-        // Only the NULs matter: for each, walk back line by line. An empty
-        // line first means a body; a `--` line or the start of the input
-        // first means a header section.
-        var previousNUL = -1
-        while from < count, let found = memchr(base + from, 0, count - from) {
-            let position = UnsafeRawPointer(found).assumingMemoryBound(to: UInt8.self) - base
-            defer { previousNUL = position }
-            // On the line of the previous NUL (which was in a body): nothing new to learn.
-            if previousNUL >= 0 && memchr(base + previousNUL, 10, position - previousNUL) == nil {
-                from = position + 1
-                continue
+        guard let base = bytes.baseAddress, memchr(base, 0, bytes.count) != nil else { return }
+        var scan = Lines(mbox: mbox)
+        try scan.feed(bytes)
+    }
+
+    /// Follows the input line by line, in pieces of any size, and throws at
+    /// the first NUL in a header section. A line that holds a NUL (and was
+    /// let through, so was in a body) leaves a body behind it, unless it
+    /// starts a header section itself.
+    struct Lines {
+        let mbox: Bool
+        private var inHeader = true         // at the start of the current line
+        private var length = 0              // of the current line so far
+        private var start: [UInt8] = []     // its first five bytes at most
+        private var endsInCR = false
+        private var hasNUL = false
+
+        init(mbox: Bool) { self.mbox = mbox }
+
+        mutating func feed(_ bytes: UnsafeRawBufferPointer) throws {
+            guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+            var at = 0
+            while at < bytes.count {
+                let newline = memchr(base + at, 10, bytes.count - at).map {
+                    UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self) - base
+                }
+                let end = newline ?? bytes.count
+                if end > at {
+                    if !hasNUL && memchr(base + at, 0, end - at) != nil {
+                        if inHeader { throw MIMEError(.nulInHeader) }
+                        hasNUL = true
+                    }
+                    if start.count < 5 { start += UnsafeBufferPointer(start: base + at, count: min(5 - start.count, end - at)) }
+                    length += end - at
+                    endsInCR = base[end - 1] == 13
+                }
+                guard newline != nil else { return }
+                endLine()
+                at = end + 1
             }
-            var lineStart = position
-            while lineStart > 0 && base[lineStart - 1] != 10 { lineStart -= 1 }
-            var inHeader = true
-            var previousEnd = lineStart   // the newline ending the line before
-            while previousEnd > 0 {
-                // Back at the line of the previous NUL, which was in a body: so is this one.
-                if previousNUL >= 0 && previousEnd <= previousNUL { inHeader = false; break }
-                var start = previousEnd - 1
-                while start > 0 && base[start - 1] != 10 { start -= 1 }
-                let length = previousEnd - 1 - start - (previousEnd - 1 > start && base[previousEnd - 2] == 13 ? 1 : 0)
-                if length == 0 { inHeader = false; break }
-                if length >= 2 && base[start] == 45 && base[start + 1] == 45 { break }
-                // In a mailbox a "From " line starts the next message, and so its header section.
-                if mbox && length >= 5 && memcmp(base + start, "From ", 5) == 0 { break }
-                previousEnd = start
+        }
+
+        /// At a line's end: an empty line starts a body; a line beginning
+        /// with `--`, and in a mailbox one beginning with `From `, a header section.
+        private mutating func endLine() {
+            let count = length - (endsInCR ? 1 : 0)
+            if count == 0 {
+                inHeader = false
+            } else if count >= 2 && start[0] == 45 && start[1] == 45 {
+                inHeader = true
+            } else if mbox && count >= 5 && start == Array("From ".utf8) {
+                inHeader = true
+            } else if hasNUL {
+                inHeader = false
             }
-            if inHeader { throw MIMEError(.nulInHeader) }
-            from = position + 1
+            length = 0
+            start.removeAll(keepingCapacity: true)
+            endsInCR = false
+            hasNUL = false
         }
     }
 }

@@ -15,12 +15,13 @@ final class ResidentProcess: @unchecked Sendable {
     private(set) var port = 0
     var logPath: String { folder + "/stderr" }
 
-    init(config: String, home: TemporaryGnuPGHome) throws {
+    /// `environment` is added to the home's (a `PATH` with a gpg that counts its calls, say).
+    init(config: String, home: TemporaryGnuPGHome, environment: [String: String] = [:]) throws {
         folder = try makePrivateDirectory(prefix: "ms-daemon")
         FileManager.default.createFile(atPath: folder + "/stderr", contents: nil)
         process.executableURL = Paths.mailsecExecutable
         process.arguments = ["filter", "--listen", "127.0.0.1:0", "--config", config]
-        process.environment = home.environment
+        process.environment = home.environment.merging(environment) { $1 }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
