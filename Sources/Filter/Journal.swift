@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import Pipeline
 import Synchronization
 
 /// Remembers which recipients of a mail were handed on already, so that a
@@ -127,10 +128,17 @@ public final class Journal {
             text += "K " + key + " " + fingerprint.padding(toLength: 64, withPad: ".", startingAt: 0) + "\n"
         }
         text += MailRecord.birthLine(content.born ?? now)
+        try Self.replace(path, with: Array(text.utf8), in: directory)
+    }
+
+    /// Replaces the file at `path` in the journal's folder with `bytes`
+    /// through a temporary file and a rename, synced: it is there completely
+    /// or not at all (0600).
+    static func replace(_ path: String, with bytes: [UInt8], in directory: String) throws(JournalError) {
+        func reason() -> String { String(cString: strerror(errno)) }
         let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw JournalError(description: "cannot write the journal in \(directory) (\(reason()))") }
-        let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
@@ -160,6 +168,14 @@ public final class Journal {
             throw JournalError(description: "cannot sync the journal folder \(directory)")
         }
         close(folder)
+    }
+
+    /// The pipe filter's Autocrypt exports, kept in the journal's folder
+    /// (`autocrypt-exports`, 0600) from one process to the next.
+    public var keptExports: KeptExports {
+        let directory = directory, path = directory + "/autocrypt-exports"
+        return KeptExports(read: { FileManager.default.contents(atPath: path).map(Array.init) },
+                           write: { bytes in try? Journal.replace(path, with: bytes, in: directory) })
     }
 
     private func reason() -> String { String(cString: strerror(errno)) }

@@ -50,7 +50,8 @@ public struct FilterResult: Sendable {
 }
 
 /// What a filter keeps from one mail to the next. A per-mail process keeps
-/// nothing (``perMail``); the resident filter (`mailsec filter --listen`)
+/// nothing in memory (``perMail``; its Autocrypt exports are kept in the
+/// journal's folder, ``Journal/keptExports``); the resident filter (`mailsec filter --listen`)
 /// keeps key look-ups, dropped when the keyring changes, and its SMTP
 /// sessions to the re-injection address.
 public struct FilterResources: Sendable {
@@ -178,7 +179,8 @@ public struct MailFilter: Sendable {
                 requirements: KeyRequirements(minimumValidity: config.minimumValidity),
                 publisher: config.publisher, readingLifetime: config.readingLifetime)
             pipelineOptions.continuity = continuity
-            pipelineOptions.keyCache = resources.keys
+            // One mail per process keeps its exports in the journal's folder for the next.
+            pipelineOptions.keyCache = resources.keys ?? KeyCache(keeping: journal.keptExports)
             pipelineOptions.noticeMustBeLetter = config.noticeMustBeLetter
             let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.

@@ -24,6 +24,15 @@ public struct KeyringState: Sendable, Hashable {
 
     private let states: [FileState]
 
+    /// The state as one line of numbers, equal exactly when the states are:
+    /// for a cache kept in a file between processes (the pipe filter's exports).
+    package var summary: String {
+        states.map { state in
+            [String(state.device), String(state.inode), String(state.size), String(state.modified),
+             String(state.modifiedNanoseconds), String(state.changed), String(state.changedNanoseconds)].joined(separator: ".")
+        }.joined(separator: " ")
+    }
+
     /// The state of `home` now (nil: `$GNUPGHOME`, then `~/.gnupg`, as gpg takes it).
     public init(home: String?) {
         let folder = KeyringCheck.resolvedHome(home)

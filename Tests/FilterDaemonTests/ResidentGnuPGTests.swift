@@ -56,6 +56,55 @@ struct ResidentGnuPGTests {
         }
     }
 
+    @Test("the pipe filter: its first mail exports the Autocrypt keys; the next takes them from the journal's folder, the same bytes, until the keyring changes")
+    func pipeFilterKeepsExports() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc", "dave-newer.pub.asc"]) { home throws in
+            let (environment, log) = try Self.countingPath(in: home)
+            let peer = try RecordingSMTPServer()
+            let config = try filterConfig(home, reinjectPort: peer.port)
+            let recipients = ["bob@example.org", "nobody@example.org", "carol@example.org", "dave@example.org"]
+            /// One mail through `mailsec filter`: the gpg calls it made, and the Autocrypt fields of its letters.
+            func filter() throws -> (calls: [String], autocrypt: String) {
+                FileManager.default.createFile(atPath: log, contents: nil)
+                let before = peer.transactions.count
+                let mail = "From: Alice <alice@example.org>\nTo: Bob <bob@example.org>, nobody@example.org\nCc: Carol <carol@example.org>\n"
+                    + "Bcc: Dave <dave@example.org>\nSubject: s\nMessage-ID: <\(UUID().uuidString)@example.org>\n\nhello\n"
+                let result = try run(Paths.mailsecExecutable.path, ["filter", "--config", config, "-f", "alice@example.org", "--"] + recipients,
+                                     input: Array(mail.utf8), environment: home.environment.merging(environment) { $1 })
+                try #require(result.status == 0, "\(String(decoding: result.stderr, as: UTF8.self))")
+                // The letters' Autocrypt fields (outside the ciphertext), unfolded.
+                let letters = peer.transactions.dropFirst(before).filter { $0.data.contains("multipart/encrypted") }
+                let fields = letters.map { letter in
+                    let head = letter.data.replacingOccurrences(of: "\r\n", with: "\n").components(separatedBy: "\n\n")[0]
+                    return head.replacingOccurrences(of: "\n ", with: " ").components(separatedBy: "\n").filter { $0.hasPrefix("Autocrypt:") }
+                }.flatMap { $0 }.sorted()
+                #expect(fields.count == 2, "one in each letter")
+                return (Self.calls(log), fields.joined(separator: "\n"))
+            }
+            let exports = { (calls: [String]) in calls.filter { $0.contains("--export") }.count }
+            let first = try filter()
+            #expect(exports(first.calls) == 1, "\(first.calls)")
+            let second = try filter()
+            #expect(exports(second.calls) == 0, "\(second.calls)")
+            #expect(second.autocrypt == first.autocrypt)
+            #expect(second.calls.count == 4, "a version probe, a listing, two sign+encrypts: \(second.calls)")
+            // The sender's key gains a user ID: the keyring changed, what was kept counts for nothing.
+            let added = try home.gpg(["--passphrase", "", "--pinentry-mode", "loopback", "--quick-add-uid", "alice@example.org",
+                                      "Alice Second <alice@example.org>"])
+            try #require(added.status == 0, "\(added.errors)")
+            let third = try filter()
+            #expect(exports(third.calls) == 1, "\(third.calls)")
+            // What the journal's folder holds, garbled, is not taken.
+            let kept = home.path + "/state/journal/autocrypt-exports"
+            var bytes = try #require(FileManager.default.contents(atPath: kept))
+            bytes[bytes.count / 2] ^= 0x20
+            try bytes.write(to: URL(fileURLWithPath: kept))
+            let fourth = try filter()
+            #expect(fourth.autocrypt == third.autocrypt)
+            #expect(exports(fourth.calls) == 1, "\(fourth.calls)")
+        }
+    }
+
     @Test("keys imported, revoked and deleted with gpg behind the daemon's back, in random order: each change counts from the next mail")
     func keyringChangedBehindItsBack() throws {
         try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
