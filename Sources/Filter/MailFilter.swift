@@ -292,9 +292,7 @@ public struct MailFilter: Sendable {
             return (dataError, "rejected: unbalanced private markers: \(error.description); fix the markers and send again")
         case let error as InvalidAddressError:
             return (dataError, "rejected: \(error.description)")
-        case let error as EnvelopeAddressError:
-            return (dataError, "rejected: \(error.description)")
-        case is KeyLossError, is KeyChangeError, is KeyContinuityError, is KeyringError, is StreamingError:
+        case is KeyChangeError, is KeyringError:
             return (deferred, "deferred: \(error); the mail stays queued")
         case let error as PipelineError:
             // The status is the error's own, as the command line's (PipelineError+Status); the line adds what the MTA's admin reads.
@@ -306,6 +304,16 @@ public struct MailFilter: Sendable {
             case .temporary: (deferred, "deferred: \(line); the mail stays queued")
             case .refused where error.code == .refused: (refused, "refused: \(line); nothing was sent")
             case let status: (status.rawValue, "refused: \(line)")
+            }
+        case let error as any MailsecError:
+            // The status is the error's own, as the command line's. The MTA
+            // is answered 65, 69 or 75; a status that means something else
+            // at the command line (an output not made, a usage error) defers,
+            // so that nothing is lost.
+            return switch error.exitStatus {
+            case .dataError: (dataError, "rejected: \(error.safeDescription)")
+            case .refused: (refused, "refused: \(error.safeDescription)")
+            default: (deferred, "deferred: \(error.safeDescription); the mail stays queued")
             }
         case let error as GPGMEError:
             return (deferred, "deferred: GnuPG failed (\(error.description)); the mail stays queued")

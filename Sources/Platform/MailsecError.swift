@@ -33,3 +33,11 @@ public protocol MailsecError: Error, Sendable {
     /// One line naming the problem: never message content, passwords or key material.
     var safeDescription: String { get }
 }
+
+extension MailsecError where Self: CustomStringConvertible {
+    /// The error's `description`: the house rule keeps message content,
+    /// passwords and key material out of every error's text, so an error
+    /// type that is described is described safely. A type whose
+    /// `description` may hold more gives its own ``safeDescription``.
+    public var safeDescription: String { description }
+}

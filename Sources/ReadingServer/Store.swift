@@ -96,8 +96,6 @@ extension StoreError: MailsecError {
         }
     }
 
-    /// ``description``: what the store was doing and SQLite's reason, never stored content.
-    public var safeDescription: String { description }
 }
 
 /// One stored postcard.

@@ -48,8 +48,6 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
 extension LocalStoreError: MailsecError {
     /// 75 for every code: the mail (or the command) waits until the store can be used again.
     public var exitStatus: ExitStatus { .temporary }
-    /// ``description``: it names the folder or file and the reason, never stored content.
-    public var safeDescription: String { description }
 }
 
 /// The user's local store: one SQLite database (WAL) in a private folder,

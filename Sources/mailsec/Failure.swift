@@ -24,12 +24,11 @@ extension ExitStatus {
         case let error as CommandFailure: self = error.status
         case let error as any MailsecError: self = error.exitStatus
         case let error as GPGMEError: self = error.isTemporary ? .temporary : .failure
-        case is KeyringError, is KeyLossError, is KeyContinuityError: self = .temporary
-        case is KeyChangeError: self = .refused  // until the person accepts the key
-        case is EnvelopeAddressError: self = .dataError
+        case is KeyringError: self = .temporary
+        case is KeyChangeError: self = .refused  // until the person accepts the key (the filter defers: see KeyChangeError)
         case let error as PolicyError: self = error.code == .conflictingOptions ? .usage : .dataError
         case is MIMEError, is LetterError, is UnsendableMessageError: self = .dataError
-        case is PublishError, is StreamingError: self = .temporary
+        case is PublishError: self = .temporary
         case let error as SpanBlobError: self = error.code == .wrongPassword ? .refused : .dataError
         case is InvalidAddressError: self = .usage
         case is OutboxError, is ConfigError, is PasswordError, is ContactsError: self = .temporary
@@ -88,10 +87,7 @@ func describe(_ error: any Error) -> String {
     case let error as any MailsecError: error.safeDescription
     case let error as GPGMEError: error.description
     case let error as KeyringError: error.description
-    case let error as KeyLossError: error.description
     case let error as KeyChangeError: error.description
-    case let error as KeyContinuityError: error.description
-    case let error as EnvelopeAddressError: error.description
     case let error as MIMEError: error.description
     case let error as LetterError: error.description
     case let error as InvalidAddressError: error.description
@@ -99,7 +95,6 @@ func describe(_ error: any Error) -> String {
     case let error as PublishError: error.description
     case let error as SpanBlobError: error.description
     case let error as IntegrityError: error.description
-    case let error as StreamingError: error.description
     case let error as OutboxError: error.description
     case let error as ConfigError: error.description
     case let error as PasswordError: error.description

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Filter
-import Pipeline
+@testable import Pipeline
+import Platform
 import Testing
 
 @Suite("One error table")
@@ -30,6 +31,21 @@ struct ExitStatusAgreementTests {
             #expect(line.contains(error.safeDescription), "\(code.rawValue): \(line)")
             let prefix = switch status { case 75: "deferred: "; case 65: "rejected: "; default: "refused: " }
             #expect(line.hasPrefix(prefix), "\(code.rawValue): \(line)")
+        }
+    }
+
+    @Test("the other errors the filter and the command line share read their status from the protocol too")
+    func otherErrors() {
+        let errors: [any MailsecError] = [
+            KeyLossError(losses: [(address: "bob@example.org", reason: "the key is gone")]),
+            KeyContinuityError(description: "cannot read the key continuity records"),
+            StreamingError(description: "cannot make a temporary file"),
+            EnvelopeAddressError(which: "sender", problem: "a line break"),
+        ]
+        for error in errors {
+            let (status, line) = MailFilter.classify(error)
+            #expect(status == error.exitStatus.rawValue, "\(type(of: error)): filter \(status), command line \(error.exitStatus.rawValue)")
+            #expect(line.contains(error.safeDescription), "\(type(of: error)): \(line)")
         }
     }
 

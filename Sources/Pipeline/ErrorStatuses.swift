@@ -38,9 +38,6 @@ extension PipelineError: MailsecError {
         default: .temporary  // a code added later: "try again" until it is placed
         }
     }
-
-    /// ``description``: it names places, addresses and keys, never message content.
-    public var safeDescription: String { description }
 }
 
 extension PipelineError.Code {
@@ -49,4 +46,28 @@ extension PipelineError.Code {
         .noRecipients, .noSender, .noSigningKey, .refused, .signedMailNeedsRedaction, .notYetSupported, .unredactable,
         .unreadable, .noPublisher, .publishFailed, .publishRefused, .noticeNeedsLetter,
     ]
+}
+
+/// Recipients' remembered keys gone: the mail waits until they are restored (75).
+extension KeyLossError: MailsecError {
+    /// 75: the mail waits.
+    public var exitStatus: ExitStatus { .temporary }
+}
+
+/// The key continuity records cannot be read or written: try again (75).
+extension KeyContinuityError: MailsecError {
+    /// 75: nothing was sent; try again.
+    public var exitStatus: ExitStatus { .temporary }
+}
+
+/// No temporary file for a large mail: try again (75).
+extension StreamingError: MailsecError {
+    /// 75: nothing was sent; try again.
+    public var exitStatus: ExitStatus { .temporary }
+}
+
+/// An envelope address that is not a usable path: the input is bad (65).
+extension EnvelopeAddressError: MailsecError {
+    /// 65: bad input.
+    public var exitStatus: ExitStatus { .dataError }
 }
