@@ -285,7 +285,7 @@ public struct MailFilter: Sendable {
             case .signedMailNeedsRedaction, .notYetSupported, .noPublisher, .noticeNeedsLetter, .publishRefused:
                 return (refused, "refused: \(error.description)")
             case .publishFailed: return (deferred, "deferred: \(error.description); the mail stays queued")
-            case .noRecipients, .noSender, .unredactable, .unreadable: return (dataError, "rejected: \(error.description)")
+            case .noRecipients, .noSender, .unredactable, .unreadable, .opaquePartRefused: return (dataError, "rejected: \(error.description)")
             case .noSigningKey:
                 return (deferred, "deferred: \(error.description) (give the filter's GnuPG home the sender's secret key)")
             default: return (deferred, "deferred: \(error.description); the mail stays queued")

@@ -129,7 +129,8 @@ struct JSONOutput<Contract: JSONContract>: ParsableArguments {
 enum PlanJSON: JSONContract {
     static let summary = "{recipientState, mailState, postcardExtension, hasMarkedSpans, refused, recipients: "
         + "[{address, role, decision, reason, detail, fingerprint, keySource, refusedKeys}], "
-        + "copies: [{kind, recipients, fingerprints}]} (README: the plan as JSON)."
+        + "copies: [{kind, recipients, fingerprints}], withheldParts, passedParts, refusedParts, droppedByAllowList} "
+        + "(README: the plan as JSON)."
 }
 
 enum VerifyJSON: JSONContract {

@@ -44,7 +44,7 @@ enum ExitStatus: Int32 {
         case let error as PolicyError: self = error.code == .conflictingOptions ? .usage : .dataError
         case let error as PipelineError:
             switch error.code {
-            case .noRecipients, .noSender, .unredactable, .unreadable: self = .dataError
+            case .noRecipients, .noSender, .unredactable, .unreadable, .opaquePartRefused: self = .dataError
             case .refused, .noSigningKey, .signedMailNeedsRedaction: self = .refused
             case .notYetSupported, .noPublisher: self = .usage
             case .publishFailed: self = .temporary

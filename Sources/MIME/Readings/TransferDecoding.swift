@@ -163,7 +163,7 @@ package enum TransferDecoding {
 
     /// uuencoded lines (between `begin` and `end`, or all lines when there is
     /// no `begin`), each decoded by its length letter.
-    static func uudecode(_ bytes: [UInt8]) -> [UInt8] {
+    package static func uudecode(_ bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         let lines = bytes.split(separator: 10, omittingEmptySubsequences: true)
         let hasBegin = lines.contains { $0.starts(with: Array("begin".utf8)) }

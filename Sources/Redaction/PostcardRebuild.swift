@@ -1,0 +1,502 @@
+import Foundation
+import MIME
+import Policy
+
+/// Why a postcard could not be rebuilt. The description names the place,
+/// never message content.
+public struct RebuildError: Error, Sendable, CustomStringConvertible {
+    /// What stopped the rebuild.
+    public enum Code: Sendable, Equatable {
+        /// The mail is signed (`multipart/signed`, cleartext-signed text, S/MIME signed-data).
+        case signed
+        /// `opaque_parts = "refuse"` and the mail has parts mailsec does not read.
+        case refusedParts
+        /// `opaque_parts = "pass"` and a marker stands in the bytes of a part passed unread.
+        case markerInPassedPart
+        /// Messages nested deeper than the rebuild goes.
+        case tooDeep
+    }
+
+    /// What stopped the rebuild.
+    public let code: Code
+    /// Where (`part 2 (application/pdf)`).
+    public let place: String
+    /// What the rebuild had found when it stopped (for the plan).
+    public let parts: PostcardParts
+
+    /// One line, without message content.
+    public var description: String {
+        switch code {
+        case .signed: "\(place) is signed"
+        case .refusedParts: "\(place) cannot be read, and opaque parts are refused"
+        case .markerInPassedPart: "a private marker stands in \(place), which would be passed unread"
+        case .tooDeep: "\(place) is nested too deep"
+        }
+    }
+}
+
+/// A postcard rebuilt from its mail: a new message, and what it withheld,
+/// passed unread or dropped. Holds GMime objects, so it is not `Sendable`.
+public struct RebuiltPostcard {
+    /// The postcard (Bcc is in no postcard).
+    public let message: MIMEMessage
+    /// What was withheld, passed unread or dropped by the HTML allow-list.
+    public let parts: PostcardParts
+    /// The model's From and Subject (decoded, cleaned, not yet censored): what
+    /// the reading page of a partially encrypted postcard shows.
+    package let from: String
+    package let subject: String
+    /// The model's main text, not yet censored: the first text/plain part
+    /// that is not an attachment, else the first such HTML part.
+    package let readingText: ReadingText?
+
+    /// The main text of the model.
+    package enum ReadingText { case plain(String), html(String) }
+
+    /// A rebuilt postcard and what is known of it.
+    package init(message: MIMEMessage, parts: PostcardParts, from: String, subject: String, readingText: ReadingText?) {
+        self.message = message
+        self.parts = parts
+        self.from = from
+        self.subject = subject
+        self.readingText = readingText
+    }
+}
+
+/// Postcards of a mail with marked spans are rebuilt, not edited: a new
+/// message is written from what mailsec reads of the original, so that a
+/// recipient's software has one way to read it.
+///
+/// - Header fields of the message and of every part kept: decoded (GMime's
+///   decoding; the lenient readings where one shows a marker GMime's does
+///   not), cleaned of controls, censored, and written again as UTF-8
+///   encoded-words. Content-* fields and MIME-Version are written by mailsec,
+///   never copied; file names are decoded, censored and written as RFC 2231.
+/// - Text (text/plain and what mailsec reads as text, a `.txt` sent as
+///   octet-stream that decodes cleanly): decoded (transfer encoding,
+///   charset, format=flowed joined), cleaned (C0/C1 controls but newline and
+///   tab, backspace overstrike, ECMA-48 escape sequences), inline uuencode,
+///   yEnc and BinHex blocks cut out as opaque parts, censored, written as
+///   UTF-8 quoted-printable text/plain, not flowed.
+/// - HTML: rebuilt through the allow-list (``rebuildHTML(_:place:)``).
+/// - `message/*` and digest children: rebuilt the same way, recursively;
+///   multiparts with a fresh boundary.
+/// - Ciphertext (``EncryptedAlready``) is kept as it is; a signature refuses
+///   the rebuild; every other leaf is opaque and follows ``OpaqueParts``.
+public enum PostcardRebuild {
+    /// Rebuilds the postcard of `message`, spans treated by `mode` (`.censor`,
+    /// or `.number(catalog)` for a partially encrypted postcard). Throws
+    /// ``RebuildError`` (signed, refused or marked opaque parts, too deep) and
+    /// `PolicyError` (markers that do not pair up).
+    public static func rebuild(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode = .censor,
+                               opaque: OpaqueParts = .withhold) throws -> RebuiltPostcard {
+        let builder = Builder(redactor: redactor, mode: mode, opaque: opaque)
+        let rebuilt = try builder.message(message, prefix: "")
+        if let first = builder.parts.refused.first {
+            throw RebuildError(code: .refusedParts, place: first, parts: builder.parts)
+        }
+        let from = message.headers.first { $0.name.lowercased() == "from" }.map { Cleaning.cleaned($0.value, singleLine: true) } ?? ""
+        rebuilt.removeHeader("Bcc")
+        return RebuiltPostcard(message: rebuilt, parts: builder.parts, from: from,
+                               subject: Cleaning.cleaned(message.subject ?? "", singleLine: true),
+                               readingText: builder.plainText.map { RebuiltPostcard.ReadingText.plain($0) }
+                                   ?? builder.htmlText.map { RebuiltPostcard.ReadingText.html($0) })
+    }
+
+    /// Only the header fields of `message`, rebuilt as in ``rebuild(_:redactor:mode:opaque:)``,
+    /// over an empty body: what a letter shows outside.
+    public static func outside(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode = .censor) throws -> MIMEMessage {
+        let builder = Builder(redactor: redactor, mode: mode, opaque: .withhold)
+        let outside = MIMEMessage(body: .text(""))
+        try builder.fields(message.headers, place: "") { name, value in outside.appendHeader(name, value) }
+        return outside
+    }
+
+    /// The inline blocks of text that are not text (uuencode, yEnc, BinHex).
+    struct Block {
+        let kind: String
+        let name: String?
+        let text: String
+    }
+
+    final class Builder {
+        let redactor: Redactor
+        let mode: Redactor.Mode
+        let opaque: OpaqueParts
+        var parts = PostcardParts()
+        var depth = 0
+        var plainText: String?
+        var htmlText: String?
+        static let maxDepth = 24
+
+        init(redactor: Redactor, mode: Redactor.Mode, opaque: OpaqueParts) {
+            self.redactor = redactor
+            self.mode = mode
+            self.opaque = opaque
+        }
+
+        // MARK: Messages and fields
+
+        func message(_ message: MIMEMessage, prefix: String) throws -> MIMEMessage {
+            guard depth < Self.maxDepth else { throw RebuildError(code: .tooDeep, place: prefix.isEmpty ? "the message" : prefix, parts: parts) }
+            depth += 1
+            defer { depth -= 1 }
+            // The fields first: spans are numbered in the order a reader meets them.
+            var fields: [(String, String)] = []
+            try self.fields(message.headers, place: prefix) { fields.append(($0, $1)) }
+            let body = try message.body.map { try entity($0, path: [], prefix: prefix, inDigest: false) } ?? .text("")
+            let rebuilt = MIMEMessage(body: body)
+            var subjectSet = false
+            for (name, value) in fields {
+                if name.lowercased() == "subject" && !subjectSet {
+                    rebuilt.setSubject(value)
+                    subjectSet = true
+                } else {
+                    rebuilt.appendHeader(name, value)
+                }
+            }
+            rebuilt.foldLongHeaders()
+            return rebuilt
+        }
+
+        /// Every field but the structural ones and Bcc, decoded, cleaned and censored, handed to `add`.
+        func fields(_ headers: [Header], place: String, part: Bool = false, _ add: (String, String) -> Void) throws {
+            for header in headers {
+                let name = header.name.lowercased()
+                if name == "mime-version" || name == "bcc" || name == "resent-bcc" { continue }
+                if name.hasPrefix("content-") && !(part && (name == "content-id" || name == "content-description")) { continue }
+                guard Self.isFieldName(header.name) else { continue }
+                let value = Cleaning.cleaned(redactor.markedReading(header), singleLine: true)
+                add(header.name, try redactor.redact(value, mode: mode, part: place + header.name))
+            }
+        }
+
+        /// A field name of printable ASCII without a colon (RFC 5322 §3.6.8).
+        static func isFieldName(_ name: String) -> Bool {
+            !name.isEmpty && name.utf8.allSatisfy { $0 > 32 && $0 < 127 && $0 != UInt8(ascii: ":") }
+        }
+
+        /// The part's own fields kept (Content-ID, Content-Description, X- …), its
+        /// disposition, and its file name censored.
+        func partFields(of original: MIMEEntity, onto rebuilt: MIMEEntity, place: String, filename: String?) throws {
+            try fields(original.headers, place: place + " ", part: true) { name, value in rebuilt.setHeader(name, value) }
+            if original.kind == .leaf, rebuilt.kind == .leaf {
+                let disposition = original.disposition == "attachment" || filename != nil && original.disposition != "inline"
+                    ? "attachment" : "inline"
+                if original.disposition != nil || filename != nil { rebuilt.setHeader("Content-Disposition", disposition) }
+                if let filename { rebuilt.setFilename(filename) }
+            }
+        }
+
+        /// The file name of a leaf, decoded and censored: the first reading of
+        /// `filename` or `name` that shows a marker, else GMime's.
+        func filename(of entity: MIMEEntity, place: String) throws -> String? {
+            var readings: [String] = []
+            entity.rewriteParameters { name, values in
+                if ["name", "filename"].contains(name.lowercased()) { readings += values }
+                return nil
+            }
+            guard let chosen = readings.first(where: redactor.hasMarkers) ?? entity.filename ?? readings.first else { return nil }
+            let name = try redactor.redact(Cleaning.cleaned(chosen, singleLine: true), mode: mode, part: place + " filename")
+            return name.isEmpty ? nil : name
+        }
+
+        // MARK: Entities
+
+        func entity(_ entity: MIMEEntity, path: [Int], prefix: String, inDigest: Bool) throws -> MIMEEntity {
+            let type = entity.contentType
+            let place = prefix + "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: ".")) + " (\(type))"
+            if EncryptedAlready.isSigned(entity) { throw RebuildError(code: .signed, place: place, parts: parts) }
+            // Ciphertext is no reading of anything: it goes as it came.
+            if EncryptedAlready.isEncrypted(entity) { return try entity.copy() }
+            switch entity.kind {
+            case .multipart:
+                let digest = type.is("multipart", "digest")
+                let children = try entity.children.enumerated().map { index, child in
+                    try self.entity(child, path: path + [index], prefix: prefix, inDigest: digest)
+                }
+                // A multipart/encrypted or /signed that is neither (above) is no such thing any more.
+                let rebuilt = MIMEEntity.multipart(["encrypted", "signed"].contains(type.subtype) ? "mixed" : type.subtype, children)
+                try partFields(of: entity, onto: rebuilt, place: place, filename: nil)
+                return rebuilt
+            case .message:
+                guard let embedded = entity.embeddedMessage else { return try opaquePart(entity, type: type, place: place) }
+                let rebuilt = MIMEEntity.message(try message(embedded, prefix: place + " "))
+                try partFields(of: entity, onto: rebuilt, place: place, filename: nil)
+                return rebuilt
+            case .leaf:
+                return try leaf(entity, type: type, place: place, inDigest: inDigest)
+            }
+        }
+
+        func leaf(_ entity: MIMEEntity, type: ContentType, place: String, inDigest: Bool) throws -> MIMEEntity {
+            let headers = entity.headers
+            // A digest's child without Content-Type is a message (RFC 2046 §5.1.5);
+            // message/partial and external-body are not whole messages.
+            let isMessage = type.type == "message" && !["partial", "external-body"].contains(type.subtype)
+                || inDigest && !headers.contains { $0.name.lowercased() == "content-type" }
+            if isMessage {
+                guard let bytes = entity.content, let embedded = try? MIMEMessage.parse(bytes) else {
+                    return try opaquePart(entity, type: type, place: place)
+                }
+                let rebuilt = MIMEEntity.message(try message(embedded, prefix: place + " "))
+                try partFields(of: entity, onto: rebuilt, place: place, filename: nil)
+                return rebuilt
+            }
+            let filename = try self.filename(of: entity, place: place)
+            let charset = type.parameters["charset"]?.trimmingCharacters(in: .whitespaces).lowercased()
+            let isHTML = type.is("text", "html") || type.is("application", "xhtml+xml")
+            // Office files (`vnd.openxmlformats-…`, `vnd.oasis.opendocument…`) are never rewritten as text, whatever
+            // their names hold; a `charset=binary` (PHP writes it) makes nothing text.
+            let vendor = type.subtype.hasPrefix("vnd.") || type.subtype.hasPrefix("x-vnd.")
+            let textLike = isHTML || (MessageReadings.isTextLike(type) && !(type.type != "text" && (charset == "binary" || vendor)))
+            // A file named .txt sent as octet-stream is text when it decodes cleanly as such.
+            let friendlyText = type.is("application", "octet-stream") && (entity.filename ?? "").lowercased().hasSuffix(".txt")
+            guard textLike || friendlyText, let decoded = decodedText(entity, type: type, strict: !textLike) else {
+                return try opaquePart(entity, type: type, place: place, filename: filename)
+            }
+            let attachment = entity.disposition == "attachment"
+            if isHTML {
+                let html = Cleaning.cleaned(decoded, singleLine: false)
+                if !attachment && htmlText == nil { htmlText = html }
+                let rebuilt = MIMEEntity.quotedPrintableText(try rebuildHTML(html, place: place), subtype: "html")
+                try partFields(of: entity, onto: rebuilt, place: place, filename: filename)
+                return rebuilt
+            }
+            var text = Cleaning.cleaned(decoded, singleLine: false)
+            if type.parameters["format"]?.lowercased() == "flowed" {
+                text = Redactor.joinedFlowed(text, deleteSpace: type.parameters["delsp"]?.lowercased() == "yes")
+            }
+            let (kept, blocks) = Cleaning.cutBlocks(text)
+            if !attachment && plainText == nil { plainText = kept }
+            let rebuilt = MIMEEntity.quotedPrintableText(try redactor.redact(kept, mode: mode, part: place))
+            try partFields(of: entity, onto: rebuilt, place: place, filename: filename)
+            guard !blocks.isEmpty else { return rebuilt }
+            // The blocks follow the text as parts of their own.
+            let opaqueBlocks = try blocks.enumerated().map { index, block in
+                let name = try block.name.map { try redactor.redact(Cleaning.cleaned($0, singleLine: true), mode: mode, part: place + " \(block.kind) name") }
+                return try opaqueBytes(Array(block.text.utf8), decoded: block.kind == "uuencode" ? TransferDecoding.uudecode(Array(block.text.utf8)) : nil,
+                                       place: place + " \(block.kind) block \(index + 1)", filename: name)
+            }
+            return .multipart("mixed", [rebuilt] + opaqueBlocks)
+        }
+
+        /// The text of a leaf: its decoded content in the first charset that
+        /// shows a marker, else the first that decodes (a byte order mark first,
+        /// then the declared charset, else UTF-8 when valid, else Latin-1).
+        /// nil when the content cannot be read as text: a charset no one
+        /// knows, or (`strict`) bytes that are not clean UTF-8 text.
+        func decodedText(_ entity: MIMEEntity, type: ContentType, strict: Bool) -> String? {
+            guard let bytes = entity.content else { return nil }
+            if strict {
+                guard !bytes.contains(0), let text = String(bytes: bytes, encoding: .utf8) else { return nil }
+                return text
+            }
+            var candidates = Charsets.sniffed(bytes)
+            if let declared = type.parameters["charset"]?.trimmingCharacters(in: .whitespaces), !declared.isEmpty,
+               !["binary", "unknown-8bit", "x-unknown", "unknown"].contains(declared.lowercased()) {
+                let known = Charsets.candidates(declared)
+                if known.isEmpty && candidates.isEmpty { return nil }
+                candidates += known
+            } else {
+                candidates += Charsets.guessed(bytes)
+                candidates.append(String(bytes: bytes, encoding: .utf8) != nil ? "UTF-8" : "windows-1252")
+            }
+            var first: String?
+            for charset in candidates {
+                guard let text = Charsets.decode(bytes, charset: charset) else { continue }
+                if redactor.hasMarkers(text) { return text }
+                if first == nil { first = text }
+            }
+            return first ?? (candidates.isEmpty ? nil : Charsets.decode(bytes, charset: "ISO-8859-1"))
+        }
+
+        /// HTML through the allow-list, its text and kept attribute values censored.
+        func rebuildHTML(_ html: String, place: String) throws -> String {
+            // Until the allow-list rebuild lands: the HTML censored as before.
+            try redactor.redactHTML(html, mode: mode, part: place)
+        }
+
+        // MARK: Opaque parts
+
+        func opaquePart(_ entity: MIMEEntity, type: ContentType, place: String, filename: String? = nil) throws -> MIMEEntity {
+            let name = try filename ?? (entity.kind == .leaf ? self.filename(of: entity, place: place) : nil)
+            if opaque == .pass {
+                // Not read, but searched: a marker in the bytes refuses the mail.
+                var search = Redactor.MarkerSearch(redactor, encodings: true)
+                var readable = true
+                if entity.kind == .leaf {
+                    readable = entity.forEachContentPiece { search.feed($0) }
+                } else {
+                    entity.serialize().withUnsafeBytes { search.feed($0) }
+                }
+                if !readable || search.finish() { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
+                parts.passed.append(Self.described(place, name))
+                guard entity.kind == .leaf else { return try entity.copy() }
+                let passed = try MIMEEntity.part(entity.content ?? [], type: type.type, subtype: type.subtype, filename: name)
+                try partFields(of: entity, onto: passed, place: place, filename: name)
+                return passed
+            }
+            return note(type: type.description, place: place, name: name, size: entity.kind == .leaf ? entity.content?.count : nil)
+        }
+
+        /// Bytes cut out of a text (an inline block), as an opaque part.
+        func opaqueBytes(_ bytes: [UInt8], decoded: [UInt8]?, place: String, filename: String?) throws -> MIMEEntity {
+            if opaque == .pass {
+                for content in [bytes] + (decoded.map { [$0] } ?? []) {
+                    var search = Redactor.MarkerSearch(redactor, encodings: true)
+                    content.withUnsafeBytes { search.feed($0) }
+                    if search.finish() { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
+                }
+                parts.passed.append(Self.described(place, filename))
+                return try MIMEEntity.part(bytes, type: "application", subtype: "octet-stream", filename: filename)
+            }
+            return note(type: "application/octet-stream", place: place, name: filename, size: bytes.count)
+        }
+
+        /// The note that stands for a withheld part (or, with `refuse`, for a
+        /// refused one, which then refuses the mail).
+        func note(type: String, place: String, name: String?, size: Int?) -> MIMEEntity {
+            let described = Self.described(place, name)
+            if opaque == .refuse { parts.refused.append(described) } else { parts.withheld.append(described) }
+            let what = name.map { "The attached file \"\($0)\"" } ?? "A part of this mail"
+            let bytes = size.map { ", \($0) bytes" } ?? ""
+            let note = MIMEEntity.quotedPrintableText("""
+                \(what) (\(type)\(bytes)) was held back: the sender marked parts of this \
+                mail as private, and mailsec cannot read this file to make sure that none of \
+                them is in it. Ask the sender for it.
+
+                """)
+            note.setHeader("Content-Description", "A part held back")
+            return note
+        }
+
+        static func described(_ place: String, _ name: String?) -> String {
+            place + (name.map { " \"\($0)\"" } ?? "")
+        }
+    }
+}
+
+/// Cleaning text of what terminals and readers interpret, and cutting out
+/// the inline blocks that are not text. Each is one pass over the text.
+enum Cleaning {
+    /// `text` without NUL and the other C0 and C1 controls (newline and tab
+    /// stay, unless `singleLine`, when they become spaces), with CR LF and a
+    /// lone CR as newlines, backspace overstrike resolved as a terminal shows
+    /// it (the scalar before a backspace is overwritten), and ECMA-48 escape
+    /// and control sequences (ESC …, CSI …, OSC/DCS/SOS/PM/APC strings) taken out.
+    static func cleaned(_ text: String, singleLine: Bool) -> String {
+        let scalars = Array(text.unicodeScalars)
+        var kept: [Unicode.Scalar] = []
+        kept.reserveCapacity(scalars.count)
+        let count = scalars.count
+        var index = 0
+        /// Past a string ended by BEL, ST (ESC \) or 0x9C.
+        func skipString(_ from: Int) -> Int {
+            var i = from
+            while i < count {
+                let value = scalars[i].value
+                if value == 0x07 || value == 0x9C { return i + 1 }
+                if value == 0x1B && i + 1 < count && scalars[i + 1] == "\\" { return i + 2 }
+                i += 1
+            }
+            return count
+        }
+        /// Past a control sequence's parameters, intermediates and final byte.
+        func skipCSI(_ from: Int) -> Int {
+            var i = from
+            while i < count, (0x20...0x3F).contains(scalars[i].value) { i += 1 }
+            return i < count && (0x40...0x7E).contains(scalars[i].value) ? i + 1 : i
+        }
+        while index < count {
+            let scalar = scalars[index]
+            let value = scalar.value
+            switch value {
+            case 0x0D:
+                if index + 1 < count && scalars[index + 1] == "\n" { index += 1; continue }
+                kept.append(singleLine ? " " : "\n")
+            case 0x0A: kept.append(singleLine ? " " : "\n")
+            case 0x09: kept.append(singleLine ? " " : "\t")
+            case 0x08:
+                if let last = kept.last, last != "\n" { kept.removeLast() }
+            case 0x1B:
+                guard index + 1 < count else { index += 1; continue }
+                let next = scalars[index + 1].value
+                switch next {
+                case 0x5B: index = skipCSI(index + 2)  // ESC [
+                case 0x5D, 0x50, 0x58, 0x5E, 0x5F: index = skipString(index + 2)  // ESC ] P X ^ _
+                case 0x20...0x2F:
+                    var i = index + 2
+                    while i < count, (0x20...0x2F).contains(scalars[i].value) { i += 1 }
+                    index = i < count && (0x30...0x7E).contains(scalars[i].value) ? i + 1 : i
+                case 0x30...0x7E: index += 2
+                default: index += 1
+                }
+                continue
+            case 0x9B: index = skipCSI(index + 1); continue
+            case 0x90, 0x98, 0x9D, 0x9E, 0x9F: index = skipString(index + 1); continue
+            case 0..<0x20, 0x7F, 0x80..<0xA0: break
+            default: kept.append(scalar)
+            }
+            index += 1
+        }
+        return String(String.UnicodeScalarView(kept))
+    }
+
+    /// `text` with its inline uuencode (`begin 644 name` … `end`), yEnc
+    /// (`=ybegin` … `=yend`) and BinHex (`(This file must be converted with
+    /// BinHex` … the closing `:`) blocks cut out, and the blocks. A block
+    /// without its end runs to the end of the text.
+    static func cutBlocks(_ text: String) -> (text: String, blocks: [PostcardRebuild.Block]) {
+        guard text.contains("begin") || text.contains("=ybegin") || text.contains("BinHex") else { return (text, []) }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        var kept: [Substring] = []
+        var blocks: [PostcardRebuild.Block] = []
+        var index = 0
+        while index < lines.count {
+            let line = lines[index]
+            guard let start = blockStart(line) else {
+                kept.append(line)
+                index += 1
+                continue
+            }
+            let (kind, name) = start
+            var end = index + 1
+            switch kind {
+            case "BinHex":
+                // The data starts with a line that starts with ':' and ends at the next ':' that ends a line.
+                var started = false
+                while end < lines.count {
+                    let trimmed = lines[end].trimmingCharacters(in: .whitespaces)
+                    if !started && trimmed.hasPrefix(":") { started = true; if trimmed.count > 1 && trimmed.hasSuffix(":") { break } }
+                    else if started && trimmed.hasSuffix(":") { break }
+                    end += 1
+                }
+            case "yEnc":
+                while end < lines.count && !lines[end].hasPrefix("=yend") { end += 1 }
+            default:
+                while end < lines.count && lines[end].trimmingCharacters(in: .whitespaces) != "end"
+                        && lines[end].trimmingCharacters(in: .whitespaces) != "====" { end += 1 }
+            }
+            end = min(end, lines.count - 1)
+            blocks.append(.init(kind: kind, name: name, text: lines[index...end].joined(separator: "\n") + "\n"))
+            index = end + 1
+        }
+        return (kept.joined(separator: "\n"), blocks)
+    }
+
+    /// The kind and file name of a block that starts at `line`.
+    static func blockStart(_ line: Substring) -> (String, String?)? {
+        if line.hasPrefix("begin ") || line.hasPrefix("begin-base64 ") {
+            let words = line.split(separator: " ", maxSplits: 2)
+            guard words.count >= 2, (3...4).contains(words[1].count), words[1].allSatisfy({ ("0"..."7").contains($0) }) else { return nil }
+            return ("uuencode", words.count == 3 ? String(words[2]) : nil)
+        }
+        if line.hasPrefix("=ybegin ") {
+            let name = line.range(of: " name=").map { String(line[$0.upperBound...]) }
+            return ("yEnc", name)
+        }
+        if line.hasPrefix("(This file must be converted with BinHex") { return ("BinHex", nil) }
+        return nil
+    }
+}
