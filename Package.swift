@@ -57,6 +57,11 @@ let package = Package(
             providers: [.apt(["libgmime-3.0-dev"])]
         ),
         .systemLibrary(
+            name: "CGumbo",
+            pkgConfig: "gumbo",
+            providers: [.apt(["libgumbo-dev"])]
+        ),
+        .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
@@ -65,6 +70,8 @@ let package = Package(
         // Crypto: the SHA-1 checksums of GnuPG's keybox, checked before a look-up is believed.
         .target(name: "OpenPGP", dependencies: ["CGPGME", "CMailsecShims", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
+        // HTML as a browser parses it (Gumbo's HTML5 tree construction), copied out as values.
+        .target(name: "HTML", dependencies: ["CGumbo"]),
         // Pure Swift: decisions, plans and redaction. No C, no GnuPG.
         .target(name: "Policy"),
         // HTTP requests (http and https) through async-http-client: one
@@ -97,7 +104,7 @@ let package = Package(
         // Marked spans across whole messages: every reading of a message
         // (MIME/Readings) searched with the policy's markers, and redaction
         // of every field, parameter and part. No GnuPG, no crypto.
-        .target(name: "Redaction", dependencies: ["MIME", "Policy", "OpenPGP"]),
+        .target(name: "Redaction", dependencies: ["MIME", "Policy", "OpenPGP", "HTML"]),
         .target(name: "Pipeline", dependencies: ["OpenPGP", "MIME", "Policy", "Redaction", "PartialEncryption"]),
         // The SMTP client (submission and the filter's re-injection): TLS,
         // AUTH, per-recipient results, RFC 5321 time-outs. MIME only to
@@ -162,6 +169,8 @@ let package = Package(
         .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "TestSupport"]),
         .testTarget(name: "MIMETests", dependencies: ["MIME", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
+        // The HTML rebuild: Gumbo's reading of hostile HTML, the allow-list, spans across nodes, one reading.
+        .testTarget(name: "HTMLRebuildTests", dependencies: ["HTML", "Redaction", "Policy"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",
                                                          "HTTPRequests", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Policy", "OpenPGP", "MIME", "TestSupport"]),

@@ -244,7 +244,15 @@ extension Redactor {
                 continue
             }
         }
-        let found = try spans(stream, part: part)
+        return Self.segments(stream, spans: try spans(stream, part: part), breaks: breaks, hidden: hidden, catalog: catalog)
+    }
+
+    /// `stream` cut at `spans` (found in it): the literal pieces, with `breaks[p]`
+    /// line feeds put before position p and the scalars `hidden` marks left out,
+    /// and for each span its number in `catalog`. The one way a reading page's
+    /// text is cut, whoever read the HTML.
+    package static func segments(_ stream: [Unicode.Scalar], spans found: [Span], breaks: [Int: Int], hidden: [Bool]? = nil,
+                                 catalog: SpanCatalog) -> [TextSegment] {
         var out: [TextSegment] = []
         var literal: [Unicode.Scalar] = []
         func flush() {
@@ -263,7 +271,7 @@ extension Redactor {
                 continue
             }
             for _ in 0..<(breaks[position] ?? 0) { literal.append("\n") }
-            if position < stream.count && !hidden[position] { literal.append(stream[position]) }
+            if position < stream.count && hidden?[position] != true { literal.append(stream[position]) }
             position += 1
         }
         flush()

@@ -470,6 +470,9 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         case unopened = "closing marker without an opening one"
         /// A marked span is never closed.
         case unclosed = "marked span is never closed"
+        /// A marker stands in a style sheet, whose text (CSS `content:`) a reader may show
+        /// where mailsec, which writes no CSS, cannot pair it.
+        case inStyleSheet = "marker in a style sheet"
     }
 
     /// Where markers fail to pair up (``Code/unbalancedMarkers``).

@@ -37,13 +37,13 @@ public struct Redactor: Sendable, Hashable {
         case number(SpanCatalog)
 
         /// True when the span's text goes (censor, number).
-        var removesSpan: Bool {
+        package var removesSpan: Bool {
             if case .reveal = self { return false }
             return true
         }
 
         /// What stands in for a removed span whose text is `content`.
-        func replacement(for content: String, placeholder: String) -> String {
+        package func replacement(for content: String, placeholder: String) -> String {
             switch self {
             case .reveal: content
             case .censor: placeholder
@@ -94,12 +94,14 @@ public struct Redactor: Sendable, Hashable {
 
     /// A span in a scalar array: [openStart, openEnd) is the opening marker,
     /// [closeStart, closeEnd) the closing one.
-    struct Span {
-        let openStart: Int, openEnd: Int, closeStart: Int, closeEnd: Int
+    package struct Span: Sendable {
+        package let openStart: Int, openEnd: Int, closeStart: Int, closeEnd: Int
     }
 
     /// Finds the spans in `scalars`, in order, checking that markers pair up.
-    func spans(_ scalars: [Unicode.Scalar], part: String) throws(PolicyError) -> [Span] {
+    /// The one search for markers: every reading of a text (the HTML rebuild's
+    /// text stream too) is searched with it.
+    package func spans(_ scalars: [Unicode.Scalar], part: String) throws(PolicyError) -> [Span] {
         let openScalars = folded(Array(open.unicodeScalars))
         let closeScalars = folded(Array(close.unicodeScalars))
         var result: [Span] = []

@@ -1,0 +1,170 @@
+internal import CGumbo
+
+/// An HTML document as a browser's parser builds it (the HTML5 tree
+/// construction of Gumbo, `gumbo_parse_with_options`), copied out of Gumbo's
+/// tree into Swift values and flattened into document order.
+///
+/// Flat, not a tree of values: a sender can nest elements hundreds of
+/// thousands deep, and both building and destroying nested Swift values
+/// recurses once per level. Every `start` is followed, after its content, by
+/// exactly one `end`; the doctype is left out.
+package struct HTMLDocument: Sendable {
+    /// The namespace an element was put in by the parser.
+    package enum Namespace: Sendable, Hashable {
+        /// Ordinary HTML.
+        case html
+        /// Inside `<svg>`.
+        case svg
+        /// Inside `<math>`.
+        case mathML
+    }
+
+    /// An attribute, its name lower-cased and its value decoded as the parser did.
+    package struct Attribute: Sendable, Hashable {
+        /// The name, lower-cased by the parser (SVG's mixed-case names kept as Gumbo gives them).
+        package let name: String
+        /// The value, character references resolved.
+        package let value: String
+
+        /// An attribute named `name` with `value`.
+        package init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// An element as the parser made it.
+    package struct Element: Sendable, Hashable {
+        /// The tag name as Gumbo normalised it (`gumbo_normalized_tagname`),
+        /// lower-cased; for a tag Gumbo does not know, the name as written, ASCII lower-cased.
+        package let name: String
+        /// False for a tag Gumbo does not know (`GUMBO_TAG_UNKNOWN`): its name is the sender's text.
+        package let known: Bool
+        /// The namespace.
+        package let namespace: Namespace
+        /// The attributes, in the order written.
+        package let attributes: [Attribute]
+        /// True for a `<template>`, whose content is not part of the document shown.
+        package let isTemplate: Bool
+    }
+
+    /// One step of the walk through the document.
+    package enum Node: Sendable, Hashable {
+        /// An element starts; its content follows up to the matching ``end``.
+        case start(Element)
+        /// The most recently started element that is still open ends.
+        case end
+        /// Character data (CDATA sections in foreign content included), references resolved.
+        case text(String)
+        /// A comment's text, without its delimiters (no reader shows it).
+        case comment(String)
+    }
+
+    /// The document, in order: the `html` element first.
+    package let nodes: [Node]
+
+    /// Parses `html` as a browser does (no scripting, no fragment context).
+    /// Throws ``HTMLError`` only when Gumbo returns no tree at all.
+    package init(parsing html: String) throws(HTMLError) {
+        var options = kGumboDefaultOptions
+        // Parse errors are not wanted, and a broken document would
+        // otherwise fill Gumbo's error list with one entry per mistake.
+        options.max_errors = 0
+        options.stop_on_first_error = false
+        var bytes = Array(html.utf8)
+        if bytes.isEmpty { bytes = [0x20] }   // Gumbo needs a buffer; a space parses as the empty document does
+        let copied: [Node]? = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                withUnsafePointer(to: options) { optionsPointer -> [Node]? in
+                    guard let output = gumbo_parse_with_options(optionsPointer, chars.baseAddress, chars.count) else { return nil }
+                    defer { gumbo_destroy_output(optionsPointer, output) }
+                    guard let root = output.pointee.root else { return nil }
+                    return Self.flatten(root)
+                }
+            }
+        }
+        guard let copied else { throw HTMLError() }
+        nodes = copied
+    }
+
+    /// The tree under `root` in document order, walked with a stack of our
+    /// own rather than by recursion.
+    private static func flatten(_ root: UnsafeMutablePointer<GumboNode>) -> [Node] {
+        var nodes: [Node] = []
+        // Each open element and the index of its next child.
+        var stack: [(node: UnsafeMutablePointer<GumboNode>, next: Int)] = []
+        func visit(_ node: UnsafeMutablePointer<GumboNode>) {
+            switch node.pointee.type {
+            case GUMBO_NODE_ELEMENT, GUMBO_NODE_TEMPLATE:
+                nodes.append(.start(element(node)))
+                stack.append((node, 0))
+            case GUMBO_NODE_TEXT, GUMBO_NODE_WHITESPACE, GUMBO_NODE_CDATA:
+                if let text = node.pointee.v.text.text { nodes.append(.text(String(cString: text))) }
+            case GUMBO_NODE_COMMENT:
+                if let text = node.pointee.v.text.text { nodes.append(.comment(String(cString: text))) }
+            default:
+                break   // the document node is never a child
+            }
+        }
+        visit(root)
+        while let top = stack.last {
+            let children = top.node.pointee.v.element.children
+            if top.next < Int(children.length) {
+                stack[stack.count - 1].next += 1
+                if let child = children.data[top.next] {
+                    visit(child.assumingMemoryBound(to: GumboNode.self))
+                }
+            } else {
+                stack.removeLast()
+                nodes.append(.end)
+            }
+        }
+        return nodes
+    }
+
+    private static func element(_ node: UnsafeMutablePointer<GumboNode>) -> Element {
+        let element = node.pointee.v.element
+        let namespace: Namespace = switch element.tag_namespace {
+        case GUMBO_NAMESPACE_SVG: .svg
+        case GUMBO_NAMESPACE_MATHML: .mathML
+        default: .html
+        }
+        var attributes: [Attribute] = []
+        attributes.reserveCapacity(Int(element.attributes.length))
+        for index in 0..<Int(element.attributes.length) {
+            guard let raw = element.attributes.data[index] else { continue }
+            let attribute = raw.assumingMemoryBound(to: GumboAttribute.self).pointee
+            attributes.append(Attribute(name: attribute.name.map { String(cString: $0) } ?? "",
+                                        value: attribute.value.map { String(cString: $0) } ?? ""))
+        }
+        let known = element.tag != GUMBO_TAG_UNKNOWN
+        let name: String
+        if known, let normalised = gumbo_normalized_tagname(element.tag) {
+            name = String(cString: normalised)
+        } else {
+            name = writtenName(element.original_tag)
+        }
+        return Element(name: name, known: known, namespace: namespace, attributes: attributes,
+                       isTemplate: node.pointee.type == GUMBO_NODE_TEMPLATE)
+    }
+
+    /// The name in a start tag as written (`<x-Foo a=b>` gives `x-foo`): what
+    /// follows `<` up to white space, `/` or `>`, ASCII lower-cased.
+    private static func writtenName(_ tag: GumboStringPiece) -> String {
+        guard let data = tag.data, tag.length > 1 else { return "" }
+        var bytes: [UInt8] = []
+        let raw = UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self)
+        for index in 1..<tag.length {
+            let byte = raw[index]
+            if byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0C || byte == 0x0D || byte == 0x2F || byte == 0x3E { break }
+            bytes.append(byte >= 0x41 && byte <= 0x5A ? byte + 32 : byte)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// Gumbo gave no tree: the document cannot be read.
+package struct HTMLError: Error, Sendable, CustomStringConvertible {
+    /// One line, without content.
+    package var description: String { "the HTML could not be parsed" }
+}

@@ -1,0 +1,442 @@
+import HTML
+import Policy
+
+/// HTML with marked spans, rebuilt for a postcard: parsed as a browser parses
+/// it (Gumbo, ``HTMLDocument``), then written again from the parsed tree
+/// through an allow-list of elements and attributes, with the spans censored
+/// in the text a reader sees.
+///
+/// The spans are searched for in the kept text of the whole document, in
+/// document order, with the ``Redactor``'s own search (markers folded,
+/// invisible scalars passed over), so a marker broken up by tags
+/// (`[[priv<b></b>ate]]`) or written with references still counts. Inside a
+/// span no text and no attribute value survives: elements that start inside
+/// it are written bare. Attribute values that stay are censored on their own.
+///
+/// The output has one reading: a fixed head, no comments, no raw-text
+/// elements, every end tag written, and every character other than printable
+/// ASCII, tab and line feed written as a numeric character reference; parsed
+/// again, its text is exactly the text written.
+package enum HTMLRebuild {
+    /// `html` rebuilt: spans treated as `mode` says (`.censor`: the
+    /// placeholder; `.number`: the span's place `[#n]`; `.reveal`: markers
+    /// dropped, text kept), and what the allow-list dropped, as short fixed
+    /// phrases (`element script`, `attribute style`, `url data:`, `hidden
+    /// content`), sorted and without repeats; they never quote the mail.
+    ///
+    /// Throws ``PolicyError`` (``PolicyError/Code/unbalancedMarkers``, naming
+    /// `part`) when markers do not pair up: in the text shown, in an
+    /// attribute value, or within any content dropped (a marker there, say in
+    /// CSS `content:`, could be shown by a reader although we never show it).
+    /// Throws ``HTMLError`` if the parser returns nothing.
+    package static func rebuild(_ html: String, redactor: Redactor, mode: Redactor.Mode,
+                                part: String) throws -> (html: String, dropped: [String]) {
+        let rebuilt = try rebuilt(html, redactor: redactor, mode: mode, part: part)
+        return (rebuilt.html, rebuilt.dropped)
+    }
+
+    /// What ``rebuild(_:redactor:mode:part:)`` wrote, with the text and attributes it wrote, so that a
+    /// test can hold them against a parser's reading of the HTML.
+    package struct Rebuilt: Sendable {
+        /// The document.
+        package let html: String
+        /// What the allow-list dropped (see ``HTMLRebuild/rebuild(_:redactor:mode:part:)``).
+        package let dropped: [String]
+        /// The text written, in document order, as a parser reads it back.
+        package let text: String
+        /// The attributes written, in document order.
+        package let attributes: [HTMLDocument.Attribute]
+    }
+
+    /// ``rebuild(_:redactor:mode:part:)`` with what it wrote.
+    package static func rebuilt(_ html: String, redactor: Redactor, mode: Redactor.Mode, part: String) throws -> Rebuilt {
+        let model = try Model(HTMLDocument(parsing: html), redactor: redactor, mode: mode, part: part)
+        let spans = try redactor.spans(model.stream, part: part)
+        return model.write(spans: spans, redactor: redactor, mode: mode)
+    }
+
+    /// The text of `html` as the rebuilt postcard shows it, cut at its spans,
+    /// for the reading page of a partially encrypted postcard: the same kept
+    /// text and the same spans as ``rebuild(_:redactor:mode:part:)`` with
+    /// `.number(catalog)`, so a span has the same number and extent in both;
+    /// a line break for `<br>` and after each block.
+    package static func segments(_ html: String, redactor: Redactor, catalog: SpanCatalog,
+                                 part: String) throws -> [TextSegment] {
+        let model = try Model(HTMLDocument(parsing: html), redactor: redactor, mode: .number(catalog), part: part)
+        let spans = try redactor.spans(model.stream, part: part)
+        var breaks: [Int: Int] = [:]   // line breaks to put before a stream position
+        for event in model.events {
+            switch event {
+            case .open("br", _, let position), .open("hr", _, let position): breaks[position, default: 0] += 1
+            case .close(let name, let position) where blocks.contains(name): breaks[position, default: 0] += 1
+            default: break
+            }
+        }
+        return Redactor.segments(model.stream, spans: spans, breaks: breaks, catalog: catalog)
+    }
+
+    /// Elements after which the reading page breaks the line.
+    static let blocks: Set<String> = ["p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol", "dt", "dd", "hr", "address", "caption"]
+
+    // MARK: The allow-list
+
+    /// Elements written again (their allowed attributes with them).
+    static let keptElements: Set<String> = [
+        "p", "br", "div", "span", "b", "i", "u", "s", "strike", "em", "strong", "small", "big", "sub", "sup",
+        "a", "ul", "ol", "li", "dl", "dt", "dd", "table", "caption", "thead", "tbody", "tfoot", "tr", "td", "th",
+        "blockquote", "pre", "code", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "img", "q", "cite", "abbr", "mark",
+        "del", "ins", "kbd", "samp", "var", "tt", "address",
+    ]
+
+    /// Elements that have no end tag.
+    static let voidElements: Set<String> = ["br", "hr", "img"]
+
+    /// Elements dropped with all they hold: what they hold is not shown as
+    /// text (head, scripts, styles, embedded documents, media fallbacks), is
+    /// held by a form control, or is read another way than as HTML text.
+    static let droppedElements: Set<String> = [
+        "title", "meta", "link", "base", "style", "script", "noscript", "template", "iframe", "frame",
+        "frameset", "noframes", "object", "embed", "applet", "param", "textarea", "select", "option", "optgroup",
+        "datalist", "input", "keygen", "canvas", "video", "audio", "source", "track", "map", "area", "noembed", "rp",
+        "dialog", "svg", "math",
+    ]
+
+    /// Elements whose text a browser shows as written (raw text): written as `pre`.
+    static let literalElements: Set<String> = ["xmp", "plaintext", "listing"]
+
+    /// Attributes kept on any kept element.
+    static let globalAttributes: Set<String> = ["title", "dir", "lang"]
+
+    /// Attributes kept on particular elements.
+    static let elementAttributes: [String: Set<String>] = [
+        "a": ["href"], "img": ["src", "alt"], "td": ["colspan", "rowspan"], "th": ["colspan", "rowspan"], "ol": ["start"],
+    ]
+
+    /// Attributes holding a URL: kept only with one of ``allowedSchemes``, or a fragment.
+    static let urlAttributes: Set<String> = ["href", "src"]
+
+    /// URL schemes kept.
+    static let allowedSchemes: Set<String> = ["http", "https", "mailto", "cid"]
+
+    /// Attribute names that are named in the dropped list; any other is `attribute (other)`, so a name the sender made up
+    /// (which may be text of the mail) never reaches the plan.
+    static let namedAttributes: Set<String> = [
+        "style", "class", "id", "name", "srcdoc", "src", "href", "width", "height", "align", "valign", "bgcolor", "color",
+        "face", "size", "border", "cellpadding", "cellspacing", "background", "target", "rel", "type", "value", "hidden",
+        "alt", "title", "dir", "lang", "colspan", "rowspan", "start", "action", "formaction", "xmlns", "role", "tabindex",
+        "nowrap", "span", "summary", "valign", "face", "lang", "content", "charset", "http-equiv", "usemap", "srcset",
+        "poster", "data", "codebase", "archive", "form", "placeholder", "label", "open", "contenteditable",
+    ]
+
+    /// What the dropped list says for an attribute.
+    static func describe(attribute name: String) -> String {
+        if name.hasPrefix("on") { return "attribute on*" }
+        if name.hasPrefix("data-") { return "attribute data-*" }
+        if name.hasPrefix("aria-") { return "attribute aria-*" }
+        return namedAttributes.contains(name) ? "attribute " + name : "attribute (other)"
+    }
+
+    /// What the dropped list says for a URL whose scheme is `scheme` (lower-cased).
+    static func describe(scheme: String) -> String {
+        ["data", "javascript", "vbscript", "file", "ftp", "about", "blob"].contains(scheme) ? "url \(scheme):" : "url (other)"
+    }
+
+    /// True when inline CSS hides the element and all it holds whatever its
+    /// children say (`display: none`, `opacity: 0`). Only these: `visibility`
+    /// can be undone by a child, `font-size: 0` often is, and hiding content
+    /// we cannot be sure is hidden would lose text.
+    static func hidesContent(style: String) -> Bool {
+        var compact: [UInt8] = []
+        for byte in style.utf8 where !(byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0C || byte == 0x0D) {
+            compact.append(byte >= 0x41 && byte <= 0x5A ? byte + 32 : byte)
+        }
+        // Declarations as `property:value`, `!important` aside; the last one of a property wins in CSS,
+        // but any that hides is enough here.
+        for declaration in String(decoding: compact, as: UTF8.self).split(separator: ";") {
+            let pair = declaration.split(separator: ":", maxSplits: 1)
+            guard pair.count == 2 else { continue }
+            var value = pair[1].split(separator: "!").first.map(String.init) ?? ""
+            if value.hasSuffix("%") { value.removeLast() }
+            switch pair[0] {
+            case "display" where value == "none": return true
+            case "opacity": if let number = Double(value), number <= 0 { return true }
+            default: continue
+            }
+        }
+        return false
+    }
+
+    /// The scheme of a URL as a browser's URL parser finds it (leading and
+    /// trailing controls and spaces trimmed, tabs and line feeds removed), lower-cased;
+    /// nil for a URL without one (relative).
+    static func scheme(of url: String) -> String? {
+        var scalars = Array(url.unicodeScalars.filter { $0 != "\t" && $0 != "\n" && $0 != "\r" })
+        while let first = scalars.first, first.value <= 0x20 { scalars.removeFirst() }
+        guard let first = scalars.first, first.isASCII, first.properties.isAlphabetic else { return nil }
+        var scheme = ""
+        for scalar in scalars {
+            if scalar == ":" { return scheme.lowercased() }
+            guard scalar.isASCII, scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "+-.".unicodeScalars.contains(scalar)
+            else { return nil }
+            scheme.unicodeScalars.append(scalar)
+        }
+        return nil
+    }
+
+    /// Characters no reader should be given: C0 controls but tab and line
+    /// feed (NUL, CR, escape …), DEL and the C1 controls. Taken out before the
+    /// spans are searched, as a reader shows them as nothing.
+    @inline(__always)
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        let value = scalar.value
+        return (value < 0x20 && value != 0x09 && value != 0x0A) || (value >= 0x7F && value <= 0x9F)
+    }
+
+    static func withoutControls(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.filter { !isControl($0) }))
+    }
+
+    // MARK: The model
+
+    /// The kept document: text (one stream of scalars) and the elements around it.
+    struct Model {
+        enum Event {
+            /// A kept element starts where the stream is at `position`.
+            case open(name: String, attributes: [(name: String, value: String)], position: Int)
+            /// A kept element ends where the stream is at `position`.
+            case close(name: String, position: Int)
+            /// Kept text: `stream[range]`.
+            case text(Range<Int>)
+        }
+
+        var stream: [Unicode.Scalar] = []
+        var events: [Event] = []
+        var dropped: Set<String> = []
+
+        init(_ document: HTMLDocument, redactor: Redactor, mode: Redactor.Mode, part: String) throws {
+            // What each open element became: its end tag to write, or nil.
+            var open: [String?] = []
+            // The depth of the dropped element being skipped, and its text.
+            var skipDepth = 0
+            var skippedText: [Unicode.Scalar] = []
+            // Spans in attribute values are censored, never numbered: the reading page shows text only.
+            let attributeMode: Redactor.Mode = mode.removesSpan ? .censor : .reveal
+            /// What a reader may show although we never do (attribute values, through CSS `attr()`;
+            /// a name the parser did not know; comments) pairs its markers on its own, or the mail is refused:
+            /// a lone marker there would pair differently for that reader than for us.
+            func validateUnshown(_ element: HTMLDocument.Element) throws(PolicyError) {
+                if !element.known { try redactor.validate(withoutControls(element.name), part: part) }
+                for attribute in element.attributes {
+                    try redactor.validate(withoutControls(attribute.name), part: part)
+                    try redactor.validate(withoutControls(attribute.value), part: part)
+                }
+            }
+
+            // The names of the open elements, kept or not: a style sheet is the text right inside a `style`.
+            var parents: [String] = []
+            for node in document.nodes {
+                switch node {
+                case .start(let element): parents.append(element.name)
+                case .end: parents.removeLast()
+                case .text(let text):
+                    if parents.last == "style" && redactor.hasMarkers(withoutControls(text)) {
+                        throw PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .inStyleSheet))
+                    }
+                case .comment: break
+                }
+                if skipDepth > 0 {
+                    switch node {
+                    case .start(let element):
+                        skipDepth += 1
+                        try validateUnshown(element)
+                    case .end:
+                        skipDepth -= 1
+                        if skipDepth == 0 {
+                            // Markers in dropped content pair up within it, or the mail is refused.
+                            if !skippedText.isEmpty {
+                                try redactor.validate(String(String.UnicodeScalarView(skippedText)), part: part)
+                                skippedText.removeAll(keepingCapacity: true)
+                            }
+                        }
+                    case .text(let text):
+                        skippedText.append(contentsOf: text.unicodeScalars.lazy.filter { !isControl($0) })
+                    case .comment(let text):
+                        try redactor.validate(withoutControls(text), part: part)
+                    }
+                    continue
+                }
+                switch node {
+                case .comment(let text):
+                    try redactor.validate(withoutControls(text), part: part)
+                case .text(let text):
+                    if parents.last == "head" { continue }
+                    let start = stream.count
+                    for scalar in text.unicodeScalars where !isControl(scalar) { stream.append(scalar) }
+                    if stream.count > start { events.append(.text(start..<stream.count)) }
+                case .end:
+                    if let name = open.removeLast() { events.append(.close(name: name, position: stream.count)) }
+                case .start(let element):
+                    try validateUnshown(element)
+                    switch classify(element) {
+                    case .drop(let reason):
+                        if let reason { dropped.insert(reason) }
+                        skipDepth = 1
+                    case .unwrap(let reason):
+                        if let reason { dropped.insert(reason) }
+                        open.append(nil)
+                    case .keep(let name):
+                        var attributes: [(name: String, value: String)] = []
+                        for attribute in element.attributes {
+                            let allowed = globalAttributes.contains(attribute.name)
+                                || elementAttributes[element.name]?.contains(attribute.name) == true
+                            guard allowed else { dropped.insert(describe(attribute: attribute.name)); continue }
+                            var value = withoutControls(attribute.value)
+                            if redactor.hasMarkers(value) { value = try redactor.redact(value, mode: attributeMode, part: part) }
+                            if urlAttributes.contains(attribute.name) && !value.hasPrefix("#") {
+                                guard let scheme = scheme(of: value) else { dropped.insert("url (relative)"); continue }
+                                guard allowedSchemes.contains(scheme) else { dropped.insert(describe(scheme: scheme)); continue }
+                            }
+                            attributes.append((attribute.name, value))
+                        }
+                        events.append(.open(name: name, attributes: attributes, position: stream.count))
+                        open.append(voidElements.contains(name) ? nil : name)
+                    }
+                }
+            }
+        }
+
+        enum Decision {
+            case keep(String)
+            case unwrap(String?)
+            case drop(String?)
+        }
+
+        func classify(_ element: HTMLDocument.Element) -> Decision {
+            guard element.namespace == .html else {
+                return .drop(element.namespace == .svg ? "element svg" : "element math")
+            }
+            if element.isTemplate { return .drop("element template") }
+            let name = element.name
+            if droppedElements.contains(name) { return .drop("element " + name) }
+            for attribute in element.attributes {
+                switch attribute.name {
+                case "hidden":
+                    return .drop("hidden content")
+                case "aria-hidden" where attribute.value.trimmingASCIIWhitespaceLowercased() == "true":
+                    return .drop("hidden content")
+                case "style" where hidesContent(style: attribute.value):
+                    return .drop("hidden content")
+                default:
+                    continue
+                }
+            }
+            if keptElements.contains(name) { return .keep(name) }
+            if literalElements.contains(name) { return .keep("pre") }
+            // The head's own elements are dropped one by one (and named); its white space is not text of the body.
+            if name == "html" || name == "body" || name == "head" { return .unwrap(nil) }
+            return .unwrap(element.known ? "element " + name : "element (unknown)")
+        }
+
+        // MARK: Writing
+
+        /// The document written with the spans (found in ``stream``) treated as `mode` says.
+        func write(spans: [Redactor.Span], redactor: Redactor, mode: Redactor.Mode) -> Rebuilt {
+            var out: [UInt8] = []
+            var text: [Unicode.Scalar] = []
+            var written: [HTMLDocument.Attribute] = []
+            out.reserveCapacity(stream.count + stream.count / 4 + 128)
+            out.append(contentsOf: #"<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>"#.utf8)
+            let removes = mode.removesSpan
+            var next = 0   // the first span that ends after the current position
+            func span(at position: Int) -> Redactor.Span? {
+                while next < spans.count && spans[next].closeEnd <= position { next += 1 }
+                return next < spans.count && spans[next].openStart <= position ? spans[next] : nil
+            }
+            for event in events {
+                switch event {
+                case .open(let name, let attributes, let position):
+                    out.append(0x3C)
+                    out.append(contentsOf: name.utf8)
+                    // A tag that starts inside a span keeps no attribute value.
+                    let inside = span(at: position).map { $0.openStart < position } ?? false
+                    if !(removes && inside) {
+                        for attribute in attributes {
+                            out.append(0x20)
+                            out.append(contentsOf: attribute.name.utf8)
+                            out.append(contentsOf: #"=""#.utf8)
+                            for scalar in attribute.value.unicodeScalars { escape(scalar, into: &out) }
+                            out.append(0x22)
+                            written.append(HTMLDocument.Attribute(name: attribute.name, value: attribute.value))
+                        }
+                    }
+                    out.append(0x3E)
+                    // The parser drops a line feed right after <pre>: this one, not the text's.
+                    if name == "pre" { out.append(0x0A) }
+                case .close(let name, _):
+                    out.append(contentsOf: "</".utf8)
+                    out.append(contentsOf: name.utf8)
+                    out.append(0x3E)
+                case .text(let range):
+                    for position in range {
+                        guard let found = span(at: position) else {
+                            escape(stream[position], into: &out)
+                            text.append(stream[position])
+                            continue
+                        }
+                        if position == found.openStart && removes {
+                            let content = String(String.UnicodeScalarView(stream[found.openEnd..<found.closeStart]))
+                            for scalar in mode.replacement(for: content, placeholder: redactor.placeholder).unicodeScalars
+                            where !isControl(scalar) {
+                                escape(scalar, into: &out)
+                                text.append(scalar)
+                            }
+                        }
+                        if !removes && position >= found.openEnd && position < found.closeStart {
+                            escape(stream[position], into: &out)
+                            text.append(stream[position])
+                        }
+                    }
+                }
+            }
+            // Nothing after </html>: a line feed there is text of the body to a parser.
+            out.append(contentsOf: "</body></html>".utf8)
+            return Rebuilt(html: String(decoding: out, as: UTF8.self), dropped: dropped.sorted(),
+                           text: String(String.UnicodeScalarView(text)), attributes: written)
+        }
+    }
+
+    /// Appends `scalar` as the output writes every character: `&`, `<`, `>`
+    /// and `"` as named references, printable ASCII, tab and line feed as
+    /// themselves, everything else as a hexadecimal reference (one reading,
+    /// whatever charset a reader assumes).
+    @inline(__always)
+    static func escape(_ scalar: Unicode.Scalar, into out: inout [UInt8]) {
+        switch scalar {
+        case "&": out.append(contentsOf: "&amp;".utf8)
+        case "<": out.append(contentsOf: "&lt;".utf8)
+        case ">": out.append(contentsOf: "&gt;".utf8)
+        case "\"": out.append(contentsOf: "&quot;".utf8)
+        default:
+            let value = scalar.value
+            if (value >= 0x20 && value < 0x7F) || value == 0x09 || value == 0x0A {
+                out.append(UInt8(value))
+            } else {
+                out.append(contentsOf: "&#x".utf8)
+                out.append(contentsOf: String(value, radix: 16, uppercase: true).utf8)
+                out.append(0x3B)
+            }
+        }
+    }
+}
+
+extension String {
+    /// ASCII white space trimmed, ASCII lower-cased: how HTML compares keyword attribute values.
+    fileprivate func trimmingASCIIWhitespaceLowercased() -> String {
+        let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\u{C}" || $0 == "\r" }
+        let scalars = unicodeScalars.drop(while: isSpace)
+        var result = String(String.UnicodeScalarView(scalars))
+        while let last = result.unicodeScalars.last, isSpace(last) { result.unicodeScalars.removeLast() }
+        return result.lowercased()
+    }
+}
