@@ -34,7 +34,8 @@ struct ReadingPostcard {
         let body: [TextSegment]
         switch rebuilt.readingText {
         case .plain(let text): body = try redactor.segments(text, catalog: catalog, part: "the main text")
-        case .html(let html): body = try redactor.segments(html: html, catalog: catalog, part: "the main text")
+        // The same kept text and spans as the postcard's HTML, through the same allow-list.
+        case .html(let html): body = try HTMLRebuild.segments(html, redactor: redactor, catalog: catalog, part: "the main text")
         case nil: body = []
         }
         let document = (try converted(redactor.segments(rebuilt.from, catalog: catalog, part: "From")),

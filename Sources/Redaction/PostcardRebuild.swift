@@ -78,7 +78,8 @@ public struct RebuiltPostcard {
 ///   tab, backspace overstrike, ECMA-48 escape sequences), inline uuencode,
 ///   yEnc and BinHex blocks cut out as opaque parts, censored, written as
 ///   UTF-8 quoted-printable text/plain, not flowed.
-/// - HTML: rebuilt through the allow-list (``rebuildHTML(_:place:)``).
+/// - HTML: parsed as a browser parses it and written again through an
+///   allow-list (``HTMLRebuild``); what it dropped is listed.
 /// - `message/*` and digest children: rebuilt the same way, recursively;
 ///   multiparts with a fresh boundary.
 /// - Ciphertext (``EncryptedAlready``) is kept as it is; a signature refuses
@@ -312,9 +313,11 @@ public enum PostcardRebuild {
         }
 
         /// HTML through the allow-list, its text and kept attribute values censored.
+        /// What the allow-list dropped goes into the inventory, with the part.
         func rebuildHTML(_ html: String, place: String) throws -> String {
-            // Until the allow-list rebuild lands: the HTML censored as before.
-            try redactor.redactHTML(html, mode: mode, part: place)
+            let rebuilt = try HTMLRebuild.rebuild(html, redactor: redactor, mode: mode, part: place)
+            parts.dropped += rebuilt.dropped.map { place + ": " + $0 }
+            return rebuilt.html
         }
 
         // MARK: Opaque parts
