@@ -233,8 +233,9 @@ public enum PostcardRebuild {
         func leaf(_ entity: MIMEEntity, type: ContentType, place: String, inDigest: Bool) throws -> MIMEEntity {
             let headers = entity.headers
             // A digest's child without Content-Type is a message (RFC 2046 §5.1.5);
-            // message/partial and external-body are not whole messages.
-            let isMessage = type.type == "message" && !["partial", "external-body"].contains(type.subtype)
+            // so is every message/* leaf (partial, external-body, unknown kinds) as a
+            // reader shows it, and text/rfc822-headers: each is rebuilt as one.
+            let isMessage = type.type == "message" || type.is("text", "rfc822-headers")
                 || inDigest && !headers.contains { $0.name.lowercased() == "content-type" }
             if isMessage {
                 guard let bytes = entity.content, let embedded = try? MIMEMessage.parse(bytes) else {
@@ -264,9 +265,20 @@ public enum PostcardRebuild {
                 try partFields(of: entity, onto: rebuilt, place: place, filename: filename)
                 return rebuilt
             }
-            var text = Cleaning.cleaned(decoded, singleLine: false)
+            let cleaned = Cleaning.cleaned(decoded, singleLine: false)
+            var text = cleaned
             if type.parameters["format"]?.lowercased() == "flowed" {
-                text = Redactor.joinedFlowed(text, deleteSpace: type.parameters["delsp"]?.lowercased() == "yes")
+                text = Redactor.joinedFlowed(cleaned, deleteSpace: type.parameters["delsp"]?.lowercased() == "yes")
+            }
+            if !redactor.hasMarkers(text) {
+                // A reader may render the part otherwise (enriched without its commands, calendar
+                // lines unfolded, references decoded, flowed lines joined the other way): the
+                // rendering that shows the markers is the text written, as plain text.
+                let shown = redactor.renderings(cleaned, type: type.type, subtype: type.subtype, parameters: type.parameters)
+                    .filter(redactor.hasMarkers)
+                if let chosen = shown.first(where: { (try? redactor.validate($0, part: place)) != nil }) ?? shown.first {
+                    text = Cleaning.cleaned(chosen, singleLine: false)
+                }
             }
             let (kept, blocks) = Cleaning.cutBlocks(text)
             if !attachment && plainText == nil { plainText = kept }
