@@ -1,7 +1,11 @@
+import Filter
+import Foundation
 import Incoming
 import MIME
+import PartialEncryption
 import Policy
 import Redaction
+import Sending
 
 /// What each fuzz target does with one input, as library functions: the
 /// libFuzzer executables in `Fuzz/` call them, and the regression tests run
@@ -131,5 +135,46 @@ public enum FuzzChecks {
                 _ = MailStructure.signedContent(in: bytes, boundary: boundary)
             }
         }
+    }
+
+    /// filter.toml: any text is read or refused with an error, never a
+    /// trap; what is read has every number in its range, and the numbers
+    /// turned into the waits the filter makes of them (they trapped before).
+    public static func filterConfig(_ bytes: [UInt8]) {
+        guard let config = try? FilterConfig.parse(String(decoding: bytes, as: UTF8.self)) else { return }
+        precondition((1...86_400).contains(config.timeout), "filter timeout out of range")
+        precondition((1...86_400).contains(config.reinjectionTimeout), "reinject.timeout out of range")
+        precondition((1...86_400).contains(config.reinjectionFinalTimeout ?? 1), "reinject.final_timeout out of range")
+        precondition((86_400...3650 * 86_400).contains(config.journalExpiry), "journal.expire_days out of range")
+        precondition((1...86_400).contains(config.listen.idleTimeout) && (1...86_400).contains(config.listen.drainTimeout),
+                     "listen time-out out of range")
+        _ = Duration.milliseconds(Int64(config.timeout * 1000)) + .seconds(config.listen.idleTimeout)
+        _ = DispatchTime.now() + config.timeout + config.reinjectionTimeout * 1.5
+        _ = config.readingLifetime.map { Int64(Date().timeIntervalSince1970) + Int64($0) }
+    }
+
+    /// config.toml: read or refused with problems, never a trap; what is
+    /// read has its numbers in range.
+    public static func userConfig(_ bytes: [UInt8]) {
+        let (config, problems) = UserConfig.parse(String(decoding: bytes, as: UTF8.self))
+        for problem in problems { _ = problem.description }
+        guard let config else { return }
+        precondition((0...3650).contains(config.keepSentDays), "keep_sent_days out of range")
+        precondition((1...65_535).contains(config.submission.port), "submission.port out of range")
+        precondition((1...3600).contains(config.submission.timeout ?? 1), "submission.timeout out of range")
+        _ = Duration.seconds(config.submission.timeout ?? 1) * 2
+        _ = TimeInterval(config.keepSentDays) * 86_400
+    }
+
+    /// A reading document as a server sends it: decoded or refused; one
+    /// that validates can be filled with spans and written again, whatever
+    /// numbers it holds.
+    public static func readingDocument(_ bytes: [UInt8]) {
+        guard let document = try? ReadingDocument.decode(bytes) else { return }
+        let spans = ["a", "b", "c"]
+        _ = ReadingDocument.fill(document.from + document.subject + document.body, spans)
+        guard (try? document.validate()) != nil else { return }
+        let again = try? ReadingDocument.decode(document.json())
+        precondition(again == document, "a valid document does not read back the same")
     }
 }

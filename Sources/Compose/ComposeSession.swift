@@ -313,6 +313,8 @@ public actor ComposeSession {
                 if !prepared.plan.keyLoss.isEmpty,
                    case .failure(let loss) = Result(catching: { try MailPipeline.checkNotRefused(prepared.plan) }) {
                     problem = String(describing: loss)  // the key continuity line, as send then throws it
+                } else if !prepared.plan.heldKeyChanges.isEmpty {
+                    problem = KeyChangeError(changes: prepared.plan.heldKeyChanges).description  // as send then throws it
                 } else if prepared.plan.isRefused {
                     problem = PipelineError(.refused, addresses: prepared.plan.refused.map(\.recipient.address)).description
                 } else if prepared.signingKey == nil && (kinds.contains(.letter) || (kinds.contains(.postcard) && draft.invite)) {
@@ -321,7 +323,8 @@ public actor ComposeSession {
                     problem = error.description  // letter-required, and the sender cannot get the password in a letter
                 }
                 if prepared.publishesSpans && (try? pipeline.checkNotice(prepared)) != nil {
-                    notice = PlannedNotice(address: prepared.envelopeSender, isLetter: prepared.senderCanReceiveLetter)
+                    notice = PlannedNotice(address: prepared.envelopeSender, isLetter: prepared.senderCanReceiveLetter,
+                                           isShown: !prepared.senderCanReceiveLetter && base.noticeMustBeLetter)
                 }
                 if let protected = draft.protected, kinds.contains(.postcard) {
                     let postcard = try prepared.censoredPostcard()

@@ -98,6 +98,9 @@ public struct ComposeError: Error, Sendable, Equatable, CustomStringConvertible 
         case badAddress(String)
         /// Saving needs a draft store, and the session has none.
         case noDraftStore
+        /// The mail answered has something that is not a plain mail address in
+        /// the field named: nothing of it becomes a recipient.
+        case badOriginal(String)
     }
 
     /// What was refused.
@@ -118,6 +121,7 @@ public struct ComposeError: Error, Sendable, Equatable, CustomStringConvertible 
         case .badRange: "the range lies outside the text or cuts into a marker"
         case .badAddress(let address): "not a mail address: \(address)"
         case .noDraftStore: "there is no draft store"
+        case .badOriginal(let field): "the mail answered has something that is not a mail address (local@domain) in its \(field)"
         }
     }
 }
@@ -129,10 +133,14 @@ public struct PlannedNotice: Sendable, Hashable {
     public let address: String
     /// True when it goes as a letter to the sender's own key; false: plain.
     public let isLetter: Bool
+    /// True when it is not mailed at all: the password is shown to the
+    /// sender on their terminal (``PipelineOptions/showPassword``).
+    public let isShown: Bool
 
-    /// A notice to `address`, as a letter when `isLetter`.
-    public init(address: String, isLetter: Bool) {
+    /// A notice to `address`, as a letter when `isLetter`, shown instead of mailed when `isShown`.
+    public init(address: String, isLetter: Bool, isShown: Bool = false) {
         self.address = address
         self.isLetter = isLetter
+        self.isShown = isShown
     }
 }

@@ -49,14 +49,19 @@ public struct Original: Sendable {
 
     init(_ message: MIMEMessage, bytes: [UInt8], arrivedAsLetter: Bool) {
         self.arrivedAsLetter = arrivedAsLetter
-        from = message.addresses(.from)
-        replyTo = message.addresses(.replyTo)
-        to = message.addresses(.to)
-        cc = message.addresses(.cc)
-        subject = message.subject ?? ""
-        messageID = message.messageID
-        references = Self.messageIDs(in: message.header("References") ?? "")
-        date = message.header("Date")
+        // Every value a sender chose is made inert here (one line, no controls),
+        // so that no reply, forward, screen or template can be steered by it.
+        func inert(_ field: AddressField) -> [MailAddress] {
+            message.addresses(field).map { MailAddress(name: InertText.line($0.name), address: InertText.line($0.address)) }
+        }
+        from = inert(.from)
+        replyTo = inert(.replyTo)
+        to = inert(.to)
+        cc = inert(.cc)
+        subject = InertText.line(message.subject ?? "")
+        messageID = message.messageID.map(InertText.line)
+        references = Self.messageIDs(in: message.header("References") ?? "").map(InertText.line)
+        date = message.header("Date").map(InertText.line)
         self.bytes = bytes
         var text: String?
         var html: String?
@@ -68,7 +73,7 @@ public struct Original: Sendable {
                 if type.subtype == "html", html == nil { html = part.text; continue }
             }
             if let content = part.content, part.filename != nil || part.disposition == "attachment" {
-                attachments.append(.init(filename: part.filename ?? "attachment", contentType: type.description, data: content))
+                attachments.append(.init(filename: InertText.line(part.filename ?? "attachment"), contentType: type.description, data: content))
             }
         }
         self.text = text ?? html.map(ProtectedContent.textOfHTML) ?? ""

@@ -17,15 +17,18 @@ extension ComposeSession {
                              gnupg: GnuPG, options: PipelineOptions = PipelineOptions(), outbox: any ComposeOutbox,
                              drafts: (any DraftStore)? = nil) async throws -> ComposeSession {
         let own = Set((identities + [from.address]).map { $0.lowercased() })
-        var primary = original.replyTo.isEmpty ? original.from : original.replyTo
+        var (primary, field) = original.replyTo.isEmpty ? (original.from, "From") : (original.replyTo, "Reply-To")
         // Answering one's own mail goes to its recipients, not back to oneself.
-        if primary.allSatisfy({ own.contains($0.address.lowercased()) }) { primary = original.to }
+        if primary.allSatisfy({ own.contains($0.address.lowercased()) }) { (primary, field) = (original.to, "To") }
         var seen = own
-        func keep(_ addresses: [MailAddress]) -> [MailAddress] {
-            addresses.filter { seen.insert($0.address.lowercased()).inserted && GnuPG.isLookupAddress($0.address) }
+        // Only plain addresses become recipients: anything else (a malformed
+        // encoded-word's remains, say) refuses the reply rather than mailing it.
+        func keep(_ addresses: [MailAddress], _ field: String) throws -> [MailAddress] {
+            guard addresses.allSatisfy({ InertText.isPlainAddress($0.address) }) else { throw ComposeError(.badOriginal(field)) }
+            return addresses.filter { seen.insert($0.address.lowercased()).inserted }
         }
-        let to = keep(primary) + (all ? keep(original.to) : [])
-        let cc = all ? keep(original.cc) : []
+        let to = try keep(primary, field) + (all ? keep(original.to, "To") : [])
+        let cc = try all ? keep(original.cc, "Cc") : []
         let mode: ComposeMode = all ? .replyAll : .reply
         let draft = ComposeDraft(
             Composition(from: from, to: to, cc: cc, subject: original.replySubject, text: "\n\n" + original.quoted,

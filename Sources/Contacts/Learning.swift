@@ -45,7 +45,10 @@ extension ContactBook {
         var report = LearnReport()
         guard let seen = Self.reading(raw, receivedAt: receivedAt, now: now, report: &report) else { return report }
         try write { db in try Self.note(seen, in: db) }
-        if let autocrypt { Self.importAutocrypt(raw, seen.hasAutocrypt, autocrypt, decrypting, &report) }
+        if let autocrypt {
+            let results = Self.importAutocrypt(raw, seen.hasAutocrypt, autocrypt, decrypting, &report)
+            try write { db in try StoreContinuity.noteLearned(results, at: seen.time, now: now.timeIntervalSince1970, in: db) }
+        }
         return report
     }
 
@@ -70,11 +73,20 @@ extension ContactBook {
             guard access(path, R_OK) == 0 else { throw LearnInputError(path: path, reason: String(cString: strerror(errno))) }
         }
         var report = LearnReport()
-        var batch: [Seen] = [], raws: [([UInt8], Bool)] = []
+        var batch: [Seen] = [], raws: [([UInt8], Bool, Double)] = []
         func flush() throws(ContactsError) {
             let pending = batch
             try write { db in for seen in pending { try Self.note(seen, in: db) } }
-            if let autocrypt { for (raw, has) in raws { Self.importAutocrypt(raw, has, autocrypt, decrypting, &report) } }
+            if let autocrypt {
+                var learned: [([AutocryptImportResult], Double)] = []
+                for (raw, has, time) in raws { learned.append((Self.importAutocrypt(raw, has, autocrypt, decrypting, &report), time)) }
+                // Kept apart from the person's own keys (Autocrypt's peer state).
+                try write { db in
+                    for (results, time) in learned {
+                        try StoreContinuity.noteLearned(results, at: time, now: now.timeIntervalSince1970, in: db)
+                    }
+                }
+            }
             batch = []; raws = []
         }
         for file in files {
@@ -87,7 +99,7 @@ extension ContactBook {
             let mtime = stat(file, &modified) == 0 ? Date(timeIntervalSince1970: Double(modified.st_mtim.tv_sec)) : nil
             guard let seen = Self.reading(raw, receivedAt: mtime, now: now, report: &report) else { continue }
             batch.append(seen)
-            if autocrypt != nil && (seen.hasAutocrypt || decrypting) { raws.append((raw, seen.hasAutocrypt)) }
+            if autocrypt != nil && (seen.hasAutocrypt || decrypting) { raws.append((raw, seen.hasAutocrypt, seen.time)) }
             if batch.count >= 200 { try flush() }
         }
         try flush()
@@ -146,18 +158,19 @@ extension ContactBook {
     }
 
     static func importAutocrypt(_ raw: [UInt8], _ hasHeader: Bool, _ importer: AutocryptImporter, _ decrypting: Bool,
-                                _ report: inout LearnReport) {
-        guard hasHeader || decrypting else { return }
+                                _ report: inout LearnReport) -> [AutocryptImportResult] {
+        guard hasHeader || decrypting else { return [] }
         guard let results = try? importer.importKeys(from: raw, decrypting: decrypting) else {
             report.keysRefused += 1
-            return
+            return []
         }
         report.keysImported += results.filter { $0.imported != nil }.count
         report.keysRefused += results.filter { $0.imported == nil }.count
+        return results
     }
 
     /// An RFC 5322 date (with or without the day name and seconds).
-    static func parseDate(_ text: String) -> Date? {
+    package static func parseDate(_ text: String) -> Date? {
         var value = text.trimmingCharacters(in: .whitespaces)
         if let comment = value.firstIndex(of: "(") { value = value[..<comment].trimmingCharacters(in: .whitespaces) }
         // Making a DateFormatter costs more than parsing a mail: one per thread, kept.

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import OpenPGP
 import Pipeline
 import PartialEncryption
@@ -36,6 +37,7 @@ public enum LogDestination: String, Sendable {
 /// timeout = 120                # seconds for one mail, all included
 /// log = "syslog"               # syslog | stderr | none
 /// on_key_loss = "defer"        # or postcard: a remembered key now revoked or expired
+/// on_key_change = "accept-certified"  # or defer | accept: a key other than the remembered one
 ///
 /// [markers]
 /// open = "[[private]]"
@@ -132,6 +134,7 @@ public struct FilterConfig: Sendable {
         gnupgHome = nil
         signAs = nil
         mail = MailOptions()
+        mail.onKeyChange = .acceptCertified
         redactor = .standard
         minimumValidity = nil
         timeout = 120
@@ -181,11 +184,11 @@ public struct FilterConfig: Sendable {
 
     /// Reads configuration text.
     public static func parse(_ text: String) throws -> FilterConfig {
-        let root = try TOMLTable(string: text)
+        let root = try TOMLKeys.document(text)
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
         try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "reading", "reinject", "journal",
-                                                 "on_key_loss", "continuity", "listen"]))
+                                                 "on_key_loss", "on_key_change", "continuity", "listen"]))
         config.gnupgHome = try top.string("gnupg_home")
         let policy = try PolicySettings.read(top)
         config.mail = policy.mail
@@ -193,16 +196,23 @@ public struct FilterConfig: Sendable {
         config.signAs = policy.signAs
         config.minimumValidity = policy.minimumValidity
         if let value = try top.string("on_key_loss") {
-            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value \"\(value)\"") }
+            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value (allowed: defer, postcard)") }
             config.mail.onKeyLoss = rule
+        }
+        config.mail.onKeyChange = .acceptCertified
+        if let value = try top.string("on_key_change") {
+            guard let rule = KeyChangeRule(rawValue: value) else {
+                throw ConfigError("on_key_change: unknown value (defer, accept-certified or accept)")
+            }
+            config.mail.onKeyChange = rule
         }
         if let continuity = try top.table("continuity") {
             try continuity.allow(["directory"])
             config.continuityDirectory = try continuity.string("directory")
         }
-        config.timeout = TimeInterval(try top.positiveInt("timeout") ?? 120)
+        config.timeout = TimeInterval(try top.positiveInt("timeout", atMost: TOMLKeys.day) ?? 120)
         if let value = try top.string("log") {
-            guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value \"\(value)\"") }
+            guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value (allowed: syslog, stderr, none)") }
             config.log = log
         }
 
@@ -211,25 +221,28 @@ public struct FilterConfig: Sendable {
             // Every value is checked, also those the chosen method does not use.
             let command = try reinject.strings("sendmail")
             let host = try reinject.string("host") ?? "127.0.0.1"
-            let port = try reinject.positiveInt("port") ?? 10026
-            guard port < 65536 else { throw ConfigError("reinject.port: out of range") }
+            let port = try reinject.positiveInt("port", atMost: TOMLKeys.port) ?? 10026
             switch try reinject.string("method") ?? "sendmail" {
             case "sendmail":
                 if !command.isEmpty { config.reinjection = .sendmail(command) }
             case "smtp":
+                // Re-injection speaks SMTP without TLS or AUTH: the mail system must be on this machine.
+                guard Loopback.contains(host) else {
+                    throw ConfigError("reinject.host: not a loopback address (re-injection has no TLS: use 127.0.0.1, ::1 or localhost)")
+                }
                 config.reinjection = .smtp(host: host, port: port)
-            case let other:
-                throw ConfigError("reinject.method: unknown value \"\(other)\"")
+            default:
+                throw ConfigError("reinject.method: unknown value (allowed: sendmail, smtp)")
             }
-            config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout") ?? 60)
-            config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout").map(TimeInterval.init)
+            config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout", atMost: TOMLKeys.day) ?? 60)
+            config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout", atMost: TOMLKeys.day).map(TimeInterval.init)
         }
 
         if let listen = try top.table("listen") { config.listen = try ListenConfig.read(listen) }
         if let journal = try top.table("journal") {
             try journal.allow(["directory", "expire_days"])
             config.journalDirectory = try journal.string("directory") ?? config.journalDirectory
-            config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days") ?? 7) * 86400
+            config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days", atMost: TOMLKeys.tenYears) ?? 7) * 86400
         }
         if let reading = try ReadingSettings.read(top) {
             config.publisher = reading.publisher

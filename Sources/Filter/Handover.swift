@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import SMTP
 
 /// A copy could not be handed on. Always temporary for the filter (75).
@@ -98,88 +99,53 @@ final class Handover {
 
     /// Runs `command -f SENDER -- RCPT…` with the copy on stdin, in a process
     /// group of its own that is killed as a whole after `timeout` (or when a
-    /// stop was asked for and its grace is over). The copy passes through a
-    /// private temporary file.
+    /// stop was asked for and its grace is over). The copy goes to the child
+    /// straight from memory: no file holds it, so no way of ending (the
+    /// watchdog's `_exit`, a signal, kill -9) can leave it behind.
     static func sendmail(_ command: [String], _ bytes: [UInt8], sender: String, recipients: [String],
                          timeout: TimeInterval) throws(HandoverError) {
         guard let executable = command.first else { throw HandoverError(description: "no sendmail command") }
-        var template = Array("/tmp/mailsec-copy.XXXXXX".utf8CString)
-        let fd = mkstemp(&template)   // 0600
-        guard fd >= 0 else { throw HandoverError(description: "cannot make a temporary file") }
-        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        defer { Glibc.close(fd); unlink(path) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard written > 0 else { throw HandoverError(description: "cannot write a temporary file") }
-            offset += written
-        }
-        lseek(fd, 0, SEEK_SET)
-
+        guard let channel = ChildProcess.inputChannel() else { throw HandoverError(description: "cannot make a channel to \(executable)") }
+        var ours: Int32? = channel.ours
+        defer { if let ours { Glibc.close(ours) } }
         let arguments = [executable] + Array(command.dropFirst()) + ["-f", sender, "--"] + recipients
-        let pid = try spawnInOwnGroup(executable, arguments, stdin: fd)
+        let spawned = ChildProcess.spawn(executable, arguments, stdin: .descriptor(channel.child), stdout: .null, stderr: .null,
+                                         ownGroup: true)
+        Glibc.close(channel.child)
+        guard case .success(let pid) = spawned else { throw HandoverError(description: "cannot run \(executable)") }
         Stop.register(pid)
         defer { Stop.unregister() }
         let deadline = Stop.now() + UInt64(timeout * 1e9)
+        var offset = 0
         var status: Int32 = 0
         while true {
+            if let fd = ours {
+                if let fed = ChildProcess.feed(bytes, to: fd, offset: offset) { offset = fed } else { offset = -1 }
+                // All of it given (end of file for the child), or the child stopped reading.
+                if offset < 0 || offset == bytes.count { Glibc.close(fd); ours = nil }
+            }
             let done = waitpid(pid, &status, WNOHANG)
             if done == pid { break }
             if done < 0 && errno != EINTR { throw HandoverError(description: "lost track of \(executable)") }
             if Stop.graceIsOver {
-                killGroup(pid)
+                ChildProcess.killGroup(pid)
                 throw HandoverError(description: "\(executable) was stopped by a signal")
             }
             if Stop.now() >= deadline {
-                killGroup(pid)
+                ChildProcess.killGroup(pid)
                 throw HandoverError(description: "\(executable) did not finish within \(Int(timeout)) s")
             }
-            usleep(5_000)
+            if let fd = ours {
+                var poller = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&poller, 1, 5)
+            } else {
+                usleep(5_000)
+            }
         }
-        // WIFEXITED and WEXITSTATUS are macros Swift does not import.
-        guard status & 0x7F == 0, (status >> 8) & 0xFF == 0 else {
-            throw HandoverError(description: "\(executable) failed with status \(status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + status & 0x7F)")
+        guard ChildProcess.exitCode(status) == 0 else {
+            throw HandoverError(description: "\(executable) failed with status \(ChildProcess.exitCode(status))")
         }
-    }
-
-    /// Starts `executable` as the leader of a new process group (so that it
-    /// and everything it starts can be killed together), with `stdin` as its
-    /// standard input, /dev/null for output, and default signal handling.
-    private static func spawnInOwnGroup(_ executable: String, _ arguments: [String], stdin: Int32) throws(HandoverError) -> pid_t {
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGPIPE, SIGHUP] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let err = posix_spawn(&pid, executable, &actions, &attributes, &argv, environ)
-        guard err == 0 else { throw HandoverError(description: "cannot run \(executable)") }
-        return pid
-    }
-
-    /// Ends the child's whole group: SIGTERM, up to 2 s for the leader, then
-    /// SIGKILL for whatever is left of the group, and the leader reaped.
-    private static func killGroup(_ pid: pid_t) {
-        kill(-pid, SIGTERM)
-        var status: Int32 = 0
-        let until = Stop.now() + 2_000_000_000
-        while waitpid(pid, &status, WNOHANG) == 0 && Stop.now() < until { usleep(5_000) }
-        kill(-pid, SIGKILL)
-        _ = waitpid(pid, &status, 0)
+        // A sendmail that ends well without reading the whole copy may have taken part of it: not a hand-over.
+        guard offset == bytes.count else { throw HandoverError(description: "\(executable) ended before reading the whole copy") }
     }
 }

@@ -21,12 +21,16 @@ import Synchronization
 /// Marking a recipient as sent overwrites one byte of that file in place:
 /// it needs no new disk space, so a copy that went out can always be
 /// recorded. Records of a mail are removed once all of it went out, and
-/// expire otherwise.
+/// expire otherwise, by the journal's own clock (``JournalClock``): a record
+/// that vanished while its mail is still retried would let the retry send
+/// every copy again, so no jump of the wall clock may age a record.
 public final class Journal {
     /// The journal folder (0700).
     public let directory: String
     /// Seconds after which a record never finished is dropped.
     public let expiry: TimeInterval
+    /// Now, in seconds of the journal's clock: what a new record is stamped with.
+    let now: Int64
 
     /// When each journal folder was last swept for expired records, in this process.
     private static let lastSweep = Mutex([String: Date]())
@@ -34,20 +38,31 @@ public final class Journal {
     /// Opens (and makes, 0700) the journal folder and drops expired records;
     /// with `sweepOncePerMinute` (a resident filter opens it for every mail)
     /// only when this process has not swept that folder in the last minute.
-    public init(directory: String, expiry: TimeInterval, sweepOncePerMinute: Bool = false) throws {
+    public convenience init(directory: String, expiry: TimeInterval, sweepOncePerMinute: Bool = false) throws {
+        try self.init(directory: directory, expiry: expiry, sweepOncePerMinute: sweepOncePerMinute, clock: .system)
+    }
+
+    /// ``init(directory:expiry:sweepOncePerMinute:)`` with the clock records age by (tests move it).
+    package init(directory: String, expiry: TimeInterval, sweepOncePerMinute: Bool = false, clock: JournalClock) throws {
         self.directory = directory
         self.expiry = expiry
         try Self.makeFolder(directory)
         guard access(directory, W_OK | X_OK) == 0 else {
             throw JournalError(description: "journal folder \(directory) is not writable")
         }
-        let now = Date()
+        let reading = clock.read(folder: directory)
+        self.now = reading.now
+        let wallNow = Date()
         guard !sweepOncePerMinute || Self.lastSweep.withLock({ sweeps -> Bool in
-            if let last = sweeps[directory], now.timeIntervalSince(last) < 60 { return false }
-            sweeps[directory] = now
+            if let last = sweeps[directory], wallNow.timeIntervalSince(last) < 60 { return false }
+            sweeps[directory] = wallNow
             return true
         }) else { return }
-        let cutoff = Int(now.addingTimeInterval(-expiry).timeIntervalSince1970)
+        // Nothing expires unless the clock could be kept: an age not saved could not be trusted next time.
+        guard clock.save(reading, folder: directory) else { return }
+        let oldest = reading.now - Int64(min(expiry, 1e12))
+        // Temporary files of a writer that died hold nothing a retry needs: by the wall clock.
+        let cutoff = Int(wallNow.addingTimeInterval(-expiry).timeIntervalSince1970)
         // With opendir and stat, not FileManager: its attribute dictionaries
         // cost the pipe filter (one process per mail) a runtime type scan.
         guard let folder = opendir(directory) else { return }
@@ -57,9 +72,15 @@ public final class Journal {
             guard name.hasSuffix(".sent") || name.hasSuffix(".journal") || name.hasSuffix(".tmp") else { continue }
             let path = directory + "/" + name
             var info = stat()
-            if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mtim.tv_sec < cutoff {
-                unlink(path)
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            if name.hasSuffix(".tmp") {
+                if info.st_mtim.tv_sec < cutoff { unlink(path) }
+                continue
             }
+            // A record without a stamp (written before the journal had a clock,
+            // a `.sent` file of version 1, a damaged one) counts from the clock's start.
+            let born = name.hasSuffix(".journal") ? ((try? MailRecord.read(path))?.born ?? 0) : 0
+            if born < oldest { unlink(path) }
         }
     }
 
@@ -100,11 +121,12 @@ public final class Journal {
     /// Writes a whole record through a temporary file and a rename, synced:
     /// a record is there completely or not at all.
     func write(_ content: MailRecord.Content, to path: String) throws(JournalError) {
-        var text = content.keys.isEmpty ? MailRecord.header : MailRecord.headerWithKeys
+        var text = MailRecord.headerWithBirth
         for entry in content.entries { text += (entry.sent ? "S " : "P ") + entry.key + "\n" }
         for (key, fingerprint) in content.keys.sorted(by: { $0.key < $1.key }) {
             text += "K " + key + " " + fingerprint.padding(toLength: 64, withPad: ".", startingAt: 0) + "\n"
         }
+        text += MailRecord.birthLine(content.born ?? now)
         let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw JournalError(description: "cannot write the journal in \(directory) (\(reason()))") }
@@ -181,6 +203,12 @@ public final class MailRecord {
     static let header = "mailsec-journal 2\n"
     /// Version 3 adds the letters' keys after the recipients' lines.
     static let headerWithKeys = "mailsec-journal 3\n"
+    /// Version 4 adds, last, when the record was first written by the journal's clock ("B ", 20 digits, a newline).
+    static let headerWithBirth = "mailsec-journal 4\n"
+    static func birthLine(_ born: Int64) -> String {
+        let digits = String(max(born, 0))
+        return "B " + String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "\n"
+    }
     /// "P " or "S ", 64 hex digits, a newline.
     static let lineLength = 67
     /// "K ", 64 hex digits (the recipient), a space, the fingerprint padded with "." to 64, a newline.
@@ -191,6 +219,8 @@ public final class MailRecord {
         var entries: [(key: String, sent: Bool)] = []
         /// Recipient key → the fingerprint of the key their letter is encrypted to.
         var keys: [String: String] = [:]
+        /// When the record was first written, by the journal's clock; nil in a record of before version 4.
+        var born: Int64?
     }
 
     private let journal: Journal
@@ -255,12 +285,27 @@ public final class MailRecord {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw JournalError(description: "cannot read the journal record \(path)")
         }
+        return try read(Array(data), path: path)
+    }
+
+    static func read(_ whole: [UInt8], path: String) throws(JournalError) -> Content {
         let damaged = JournalError(description: "the journal record \(path) is damaged; remove it only if no copy of that mail went out")
-        let bytes = Array(data)
-        let withKeys = bytes.starts(with: Array(headerWithKeys.utf8))
-        guard withKeys || bytes.starts(with: Array(header.utf8)) else { throw damaged }
-        func isHex(_ part: ArraySlice<UInt8>) -> Bool { part.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
+        let withBirth = whole.starts(with: Array(headerWithBirth.utf8))
+        let withKeys = withBirth || whole.starts(with: Array(headerWithKeys.utf8))
+        guard withKeys || whole.starts(with: Array(header.utf8)) else { throw damaged }
+        var bytes = whole[...]
         var content = Content()
+        if withBirth {
+            // The last line: "B ", 20 digits, a newline.
+            let line = bytes.suffix(23)
+            guard line.count == 23, line.first == UInt8(ascii: "B"), line[line.startIndex + 1] == 32, line.last == 10,
+                  let born = Int64(String(decoding: line.dropFirst(2).dropLast(), as: UTF8.self)), born >= 0,
+                  line.dropFirst(2).dropLast().allSatisfy({ (48...57).contains($0) })
+            else { throw damaged }
+            content.born = born
+            bytes = bytes.dropLast(23)
+        }
+        func isHex(_ part: ArraySlice<UInt8>) -> Bool { part.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
         var offset = header.utf8.count
         // The recipients' lines, then (version 3) the keys' lines.
         while offset < bytes.count, bytes[offset] != UInt8(ascii: "K") {
@@ -311,9 +356,24 @@ public final class MailRecord {
     }
 
     /// Forgets the mail once every copy went out.
+    public func clear() { clearance.clear() }
+
+    /// What ``clear()`` removes, to remove later on another thread (once the
+    /// MTA is known to have heard that every copy went out).
+    public var clearance: RecordClearance {
+        let folder = (path as NSString).deletingLastPathComponent
+        return RecordClearance(paths: [path] + entries.map { folder + "/" + $0.key + ".sent" })
+    }
+}
+
+/// A mail's journal record to remove once the MTA heard the mail is done:
+/// until then a retry of the mail must find every copy sent.
+public struct RecordClearance: Sendable {
+    let paths: [String]
+
+    /// Removes the record.
     public func clear() {
-        unlink(path)
-        for entry in entries { unlink((path as NSString).deletingLastPathComponent + "/" + entry.key + ".sent") }
+        for path in paths { unlink(path) }
     }
 }
 

@@ -15,6 +15,9 @@ public struct ListenConfig: Sendable, Equatable {
     public var maxMessageSize: Int
     /// Connections at once; one more is answered 421 and closed.
     public var maxConnections: Int
+    /// Connections at once from one client address (default 32: one Postfix
+    /// with its default concurrency of 20 gets through); one more gets 421.
+    public var maxConnectionsPerAddress: Int
     /// Mails worked on at once (threads); the default is the number of cores.
     public var parallel: Int {
         get { chosenParallel ?? max(1, ProcessInfo.processInfo.activeProcessorCount) }
@@ -26,6 +29,8 @@ public struct ListenConfig: Sendable, Equatable {
     private var chosenParallel: Int?
     /// Seconds the listener waits for a client's next command.
     public var idleTimeout: Int
+    /// Seconds a new connection has for its first whole command.
+    public var firstCommandTimeout: Int
     /// Where mails too large to keep in memory wait; nil: the listener's default.
     public var spoolDirectory: String?
     /// Seconds SIGTERM waits for the mails in progress before it cuts them off.
@@ -38,8 +43,10 @@ public struct ListenConfig: Sendable, Equatable {
         lmtp = false
         maxMessageSize = 10_240_000
         maxConnections = 100
+        maxConnectionsPerAddress = 32
         chosenParallel = nil
         idleTimeout = 300
+        firstCommandTimeout = 30
         spoolDirectory = nil
         drainTimeout = 30
     }
@@ -72,22 +79,25 @@ public struct ListenConfig: Sendable, Equatable {
         a.host == b.host && a.port == b.port && a.lmtp == b.lmtp && a.maxMessageSize == b.maxMessageSize
             && a.maxConnections == b.maxConnections && a.parallel == b.parallel && a.idleTimeout == b.idleTimeout
             && a.spoolDirectory == b.spoolDirectory && a.drainTimeout == b.drainTimeout
+            && a.maxConnectionsPerAddress == b.maxConnectionsPerAddress && a.firstCommandTimeout == b.firstCommandTimeout
     }
 
     /// Reads the `[listen]` table.
     static func read(_ table: TOMLKeys) throws -> ListenConfig {
         try table.allow(["address", "lmtp", "max_message_size", "max_connections", "parallel", "idle_timeout",
-                         "spool_directory", "drain_timeout"])
+                         "spool_directory", "drain_timeout", "max_connections_per_address", "first_command_timeout"])
         var listen = ListenConfig()
         if let address = try table.string("address") { (listen.host, listen.port) = try Self.address(address) }
         listen.lmtp = try table.bool("lmtp") ?? false
-        listen.maxMessageSize = try table.positiveInt("max_message_size") ?? listen.maxMessageSize
-        listen.maxConnections = try table.positiveInt("max_connections") ?? listen.maxConnections
-        listen.chosenParallel = try table.positiveInt("parallel")
-        listen.idleTimeout = try table.positiveInt("idle_timeout") ?? listen.idleTimeout
+        listen.maxMessageSize = try table.positiveInt("max_message_size", atMost: 1 << 32) ?? listen.maxMessageSize
+        listen.maxConnections = try table.positiveInt("max_connections", atMost: 65_536) ?? listen.maxConnections
+        listen.chosenParallel = try table.positiveInt("parallel", atMost: 256)
+        listen.idleTimeout = try table.positiveInt("idle_timeout", atMost: TOMLKeys.day) ?? listen.idleTimeout
+        listen.maxConnectionsPerAddress = try table.positiveInt("max_connections_per_address", atMost: 65_536)
+            ?? listen.maxConnectionsPerAddress
+        listen.firstCommandTimeout = try table.positiveInt("first_command_timeout", atMost: TOMLKeys.day) ?? listen.firstCommandTimeout
         listen.spoolDirectory = try table.string("spool_directory")
-        listen.drainTimeout = try table.positiveInt("drain_timeout") ?? listen.drainTimeout
-        guard (listen.chosenParallel ?? 1) <= 256 else { throw ConfigError("listen.parallel: at most 256") }
+        listen.drainTimeout = try table.positiveInt("drain_timeout", atMost: TOMLKeys.day) ?? listen.drainTimeout
         return listen
     }
 }

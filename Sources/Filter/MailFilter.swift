@@ -16,11 +16,16 @@ public struct FilterResult: Sendable {
     public let errorLine: String?
     /// One line for the mail log: Message-ID, counts, outcome.
     public let logLine: String
+    /// With ``MailFilter/run(_:sender:recipients:answering:keepingRecord:)``
+    /// keeping the record: the mail's journal record, to clear once the MTA
+    /// heard this result (nil when there is none to clear).
+    public var clearance: RecordClearance?
 
-    package init(status: Int32, errorLine: String?, logLine: String) {
+    package init(status: Int32, errorLine: String?, logLine: String, clearance: RecordClearance? = nil) {
         self.status = status
         self.errorLine = errorLine
         self.logLine = logLine
+        self.clearance = clearance
     }
 
     /// The result for a mail not finished within `seconds` (the resident
@@ -99,16 +104,25 @@ public struct MailFilter: Sendable {
     /// `answering` is asked once every copy went out, before the mail's
     /// journal record is removed: false means the MTA was already told to
     /// try again (a resident filter that stopped waiting), so the record
-    /// stays and the retry sends nothing twice.
+    /// stays and the retry sends nothing twice. With `keepingRecord` the
+    /// record is not removed here at all but handed back in the result
+    /// (``FilterResult/clearance``): the resident filter removes it once its
+    /// 250 reached Postfix, so that a retry by a client that gave up before
+    /// hearing it finds every copy sent.
     public func run(_ bytes: [UInt8], sender: String, recipients: [String],
-                    answering: () -> Bool = { true }) -> FilterResult {
+                    answering: () -> Bool = { true }, keepingRecord: Bool = false) -> FilterResult {
         var messageID = "-"
         var counts = (letters: 0, postcards: 0, unchanged: 0, notices: 0)
+        var clearance: RecordClearance?
         func result(_ status: Int32, _ line: String?, _ outcome: String) -> FilterResult {
             FilterResult(status: status, errorLine: line,
                          logLine: "message-id=<\(messageID)> letters=\(counts.letters) postcards=\(counts.postcards) "
                             + "unchanged=\(counts.unchanged)" + (counts.notices > 0 ? " password-notices=\(counts.notices)" : "")
-                            + " status=\(outcome)")
+                            + " status=\(outcome)", clearance: clearance)
+        }
+        func finished(_ record: MailRecord) {
+            guard answering() else { return }
+            if keepingRecord { clearance = record.clearance } else { record.clear() }
         }
         guard !recipients.isEmpty else {
             return result(Self.deferred, "deferred: no recipients on the command line (check the pipe argv in master.cf)", "deferred")
@@ -155,7 +169,7 @@ public struct MailFilter: Sendable {
             }
             let remaining = recipients.filter { !record.wasSent($0) }
             guard !remaining.isEmpty else {
-                if answering() { record.clear() }
+                finished(record)
                 return result(0, nil, "sent-before")
             }
             var pipelineOptions = PipelineOptions(
@@ -242,7 +256,7 @@ public struct MailFilter: Sendable {
                 }
             }
             handover.close()
-            if answering() { record.clear() }
+            finished(record)
             return result(0, nil, "sent")
         } catch {
             let (status, line) = Self.classify(error)
@@ -277,7 +291,7 @@ public struct MailFilter: Sendable {
             return (dataError, "rejected: \(error.description)")
         case let error as EnvelopeAddressError:
             return (dataError, "rejected: \(error.description)")
-        case is KeyLossError, is KeyContinuityError, is KeyringError, is StreamingError:
+        case is KeyLossError, is KeyChangeError, is KeyContinuityError, is KeyringError, is StreamingError:
             return (deferred, "deferred: \(error); the mail stays queued")
         case let error as PipelineError:
             switch error.code {

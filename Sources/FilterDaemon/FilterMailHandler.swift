@@ -12,6 +12,8 @@ public final class FilterMailHandler: MailHandler {
     private let current: Mutex<MailFilter>
     private let workers: WorkerPool
     private let log: @Sendable (String) -> Void
+    /// The journal records of mails answered 250 whose reply has not reached Postfix yet.
+    private let unanswered = Mutex([UInt64: RecordClearance]())
     /// What is kept between mails: key look-ups and re-injection sessions.
     public let resources: FilterResources
 
@@ -54,13 +56,26 @@ public final class FilterMailHandler: MailHandler {
             FilterResult.late(seconds: Int(timeout))
         }) { claim in
             // A try answered 451 for being late keeps its journal record when
-            // it ends well: the MTA's retry then finds every copy sent.
-            filter.run(bytes, sender: mail.sender, recipients: mail.recipients, answering: claim)
+            // it ends well: the MTA's retry then finds every copy sent. One
+            // answered 250 keeps it until the 250 reached the client (`replied`).
+            filter.run(bytes, sender: mail.sender, recipients: mail.recipients, answering: claim, keepingRecord: true)
+        }
+        if let clearance = result.clearance {
+            if result.status == 0 { unanswered.withLock { $0[mail.serial] = clearance } } else { clearance.clear() }
         }
         if filter.config.log != .none {
             log("mailsec: " + result.logLine + (result.errorLine.map { " (\($0))" } ?? ""))
         }
         return Self.verdict(result)
+    }
+
+    /// The 250 reached Postfix: the mail's journal record goes. When it did
+    /// not (Postfix gave up waiting and will try the mail again), the record
+    /// stays, and the retry finds every copy sent: it sends nothing and
+    /// removes the record itself once its own 250 reached Postfix.
+    public func replied(to mail: ReceivedMail, reached: Bool) {
+        guard let clearance = unanswered.withLock({ $0.removeValue(forKey: mail.serial) }) else { return }
+        if reached { clearance.clear() }
     }
 
     /// The SMTP answer for a filter result: 0 → 250, 65 → 554 5.6.0 (bad

@@ -61,7 +61,8 @@ public enum ResidentFilter {
         var settings = ListenerSettings(
             host: address?.host ?? listen.host, port: address?.port ?? listen.port,
             dialect: listen.lmtp ? .lmtp : .smtp, maxMessageSize: listen.maxMessageSize,
-            maxConnections: listen.maxConnections, idleTimeout: .seconds(listen.idleTimeout))
+            maxConnections: listen.maxConnections, maxConnectionsPerAddress: listen.maxConnectionsPerAddress,
+            idleTimeout: .seconds(listen.idleTimeout), firstCommandTimeout: .seconds(listen.firstCommandTimeout))
         if let spool = listen.spoolDirectory { settings.spoolDirectory = spool }
         let listener = SMTPListener(settings: settings, handler: handler, log: { say("mailsec filter: " + $0) })
 

@@ -1,4 +1,5 @@
 internal import CGumbo
+internal import CGumboShims
 
 /// An HTML document as a browser's parser builds it (the HTML5 tree
 /// construction of Gumbo, `gumbo_parse_with_options`), copied out of Gumbo's
@@ -63,28 +64,36 @@ package struct HTMLDocument: Sendable {
     /// The document, in order: the `html` element first.
     package let nodes: [Node]
 
+    /// How many bytes Gumbo may allocate in all for each byte of input, and
+    /// for any input: about three times what the densest ordinary markup
+    /// takes (`a<b>` repeated, 82 bytes a byte). Markup that makes the HTML5
+    /// tree quadratic in its size (formatting elements reopened in every block:
+    /// 14 KB made 128 MB) is given up at that, in time linear in its size.
+    package static let budgetPerByte = 256
+    /// See ``budgetPerByte``.
+    package static let budgetBase = 16 << 20
+
     /// Parses `html` as a browser does (no scripting, no fragment context).
-    /// Throws ``HTMLError`` only when Gumbo returns no tree at all.
+    /// Throws ``HTMLError`` when the parse needs more than its budget
+    /// (``budgetPerByte``), or Gumbo returns no tree.
     package init(parsing html: String) throws(HTMLError) {
-        var options = kGumboDefaultOptions
-        // Parse errors are not wanted, and a broken document would
-        // otherwise fill Gumbo's error list with one entry per mistake.
-        options.max_errors = 0
-        options.stop_on_first_error = false
         var bytes = Array(html.utf8)
         if bytes.isEmpty { bytes = [0x20] }   // Gumbo needs a buffer; a space parses as the empty document does
-        let copied: [Node]? = bytes.withUnsafeBufferPointer { buffer in
+        let budget = bytes.count.multipliedReportingOverflow(by: Self.budgetPerByte)
+        let result: Result<[Node], HTMLError> = bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
-                withUnsafePointer(to: options) { optionsPointer -> [Node]? in
-                    guard let output = gumbo_parse_with_options(optionsPointer, chars.baseAddress, chars.count) else { return nil }
-                    defer { gumbo_destroy_output(optionsPointer, output) }
-                    guard let root = output.pointee.root else { return nil }
-                    return Self.flatten(root)
-                }
+                var exceeded: Int32 = 0
+                var arena: UnsafeMutableRawPointer?
+                guard let output = mailsec_gumbo_parse(chars.baseAddress, chars.count,
+                                                       budget.overflow ? Int.max : budget.partialValue + Self.budgetBase,
+                                                       &exceeded, &arena)
+                else { return .failure(HTMLError(exceeded != 0 ? .tooComplex : .unreadable)) }
+                defer { mailsec_gumbo_destroy(output, arena) }
+                guard let root = output.pointee.root else { return .failure(HTMLError(.unreadable)) }
+                return .success(Self.flatten(root))
             }
         }
-        guard let copied else { throw HTMLError() }
-        nodes = copied
+        nodes = try result.get()
     }
 
     /// The tree under `root` in document order, walked with a stack of our
@@ -163,8 +172,28 @@ package struct HTMLDocument: Sendable {
     }
 }
 
-/// Gumbo gave no tree: the document cannot be read.
-package struct HTMLError: Error, Sendable, CustomStringConvertible {
+/// The HTML could not be read: Gumbo gave no tree, or building it took more
+/// than its budget (``HTMLDocument/budgetPerByte``).
+package struct HTMLError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Why.
+    package enum Reason: Sendable, Equatable {
+        /// Gumbo returned no tree (no memory).
+        case unreadable
+        /// The tree HTML5 builds from it would be far larger than the document (``HTMLDocument/budgetPerByte``).
+        case tooComplex
+    }
+
+    /// Why.
+    package let reason: Reason
+
+    /// An error for `reason`.
+    package init(_ reason: Reason) { self.reason = reason }
+
     /// One line, without content.
-    package var description: String { "the HTML could not be parsed" }
+    package var description: String {
+        switch reason {
+        case .unreadable: "the HTML could not be parsed"
+        case .tooComplex: "the HTML is too complex to read (its HTML5 tree would be far larger than the document)"
+        }
+    }
 }

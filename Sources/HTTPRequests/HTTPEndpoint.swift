@@ -1,9 +1,13 @@
+import Platform
+
 /// A server's address, `http://host[:port][/prefix]` or `https://…`: a host
-/// name or IPv4 address, no user, no query.
+/// name, an IPv4 address or an IPv6 address in brackets, no user, no query.
+/// Plain http only to loopback: a publishing token must not cross a network
+/// in clear, nor a document come from a server nobody authenticated.
 public struct HTTPEndpoint: Sendable, Equatable {
     /// True for https.
     public let tls: Bool
-    /// The host name or address.
+    /// The host name or address (an IPv6 address without its brackets).
     public let host: String
     /// The port (80 or 443 when the address names none).
     public let port: Int
@@ -27,24 +31,42 @@ public struct HTTPEndpoint: Sendable, Equatable {
         guard path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && $0 != "?" && $0 != "#" }) else {
             throw HTTPExchangeError("the address's path must be plain (no query, no spaces)", kind: .badAddress)
         }
-        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
-        guard !authority.isEmpty, parts.count <= 2, !parts[0].isEmpty else {
-            throw HTTPExchangeError("the address has no host", kind: .badAddress)
+        let name: Substring, portText: Substring?
+        if authority.hasPrefix("[") {
+            // [IPv6]:port — the only place a colon belongs to the host.
+            guard let close = authority.firstIndex(of: "]") else { throw HTTPExchangeError("the address has no host", kind: .badAddress) }
+            name = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            guard after.isEmpty || after.hasPrefix(":") else { throw HTTPExchangeError("the address has a bad port", kind: .badAddress) }
+            portText = after.isEmpty ? nil : after.dropFirst()
+            guard Loopback.isIPv6Address(String(name)) else {
+                throw HTTPExchangeError("the address's host in brackets must be an IPv6 address", kind: .badAddress)
+            }
+        } else {
+            let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+            guard !authority.isEmpty, parts.count <= 2, !parts[0].isEmpty else {
+                throw HTTPExchangeError("the address has no host", kind: .badAddress)
+            }
+            name = parts[0]
+            portText = parts.count == 2 ? parts[1] : nil
+            guard name.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || ("a"..."z").contains($0)
+                || ("A"..."Z").contains($0) || $0 == "." || $0 == "-" }) else {
+                throw HTTPExchangeError("the address's host must be a name, an IPv4 address or [an IPv6 address]", kind: .badAddress)
+            }
         }
-        let port = parts.count == 2 ? Int(parts[1]) : (tls ? 443 : 80)
+        let port = portText.map { text in text.allSatisfy(\.isASCII) && text.allSatisfy(\.isNumber) ? Int(text) : nil } ?? (tls ? 443 : 80)
         guard let port, (1...65535).contains(port) else { throw HTTPExchangeError("the address has a bad port", kind: .badAddress) }
-        guard parts[0].unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || ("a"..."z").contains($0)
-            || ("A"..."Z").contains($0) || $0 == "." || $0 == "-" }) else {
-            throw HTTPExchangeError("the address's host must be a name or an IPv4 address", kind: .badAddress)
+        guard tls || Loopback.contains(String(name)) else {
+            throw HTTPExchangeError("plain http only to loopback (127.0.0.1, [::1], localhost): use https for \(name)", kind: .badAddress)
         }
-        host = String(parts[0])
+        host = String(name)
         self.port = port
         prefix = path
     }
 
     /// The address of `path` (which starts with `/`) on this server.
     public func url(_ path: String) -> String {
-        "\(tls ? "https" : "http")://\(host):\(port)\(prefix)\(path)"
+        "\(tls ? "https" : "http")://\(host.contains(":") ? "[\(host)]" : host):\(port)\(prefix)\(path)"
     }
 }
 

@@ -27,6 +27,7 @@ package enum HTTPExchange {
     package static func send(_ endpoint: HTTPEndpoint, caFile: String? = nil, timeout: Double, method: String, path: String,
                              bearer: String?, contentType: String?, body: [UInt8]) throws(HTTPExchangeError) -> Response {
         var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12  // TLS 1.0 and 1.1 are broken (RFC 8996)
         if let caFile {
             do { tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile)) } catch {
                 throw HTTPExchangeError("cannot read the CA file \(caFile)", kind: .untrusted)
@@ -59,7 +60,7 @@ package enum HTTPExchange {
     /// Plain http to `host:port` (tests, and callers that hold no endpoint).
     package static func send(host: String, port: Int, timeout: Double, method: String, path: String,
                              bearer: String?, contentType: String?, body: [UInt8]) throws(HTTPExchangeError) -> Response {
-        try send(HTTPEndpoint("http://\(host):\(port)"), timeout: timeout, method: method, path: path,
+        try send(HTTPEndpoint("http://\(host.contains(":") ? "[\(host)]" : host):\(port)"), timeout: timeout, method: method, path: path,
                  bearer: bearer, contentType: contentType, body: body)
     }
 

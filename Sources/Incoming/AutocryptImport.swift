@@ -12,6 +12,10 @@ public struct AutocryptImportResult: Sendable, Equatable, Codable {
     public let imported: String?
     /// Why nothing was imported; nil when the key was.
     public let reason: String?
+    /// The import taught the keyring something: the key was new, or gained
+    /// the user ID for `addr`. Such a key is learned from mail, and is kept
+    /// apart from the person's own (the store's `learnedKey`).
+    public var newToKeyring: Bool = false
 }
 
 /// Imports keys from the Autocrypt headers of a mail (Autocrypt Level 1),
@@ -104,7 +108,8 @@ public struct AutocryptImporter: Sendable {
                     return AutocryptImportResult(header: kind, addr: addr, imported: nil,
                                                  reason: "the key has no user ID with the address \(addr)")
                 }
-                return AutocryptImportResult(header: kind, addr: addr, imported: fingerprint, reason: nil)
+                return AutocryptImportResult(header: kind, addr: addr, imported: fingerprint, reason: nil,
+                                             newToKeyring: summary.gainedUserIDs.contains(fingerprint.uppercased()))
             } catch {
                 return AutocryptImportResult(header: kind, addr: addr, imported: nil,
                                              reason: "the key data does not import with a user ID for \(addr) (\(Self.describe(error)))")

@@ -44,6 +44,13 @@ enum EngineSelection {
     }
 }
 
+/// What one operation's status lines told, as a subclass reads them
+/// (``Context/watchStatus(_:_:)``). Filled on the thread that runs the
+/// operation; read after it returns.
+class StatusLog {
+    func record(_ keyword: String, _ arguments: String) {}
+}
+
 /// Owns one `gpgme_ctx_t`, released in `deinit`.
 ///
 /// A context is used for exactly one operation and never shared between
@@ -66,6 +73,19 @@ final class Context {
     }
 
     deinit { gpgme_release(raw) }
+
+    /// Hands every status line gpg writes during this context's operation to
+    /// `log` (`gpgme_set_status_cb` with the context flag `full-status`).
+    /// The caller keeps `log` alive until the operation is over.
+    func watchStatus(_ log: StatusLog, _ operation: GPGMEError.Operation) throws(GPGMEError) {
+        try check(gpgme_set_ctx_flag(raw, "full-status", "1"), operation)
+        gpgme_set_status_cb(raw, { opaque, keyword, arguments in
+            guard let opaque, let keyword else { return 0 }
+            Unmanaged<StatusLog>.fromOpaque(opaque).takeUnretainedValue()
+                .record(String(cString: keyword), arguments.map { String(cString: $0) } ?? "")
+            return 0
+        }, Unmanaged.passUnretained(log).toOpaque())
+    }
 
     /// Adds `keys` as signers (`gpgme_signers_add`).
     func setSigners(_ keys: [Key]) throws(GPGMEError) {

@@ -1,14 +1,14 @@
 /// The status lines of one decryption that tell about integrity, and what
 /// they mean. Filled by GPGME's status callback on the thread that runs the
 /// operation; read after it returns.
-final class DecryptionStatus {
+final class DecryptionStatus: StatusLog {
     /// `DECRYPTION_INFO <mdc_method> <sym_algo> [<aead_algo>]`: the session key worked.
     private(set) var info: (mdc: Int, aead: Int)?
     private(set) var goodMDC = false
     private(set) var badMDC = false
     private(set) var okay = false
 
-    func record(_ keyword: String, _ arguments: String) {
+    override func record(_ keyword: String, _ arguments: String) {
         switch keyword {
         case "DECRYPTION_INFO":
             let fields = arguments.split(separator: " ").map { Int($0) ?? 0 }

@@ -1,6 +1,7 @@
 internal import CGPGME
 internal import CMailsecShims
 import Foundation
+import Platform
 
 /// OpenPGP through GnuPG, for one GnuPG home.
 ///
@@ -92,7 +93,9 @@ public struct GnuPG: Sendable {
         // GPGME does not say when gpg could read only part of the keyring (see
         // KeyringCheck): the file is checked while gpg lists, and the listing
         // counts only when the check passed.
-        let keys = try KeyringCheck.checking(home: home) { try listKeys(patterns: patterns, secretOnly: false) }
+        // With the signatures, checked (`--check-sigs`): a changed key is
+        // judged by whether the old one certified it, in this same listing.
+        let keys = try KeyringCheck.checking(home: home) { try listKeys(patterns: patterns, secretOnly: false, signatures: true) }
         let wanted = Set(fingerprints.map { $0.uppercased() })
         return (unique.map { KeyLookup(address: $0, keys: keys, requirements: requirements) },
                 keys.filter { key in
@@ -130,9 +133,23 @@ public struct GnuPG: Sendable {
         try KeyringCheck.checking(home: home) { try listKeys(patterns: [], secretOnly: false) }
     }
 
-    func listKeys(patterns: [String], secretOnly: Bool) throws -> [Key] {
+    func listKeys(patterns: [String], secretOnly: Bool, signatures: Bool = false) throws -> [Key] {
         let context = try Context(home: home, executable: executable)
-        try check(gpgme_set_keylist_mode(context.raw, gpgme_keylist_mode_t(GPGME_KEYLIST_MODE_LOCAL)), .keyListing)
+        let mode = GPGME_KEYLIST_MODE_LOCAL | (signatures ? GPGME_KEYLIST_MODE_SIGS : 0)
+        try check(gpgme_set_keylist_mode(context.raw, gpgme_keylist_mode_t(mode)), .keyListing)
+        // gpg that meets a damaged trust database half way says so in a status
+        // line (`FAILURE gpg-exit`) and stops listing; GPGME ends the listing in
+        // a plain EOF all the same. Every status line is watched: see ``ListingStatus``.
+        let status = ListingStatus()
+        try context.watchStatus(status, .keyListing)
+        let keys = try withExtendedLifetime(status) { try listKeys(context, patterns: patterns, secretOnly: secretOnly) }
+        if let failure = status.failure {
+            throw KeyringError(path: KeyringCheck.resolvedHome(home), problem: "gpg's key listing did not end cleanly: \(failure)")
+        }
+        return keys
+    }
+
+    private func listKeys(_ context: Context, patterns: [String], secretOnly: Bool) throws -> [Key] {
         var cPatterns: [UnsafeMutablePointer<CChar>?] = patterns.map { strdup($0) }
         defer { cPatterns.forEach { free($0) } }
         cPatterns.append(nil)
@@ -174,10 +191,13 @@ public struct GnuPG: Sendable {
         guard let result = gpgme_op_import_result(context.raw)?.pointee else {
             throw GPGMEError(code: .general, .keyImport)
         }
-        var fingerprints: [String] = []
+        var fingerprints: [String] = [], gained = Set<String>()
         var pointer = result.imports
         while let status = pointer {
-            if let fpr = status.pointee.fpr { fingerprints.append(String(cString: fpr)) }
+            if let fpr = status.pointee.fpr {
+                fingerprints.append(String(cString: fpr))
+                if status.pointee.status & UInt32(GPGME_IMPORT_NEW | GPGME_IMPORT_UID) != 0 { gained.insert(String(cString: fpr).uppercased()) }
+            }
             pointer = status.pointee.next
         }
         if result.considered > 0 && result.imported + result.unchanged + result.secret_read == 0 {
@@ -189,7 +209,7 @@ public struct GnuPG: Sendable {
         return ImportSummary(
             considered: Int(result.considered), imported: Int(result.imported),
             unchanged: Int(result.unchanged), secretRead: Int(result.secret_read),
-            fingerprints: fingerprints)
+            fingerprints: fingerprints, gainedUserIDs: gained)
     }
 
     /// Exports the public part of `keys` (`gpgme_op_export_keys`). `minimal`
@@ -291,10 +311,7 @@ public struct GnuPG: Sendable {
     /// only when its integrity is confirmed, so `output` never receives
     /// plaintext of refused ciphertext.
     public func decrypt(from input: Int32, to output: Int32) throws -> DecryptionInfo {
-        var template = Array(((ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/mailsec-plain.XXXXXX").utf8CString)
-        let held = mkstemp(&template)
-        guard held >= 0 else { throw GPGMEError(code: .general, .decrypt) }
-        unlink(String(cString: template))
+        guard case .success(let held) = UnnamedFile.make() else { throw GPGMEError(code: .general, .decrypt) }
         defer { close(held) }
         let info = try decrypt(DataBuffer.fileDescriptor(input), DataBuffer.fileDescriptor(held))
         guard lseek(held, 0, SEEK_SET) == 0 else { throw GPGMEError(code: .general, .decrypt) }
@@ -324,13 +341,7 @@ public struct GnuPG: Sendable {
     private func decrypt(_ input: DataBuffer, _ output: DataBuffer, packets: EncryptedDataKind? = nil) throws -> DecryptionInfo {
         let context = try Context(home: home, executable: executable)
         let log = DecryptionStatus()
-        try check(gpgme_set_ctx_flag(context.raw, "full-status", "1"), .decrypt)
-        gpgme_set_status_cb(context.raw, { opaque, keyword, arguments in
-            guard let opaque, let keyword else { return 0 }
-            Unmanaged<DecryptionStatus>.fromOpaque(opaque).takeUnretainedValue()
-                .record(String(cString: keyword), arguments.map { String(cString: $0) } ?? "")
-            return 0
-        }, Unmanaged.passUnretained(log).toOpaque())
+        try context.watchStatus(log, .decrypt)
         let status = withExtendedLifetime(log) { gpgme_op_decrypt_verify(context.raw, input.raw, output.raw) }
         if gpgme_op_decrypt_result(context.raw)?.pointee.legacy_cipher_nomdc == 1 { throw IntegrityError(.noProtection) }
         if let refusal = log.refusal(failed: mailsec_gpgme_err_code(status) != GPG_ERR_NO_ERROR.rawValue, packets: packets) {

@@ -1,4 +1,5 @@
 internal import CGPGME
+internal import CMailsecShims
 import Foundation
 
 /// Keeps one `gpgme_key_t` alive so that a listed key can be handed to
@@ -69,6 +70,29 @@ public struct UserID: Sendable, Hashable {
     public let isRevoked: Bool
     /// The user ID is invalid (for example, a bad self-signature).
     public let isInvalid: Bool
+    /// The signatures on this user ID, as gpg checked them; empty unless the
+    /// listing asked for them (``GnuPG/lookup(_:requirements:fingerprints:)`` does).
+    public let certifications: [Certification]
+}
+
+/// A signature on a user ID (`gpgme_key_sig_t`), as a listing with
+/// `GPGME_KEYLIST_MODE_SIGS` (gpg's `--check-sigs`) checked it.
+public struct Certification: Sendable, Hashable {
+    /// The signing key's 64-bit key ID (upper-case hex, `keyid`).
+    public let issuer: String
+    /// gpg verified the signature (`status` is no error): the issuer's key is
+    /// in the keyring and the signature is good.
+    public let isGood: Bool
+    /// A revocation of an earlier certification (`revoked`).
+    public let isRevocation: Bool
+    /// The signature has expired (`expired`).
+    public let isExpired: Bool
+    /// `invalid`
+    public let isInvalid: Bool
+    /// The OpenPGP signature class (`sig_class`): 0x10–0x13 certify.
+    public let signatureClass: UInt32
+    /// When it was made, if known.
+    public let created: Date?
 }
 
 /// A subkey (`gpgme_subkey_t`), copied out as a value.
@@ -150,7 +174,8 @@ public struct Key: Sendable, Hashable, CustomStringConvertible {
                 address: email,
                 validity: Validity(u.validity),
                 isRevoked: u.revoked != 0,
-                isInvalid: u.invalid != 0))
+                isInvalid: u.invalid != 0,
+                certifications: Self.certifications(u.signatures)))
             uidPointer = u.next
         }
         userIDs = uids
@@ -179,8 +204,51 @@ public struct Key: Sendable, Hashable, CustomStringConvertible {
         subkeys = subs
     }
 
+    static func certifications(_ first: gpgme_key_sig_t?) -> [Certification] {
+        var found: [Certification] = []
+        var pointer = first
+        while let sig = pointer {
+            let s = sig.pointee
+            found.append(Certification(
+                issuer: s.keyid.map { String(cString: $0).uppercased() } ?? "",
+                isGood: mailsec_gpgme_err_code(s.status) == 0,
+                isRevocation: s.revoked != 0,
+                isExpired: s.expired != 0,
+                isInvalid: s.invalid != 0,
+                signatureClass: s.sig_class,
+                created: s.timestamp > 0 ? Date(timeIntervalSince1970: TimeInterval(s.timestamp)) : nil))
+            pointer = s.next
+        }
+        return found
+    }
+
     /// When the primary key was created.
     public var created: Date? { subkeys.first?.created }
+
+    /// The 64-bit key ID of a fingerprint: the last 16 digits of a v4
+    /// fingerprint, the first 16 of a v5 or v6 one.
+    public static func keyID(of fingerprint: String) -> String {
+        let upper = fingerprint.uppercased()
+        return String(upper.count == 64 ? upper.prefix(16) : upper.suffix(16))
+    }
+
+    /// True when a live user ID of this key for `address` carries a good,
+    /// unexpired certification (class 0x10–0x13) by the key `fingerprint`
+    /// that the same key has not revoked since: how a rotation shows that the
+    /// old key vouches for the new one. Needs a listing with signatures.
+    public func isCertified(by fingerprint: String, for address: String) -> Bool {
+        let issuer = Self.keyID(of: fingerprint)
+        guard issuer != Self.keyID(of: self.fingerprint) else { return false }
+        return userIDs(matching: address).contains { uid in
+            guard !uid.isRevoked, !uid.isInvalid else { return false }
+            let byIssuer = uid.certifications.filter { $0.issuer == issuer && $0.isGood && !$0.isInvalid }
+            let revoked = byIssuer.filter { $0.isRevocation || $0.signatureClass == 0x30 }.compactMap(\.created).max()
+            return byIssuer.contains { sig in
+                (0x10...0x13).contains(sig.signatureClass) && !sig.isRevocation && !sig.isExpired
+                    && (revoked == nil || (sig.created ?? .distantPast) > revoked!)
+            }
+        }
+    }
 
     /// When the primary key expires; nil if it does not.
     public var expires: Date? { subkeys.first?.expires }

@@ -10,9 +10,12 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
     /// What is wrong, without any key material.
     public let problem: String
 
-    /// One line naming the keyring file and the problem.
+    /// One line naming the file and the problem.
     public var description: String {
-        "the public keyring \(path) is damaged (\(problem)); restore it from a backup (keys could not be looked up)"
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        let what = name == "trustdb.gpg" ? "trust database" : name == "gpg.conf" ? "GnuPG configuration"
+            : name.hasPrefix("pubring") || name == "public-keys.d" ? "public keyring" : "GnuPG home"
+        return "the \(what) \(path) is damaged (\(problem)); restore it from a backup (keys could not be looked up)"
     }
 }
 
@@ -39,7 +42,22 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
 ///   checksum);
 /// - anything else in place of the file (a folder, a socket), a file that
 ///   cannot be read, and an empty file, are damage. No keyring file at all is a
-///   new, empty home (gpg makes an empty one itself).
+///   new, empty home (gpg makes an empty one itself);
+/// - `trustdb.gpg`: gpg reads it for every key it lists (the validity), and
+///   with it unreadable, garbled or a folder gpg dies after part of the
+///   listing (`Fatal: … invalid trustdb`, exit 2, no status line), which
+///   GPGME again ends in a plain EOF. It is a sequence of 40-byte records: a
+///   version record (type 1, `gpg`, version 3) whose hash table and free list
+///   point at records that exist, then records of known types only. An empty
+///   one is damage too: gpg makes a new one silently, and every validity
+///   (ownertrust) is lost with it. No file at all is a new home;
+/// - `gpg.conf`: anything but a readable regular file (gpg loops for ever on a
+///   folder there, printing read errors): checked before the listing starts;
+/// - keyboxd's `public-keys.d/pubring.db` (GnuPG 2.4): a non-empty SQLite file.
+///
+/// What a check of the files cannot see (a record of the trust database
+/// damaged inside its fields) gpg meets while it lists: it then writes a
+/// `FAILURE` (or `ERROR`) status line, which ``GnuPG`` watches for.
 public enum KeyringCheck {
     /// The home gpg uses for `home`: itself, `$GNUPGHOME`, or `~/.gnupg`.
     static func resolvedHome(_ home: String?) -> String {
@@ -48,8 +66,42 @@ public enum KeyringCheck {
         return NSHomeDirectory() + "/.gnupg"
     }
 
-    /// Throws ``KeyringError`` when the home's public keyring is damaged.
+    /// Throws ``KeyringError`` when a file the home's key look-up depends on
+    /// is damaged: the public keyring, the trust database, `gpg.conf`.
     public static func check(home: String?) throws(KeyringError) {
+        try checkBeforeListing(home: home)
+        try checkContents(home: home)
+    }
+
+    /// What must hold before gpg is started at all: `gpg.conf` is a readable
+    /// regular file or absent (gpg never ends on a folder there); the trust
+    /// database and keyboxd's files are sound (gpg writes a new trust
+    /// database over an empty one as it starts: a check beside it could
+    /// read that one instead of the damage).
+    static func checkBeforeListing(home: String?) throws(KeyringError) {
+        let folder = resolvedHome(home)
+        let conf = folder + "/gpg.conf"
+        if exists(conf) { _ = try contents(conf) }
+        let trustdb = folder + "/trustdb.gpg"
+        if exists(trustdb) { try checkTrustDatabase(try contents(trustdb), path: trustdb) }
+        let keyboxd = folder + "/public-keys.d"
+        if exists(keyboxd) {
+            var info = stat()
+            guard stat(keyboxd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw KeyringError(path: keyboxd, problem: "not a folder")
+            }
+            let database = keyboxd + "/pubring.db"
+            if exists(database) {
+                let bytes = try contents(database)
+                guard bytes.count >= 100, bytes.starts(with: Array("SQLite format 3\0".utf8)) else {
+                    throw KeyringError(path: database, problem: "not an SQLite database")
+                }
+            }
+        }
+    }
+
+    /// The keyring's contents (checked while gpg lists).
+    static func checkContents(home: String?) throws(KeyringError) {
         let folder = resolvedHome(home)
         let kbx = folder + "/pubring.kbx", legacy = folder + "/pubring.gpg"
         if exists(kbx) {
@@ -59,13 +111,37 @@ public enum KeyringCheck {
         }
     }
 
+    /// The trust database's records (GnuPG's `tdbio.c`): 40 bytes each; the
+    /// first the version record; every record of a known type.
+    static func checkTrustDatabase(_ bytes: [UInt8], path: String) throws(KeyringError) {
+        let size = 40
+        guard !bytes.isEmpty else { throw KeyringError(path: path, problem: "empty file") }
+        guard bytes.count % size == 0 else { throw KeyringError(path: path, problem: "cut off at byte \(bytes.count - bytes.count % size)") }
+        guard bytes[0] == 1, Array(bytes[1..<4]) == Array("gpg".utf8), bytes[4] == 3 else {
+            throw KeyringError(path: path, problem: "the version record is missing")
+        }
+        func be32(_ at: Int) -> Int {
+            Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+        }
+        let records = bytes.count / size
+        let firstFree = be32(28), hashTable = be32(36)
+        guard firstFree < records, hashTable < records, hashTable == 0 || bytes[hashTable * size] == 10 else {
+            throw KeyringError(path: path, problem: "the version record points past the records")
+        }
+        // Unused (0), hash table (10), hash list (11), trust (12), valid (13), free (254).
+        for record in 1..<records where ![0, 10, 11, 12, 13, 254].contains(bytes[record * size]) {
+            throw KeyringError(path: path, problem: "record \(record) has an unknown type")
+        }
+    }
+
     /// Runs `listing` (a gpg key listing) while the keyring is checked on
     /// another thread, and returns its result only once the check passed: the
     /// listing's gpg process starts without waiting for the check, and a
     /// damaged keyring throws ``KeyringError`` whatever the listing gave
     /// (also when it failed: the damage is the reason to report).
     public static func checking<T>(home: String?, while listing: () throws -> T) throws -> T {
-        let check = Background { try KeyringCheck.check(home: home) }
+        try checkBeforeListing(home: home)
+        let check = Background { try KeyringCheck.checkContents(home: home) }
         let listed = Result { try listing() }
         _ = try check.wait().get()
         return try listed.get()

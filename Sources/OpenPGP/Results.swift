@@ -135,4 +135,8 @@ public struct ImportSummary: Sendable, Hashable {
     public let secretRead: Int
     /// Fingerprints of every key the import touched.
     public let fingerprints: [String]
+    /// Fingerprints (upper case) of the keys that were new to the keyring or
+    /// gained a user ID (`GPGME_IMPORT_NEW`, `GPGME_IMPORT_UID`): what an
+    /// import from mail taught the keyring, as opposed to what was there.
+    public let gainedUserIDs: Set<String>
 }

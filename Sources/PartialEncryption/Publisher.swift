@@ -154,7 +154,12 @@ public struct DocumentFetcher: Sendable {
         guard response.status == 200 else {
             throw PublishError("the reading server answered HTTP \(response.status)", status: response.status)
         }
-        do { return try ReadingDocument.decode(response.body) } catch {
+        // Checked as the server checks what it stores: every number in range, from any server.
+        do throws(SpanBlobError) {
+            let document = try ReadingDocument.decode(response.body)
+            try document.validate()
+            return document
+        } catch {
             throw PublishError("the reading server's answer is not a reading document", status: response.status)
         }
     }

@@ -92,7 +92,8 @@ public struct ReadingDocument: Sendable, Equatable, Codable {
         text.map { segment in
             switch segment {
             case .text(let text): text
-            case .span(let number): spans.indices.contains(number - 1) ? spans[number - 1] : ""
+            // No arithmetic on the number: it may be any Int a server sent (Int.min - 1 traps).
+            case .span(let number): number >= 1 && number <= spans.count ? spans[number - 1] : ""
             }
         }.joined()
     }

@@ -1,3 +1,4 @@
+import Foundation
 import OpenPGP
 import Policy
 
@@ -40,6 +41,53 @@ public struct KeyBook: Sendable {
         if lookup.candidates.isEmpty { return .missing }
         return .unusable(lookup.candidates.compactMap {
             guard case .unusable(let problem) = $0.verdict else { return nil }
+            return KeyRefusal(fingerprint: $0.key.fingerprint, reason: problem.code, detail: problem.description)
+        })
+    }
+
+    /// The key a letter to `address` goes to, and where it came from: the
+    /// newest usable key the person imported or certified (a key not in
+    /// `learned`, or one whose user ID for the address is of full validity or
+    /// more); only where there is none, the current learned key (the first of
+    /// `learned`), when usable. Older learned keys are never chosen.
+    public func choice(_ address: String, learned: [LearnedKey] = []) -> (key: Key, origin: KeyOrigin, since: Date?)? {
+        lookup(address).flatMap { Self.choice(in: $0, learned: learned) }
+    }
+
+    /// ``choice(_:learned:)`` for one look-up.
+    public static func choice(in lookup: KeyLookup, learned: [LearnedKey]) -> (key: Key, origin: KeyOrigin, since: Date?)? {
+        let address = lookup.address
+        let fromMail = Set(learned.map(\.fingerprint))
+        let usable = lookup.candidates.filter { $0.verdict.isUsable }.map(\.key)
+        let own = usable.filter { key in
+            !fromMail.contains(key.fingerprint) || key.userIDs(matching: address).contains { $0.validity >= .full }
+        }
+        if let key = own.max(by: { lhs, rhs in
+            let l = lhs.created ?? .distantPast, r = rhs.created ?? .distantPast
+            return l != r ? l < r : lhs.fingerprint < rhs.fingerprint
+        }) {
+            return (key, .imported, key.created)
+        }
+        if let current = learned.first, let key = usable.first(where: { $0.fingerprint == current.fingerprint }) {
+            return (key, current.origin, current.learned)
+        }
+        return nil
+    }
+
+    /// ``availability(_:)`` with the keys learned from mail kept apart
+    /// (``choice(_:learned:)``): a learned key that is not the current one is
+    /// refused as `superseded`.
+    public func availability(_ address: String, learned: [LearnedKey]) -> KeyAvailability? {
+        guard let lookup = lookup(address) else { return nil }
+        if let choice = choice(address, learned: learned) {
+            return .usable(fingerprint: choice.key.fingerprint, source: choice.origin == .imported ? "keyring" : choice.origin.rawValue)
+        }
+        if lookup.candidates.isEmpty { return .missing }
+        return .unusable(lookup.candidates.map {
+            guard case .unusable(let problem) = $0.verdict else {
+                return KeyRefusal(fingerprint: $0.key.fingerprint, reason: "superseded",
+                                  detail: "learned from mail and replaced by a newer learned key")
+            }
             return KeyRefusal(fingerprint: $0.key.fingerprint, reason: problem.code, detail: problem.description)
         })
     }

@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import Policy
 
 /// The continuity record cannot be read or written. Temporary (75): a
 /// recipient's history is never guessed.
@@ -23,6 +24,55 @@ public struct KeyLossError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// Recipients whose key differs from the one they last got a letter with,
+/// and the change is not accepted: the command line refuses the mail (69)
+/// until the person accepts the key (`mailsec keys accept`); the filter
+/// defers it (75) unless its `on_key_change` rule takes the key.
+public struct KeyChangeError: Error, Sendable, CustomStringConvertible {
+    /// The held changes.
+    public let changes: [KeyChange]
+
+    /// An error for `changes`.
+    package init(changes: [KeyChange]) { self.changes = changes }
+
+    /// One line naming each recipient and both keys.
+    public var description: String {
+        "key changed for " + changes.map { "\($0.address): \($0.previous) -> \($0.current) (\($0.origin))" }.joined(separator: "; ")
+            + " (check the new key with the person, then 'mailsec keys accept ADDRESS FINGERPRINT')"
+    }
+}
+
+/// Where a recipient's key came from.
+public enum KeyOrigin: String, Sendable, Hashable, Codable {
+    /// In the keyring, put there by the person (or certified by them).
+    case imported
+    /// Learned from a sender's Autocrypt header.
+    case autocrypt
+    /// Learned from an Autocrypt-Gossip header.
+    case gossip
+}
+
+/// A key learned from mail for one address (Autocrypt's peer state): kept
+/// apart from the keys the person imported, which it never outranks.
+public struct LearnedKey: Sendable, Hashable {
+    /// The key's fingerprint (upper case).
+    public let fingerprint: String
+    /// `autocrypt` when an Autocrypt header carried it, else `gossip`.
+    public let origin: KeyOrigin
+    /// When mailsec first learned it.
+    public let learned: Date
+    /// The latest date of a mail that carried it (Autocrypt: `autocrypt_timestamp`).
+    public let lastSeen: Date
+
+    /// A learned key.
+    public init(fingerprint: String, origin: KeyOrigin, learned: Date, lastSeen: Date) {
+        self.fingerprint = fingerprint.uppercased()
+        self.origin = origin
+        self.learned = learned
+        self.lastSeen = lastSeen
+    }
+}
+
 /// Where key continuity is kept: the key each recipient last got a letter
 /// with. The filter keeps it in a folder (``KeyContinuity``); the CLI in the
 /// user's store (target Contacts). The pipeline only asks ``remembered(_:)``;
@@ -35,6 +85,16 @@ public protocol KeyContinuityStore: Sendable {
     func record(_ address: String, fingerprint: String) throws(KeyContinuityError)
     /// Forgets `address` on purpose; true when there was a record.
     func forget(_ address: String) throws(KeyContinuityError) -> Bool
+    /// The keys learned from mail for `addresses`, by lower-case address, the
+    /// current one first (an Autocrypt header's newest, then gossip's newest).
+    /// Every other key of the keyring counts as the person's own.
+    func learned(_ addresses: [String]) throws(KeyContinuityError) -> [String: [LearnedKey]]
+}
+
+extension KeyContinuityStore {
+    /// No keys learned from mail (the filter's keyring holds what its
+    /// administrator imported).
+    public func learned(_ addresses: [String]) throws(KeyContinuityError) -> [String: [LearnedKey]] { [:] }
 }
 
 /// Key continuity for the filter: one small file per recipient in a private folder (0700; files 0600, written whole

@@ -94,7 +94,7 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case .publishRefused: "the reading server will not take this mail's private parts, so nothing was sent: \(detail)"
         case .noticeNeedsLetter:
             "the password of a partially encrypted postcard may only reach the sender in a letter, and there is no usable key for "
-                + addresses.joined(separator: ", ")
+                + addresses.joined(separator: ", ") + " (nor a terminal to show it on; [reading] notice = \"plain\" mails it in clear)"
         default: "mail pipeline error \(code.rawValue)" + (self.detail.map { ": \($0)" } ?? "")
         }
     }
@@ -116,11 +116,19 @@ public struct PipelineOptions: Sendable {
     public var publisher: (any SpanPublisher)?
     /// How long a published reading page lives, in seconds (nil: the server's default).
     public var readingLifetime: Int?
-    /// `[reading] notice = "letter-required"`: the password notice may only
-    /// reach the sender as a letter; a sender without a usable key of their
-    /// own gets the mail refused before anything is published
-    /// (``MailPipeline/checkNotice(_:)``).
+    /// `[reading] notice = "letter-required"` (the default of the
+    /// configurations): the password notice may only reach the sender as a
+    /// letter. For a sender without a usable key of their own the password is
+    /// shown through ``showPassword`` when there is one; else the mail is
+    /// refused before anything is published (``MailPipeline/checkNotice(_:)``).
     public var noticeMustBeLetter: Bool
+    /// Shows the reading page's password (the text of
+    /// ``PasswordNotice/shownText(password:publication:recipients:)``) to the
+    /// sender on their terminal, never in a log or a file: what `send` and
+    /// `compose` do when the notice must be a letter and the sender has no key.
+    /// Called after publishing and before anything is queued; a throw
+    /// withdraws the page. Nil: no terminal (the filter, `sendmail`).
+    public var showPassword: (@Sendable (String) throws -> Void)?
     /// Every letter's ciphertext is written to a private spool file; one of
     /// more than this many bytes that is 7-bit clean stays there instead of
     /// being read into memory (see ``WrittenCopy/forEachPiece(_:)``).
@@ -412,13 +420,18 @@ public struct MailPipeline: Sendable {
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)
+        let learned = try options.continuity?.learned(recipients.map(\.address) + [sender]) ?? [:]
         var availability: [String: KeyAvailability] = [:]
         var keys: [String: Key] = [:]
+        var chosen: [String: (key: Key, origin: KeyOrigin, since: Date?)] = [:]
         for recipient in recipients {
             let address = recipient.address.lowercased()
-            guard let found = book.availability(address) else { continue }
+            guard let found = book.availability(address, learned: learned[address] ?? []) else { continue }
             availability[address] = found
-            if case .usable = found, let key = book.lookup(address)?.chosen { keys[key.fingerprint] = key }
+            if let choice = book.choice(address, learned: learned[address] ?? []) {
+                keys[choice.key.fingerprint] = choice.key
+                chosen[address] = choice
+            }
         }
         let signerKeys = signerIsFingerprint ? book.listed(signer) : book.lookup(signer)?.candidates.map(\.key) ?? []
         let signingKey = signerKeys.first { key in
@@ -426,8 +439,17 @@ public struct MailPipeline: Sendable {
                 && key.subkeys.contains(where: \.isUsableForSigning)
         }
         let remembered = try options.continuity?.remembered(recipients.map(\.address)) ?? [:]
+        // Key changes: the key a recipient would get is not the one they last got a letter with.
+        var changes: [String: KeyChange] = [:]
+        for (address, choice) in chosen {
+            guard let previous = remembered[address], previous != choice.key.fingerprint else { continue }
+            changes[address] = KeyChange(address: address, previous: previous, current: choice.key.fingerprint,
+                                         origin: choice.origin.rawValue,
+                                         since: choice.since.map { $0.formatted(.iso8601) },
+                                         certifiedByPrevious: choice.key.isCertified(by: previous, for: address))
+        }
         var plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
-                            alreadyEncrypted: alreadyEncrypted, options: options.mail, remembered: remembered)
+                            alreadyEncrypted: alreadyEncrypted, options: options.mail, remembered: remembered, changes: changes)
         // The postcard is rebuilt here, once: the plan shows what it withholds,
         // passes and drops, and `write` sends it. What stops the rebuild stops
         // the mail when it is written, not the plan.
@@ -445,7 +467,7 @@ public struct MailPipeline: Sendable {
             }
             if let parts = (try? rebuilt?.get())?.parts ?? stopped { plan.postcardParts = parts }
         }
-        let senderKey = book.lookup(sender)?.chosen
+        let senderKey = book.choice(sender.lowercased(), learned: learned[sender.lowercased()] ?? [])?.key
         return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey,
                             senderKey: senderKey, keys: keys, readings: readings, rebuilt: rebuilt, catalog: catalog)
     }
@@ -465,7 +487,8 @@ public struct MailPipeline: Sendable {
     }
 
     /// Throws for a refused plan: ``KeyLossError`` when key continuity holds
-    /// it (temporary), `PipelineError.refused` otherwise.
+    /// it (temporary), ``KeyChangeError`` when a recipient's key changed and
+    /// the change is not accepted, `PipelineError.refused` otherwise.
     public static func checkNotRefused(_ plan: Plan) throws {
         let lost = plan.keyLoss
         if !lost.isEmpty {
@@ -474,6 +497,8 @@ public struct MailPipeline: Sendable {
                 return (item.recipient.address, why.description)
             })
         }
+        let changed = plan.heldKeyChanges
+        if !changed.isEmpty { throw KeyChangeError(changes: changed) }
         if plan.isRefused { throw PipelineError(.refused, addresses: plan.refused.map(\.recipient.address)) }
     }
 

@@ -51,9 +51,10 @@ extension MailPipeline {
     /// Refuses, before anything is written or published, a mail whose
     /// password notice could not be sent as the options demand: with
     /// ``PipelineOptions/noticeMustBeLetter`` a mail that publishes spans
-    /// needs a sender who can receive a letter (``PipelineError/Code/noticeNeedsLetter``).
+    /// needs a sender who can receive a letter (``PipelineError/Code/noticeNeedsLetter``)
+    /// or a terminal to show the password on (``PipelineOptions/showPassword``).
     public func checkNotice(_ prepared: PreparedMail) throws(PipelineError) {
-        if prepared.publishesSpans && options.noticeMustBeLetter && !prepared.senderCanReceiveLetter {
+        if prepared.publishesSpans && options.noticeMustBeLetter && !prepared.senderCanReceiveLetter && options.showPassword == nil {
             throw PipelineError(.noticeNeedsLetter, addresses: [prepared.envelopeSender])
         }
     }
@@ -63,6 +64,13 @@ extension MailPipeline {
     /// as ``PipelineOptions/noticeMustBeLetter`` says). Nothing is withdrawn
     /// here: a caller that fails after `write` calls ``withdraw(_:)``.
     public func outgoing(_ prepared: PreparedMail, _ written: WrittenMail) throws -> OutgoingMail {
+        if options.noticeMustBeLetter && !prepared.senderCanReceiveLetter, let show = options.showPassword,
+           let publication = written.publication, let password = written.password {
+            // No letter for the sender: the password is shown to them, never mailed in clear.
+            let recipients = written.copies.filter { $0.kind == .postcard }.flatMap(\.recipients)
+            try show(PasswordNotice.shownText(password: password, publication: publication, recipients: recipients))
+            return OutgoingMail(written, notice: nil)
+        }
         let notice = try passwordNotice(prepared, written, mustBeLetter: options.noticeMustBeLetter)
         return OutgoingMail(written, notice: notice?.copy)
     }

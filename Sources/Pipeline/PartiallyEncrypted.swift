@@ -105,8 +105,7 @@ public enum PasswordNotice {
             parts too. The page can be read until \(publication.expires).
 
             To delete the page earlier:
-                curl -X DELETE -H "Authorization: Bearer \(publication.deleteToken)" \\
-                  \(publication.url.replacingOccurrences(of: "/r/", with: "/api/postcards/"))
+            \(deletion(publication))
 
             """
         let address = MailAddress(address: sender)
@@ -114,6 +113,31 @@ public enum PasswordNotice {
                                      subject: "Password for your partially encrypted mail", text: text).message()
         notice.setHeader("Auto-Submitted", "auto-generated")
         return notice
+    }
+}
+
+extension PasswordNotice {
+    /// What the sender is shown on their terminal instead of a notice
+    /// mailed in clear (no key of their own for a letter): the page, the
+    /// password, and how to delete the page.
+    public static func shownText(password: SpanPassword, publication: Publication, recipients: [String]) -> String {
+        """
+        The private parts of your mail to \(recipients.joined(separator: ", ")) are on a reading page:
+            \(publication.url)
+        The password (shown only here, once; it is not mailed, as you have no key of your own for a letter):
+
+            \(password.grouped)
+
+        Give it to them another way than by mail. The page can be read until \(publication.expires). To delete it earlier:
+        \(deletion(publication))
+
+        """
+    }
+
+    /// The command that deletes the page, indented, on two lines.
+    static func deletion(_ publication: Publication) -> String {
+        "    curl -X DELETE -H \"Authorization: Bearer \(publication.deleteToken)\" \\\n"
+            + "      " + publication.url.replacingOccurrences(of: "/r/", with: "/api/postcards/")
     }
 }
 

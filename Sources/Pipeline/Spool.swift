@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// A mail could not be streamed: a pipe or a spool file could not be made
 /// or used, or a letter's body could not be written in full. Temporary (the
@@ -8,25 +9,20 @@ public struct StreamingError: Error, Sendable, CustomStringConvertible {
     public let description: String
 }
 
-/// A private temporary file (0600 in `$TMPDIR`, else /tmp) whose name is
-/// removed as soon as it is made: nothing else can open it, and it is gone
-/// when closed, even if the process dies. Letters' ciphertext is written
-/// here; a large one stays here instead of in memory.
+/// A private temporary file (0600 in `$TMPDIR`, else /tmp) without a name
+/// (``UnnamedFile``): nothing else can open it, and it is gone when closed,
+/// even if the process dies. Letters' ciphertext is written here; a large
+/// one stays here instead of in memory.
 public final class Spool: @unchecked Sendable {
     // @unchecked: the descriptor is only read with pread, which keeps no position.
     let fd: Int32
 
     init() throws(StreamingError) {
-        let folder = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array((folder + "/mailsec-spool.XXXXXX").utf8CString)
-        let made = mkstemp(&template)  // 0600
-        if made >= 0 {
-            // Unnamed at once: nothing else can open it, and it goes when closed.
-            unlink(String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            _ = fcntl(made, F_SETFD, FD_CLOEXEC)
+        let folder = UnnamedFile.temporaryFolder
+        switch UnnamedFile.make(in: folder) {
+        case .success(let made): fd = made
+        case .failure(let error): throw StreamingError(description: "cannot make a temporary file in \(folder): \(error)")
         }
-        guard made >= 0 else { throw StreamingError(description: "cannot make a temporary file in \(folder): \(String(cString: strerror(errno)))") }
-        fd = made
     }
 
     deinit { close(fd) }

@@ -132,6 +132,57 @@ public struct PostcardParts: Sendable, Hashable, Codable {
     public var isEmpty: Bool { withheld.isEmpty && passed.isEmpty && refused.isEmpty && dropped.isEmpty }
 }
 
+/// Key changes: what happens when the key a recipient would get differs
+/// from the one they last got a letter with (key continuity). The command
+/// line always holds such a mail until the person accepts the key.
+public enum KeyChangeRule: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The mail is held (the filter defers it) until the change is accepted.
+    case `defer`
+    /// A new key certified by the remembered one is taken; any other change is held.
+    case acceptCertified = "accept-certified"
+    /// Every new key is taken.
+    case accept
+}
+
+/// A recipient's key is not the one they last got a letter with.
+public struct KeyChange: Sendable, Hashable, Codable {
+    /// The recipient's address (lower case).
+    public let address: String
+    /// The key they last got a letter with.
+    public let previous: String
+    /// The key they would get now.
+    public let current: String
+    /// Where the new key came from: `imported` (the person's keyring),
+    /// `autocrypt` or `gossip` (learned from mail).
+    public let origin: String
+    /// When: for a learned key when it was first learned, for an imported one
+    /// when the key was made (ISO 8601); nil when unknown.
+    public let since: String?
+    /// The remembered key certified the new one (a rotation it vouches for).
+    public let certifiedByPrevious: Bool
+
+    /// A change of `address` from `previous` to `current`.
+    public init(address: String, previous: String, current: String, origin: String, since: String?, certifiedByPrevious: Bool) {
+        self.address = address.lowercased()
+        self.previous = previous
+        self.current = current
+        self.origin = origin
+        self.since = since
+        self.certifiedByPrevious = certifiedByPrevious
+    }
+
+    /// The change in words: both keys, where the new one came from and when.
+    public var description: String {
+        let source = switch origin {
+        case "autocrypt": "learned from an Autocrypt header"
+        case "gossip": "learned from Autocrypt gossip"
+        default: "imported"
+        }
+        return "the key changed from \(previous) to \(current) (\(source)" + (since.map { ", \($0)" } ?? "") + ")"
+            + (certifiedByPrevious ? ", certified by the old key" : ", not certified by the old key")
+    }
+}
+
 /// Per-mail options.
 public struct MailOptions: Sendable, Hashable {
     /// Everybody gets a postcard, even recipients with keys.
@@ -149,6 +200,9 @@ public struct MailOptions: Sendable, Hashable {
     public var onKeyLoss: KeyLossRule
     /// What postcards of a mail with marked spans do with parts mailsec does not read.
     public var opaqueParts: OpaqueParts = .withhold
+    /// What happens when a recipient's key differs from the one they last got
+    /// a letter with (default: held until accepted).
+    public var onKeyChange: KeyChangeRule = .defer
 
     /// Options; the defaults are ``standard``.
     public init(enforcePostcard: Bool = false, requireLetter: Bool = false, domainRules: [DomainRule] = [],
@@ -201,9 +255,12 @@ public enum PostcardReason: Sendable, Hashable {
     /// Key continuity: the key the recipient last got a letter with is now
     /// revoked or expired (the refusals say which), and no other key is usable.
     case rememberedKeyUnusable(fingerprint: String, [KeyRefusal])
+    /// Key changes: the recipient's key is not the one they last got a letter
+    /// with, and the change is not accepted (yet).
+    case keyChanged(KeyChange)
 
     /// A short, stable code: `enforced`, `no-key`, `no-usable-key`,
-    /// `key-vanished`, `remembered-key-unusable`.
+    /// `key-vanished`, `remembered-key-unusable`, `key-changed`.
     public var code: String {
         switch self {
         case .enforced: "enforced"
@@ -211,7 +268,13 @@ public enum PostcardReason: Sendable, Hashable {
         case .noUsableKey: "no-usable-key"
         case .keyVanished: "key-vanished"
         case .rememberedKeyUnusable: "remembered-key-unusable"
+        case .keyChanged: "key-changed"
         }
+    }
+
+    /// The key change that holds the recipient, if that is the reason.
+    public var keyChange: KeyChange? {
+        if case .keyChanged(let change) = self { change } else { nil }
     }
 
     /// True for the reasons of key continuity.
@@ -234,6 +297,7 @@ public enum PostcardReason: Sendable, Hashable {
         case .rememberedKeyUnusable(let fingerprint, let refusals):
             "the key \(fingerprint) this recipient last got a letter with is "
                 + (refusals.first { $0.fingerprint == fingerprint }?.detail ?? "unusable")
+        case .keyChanged(let change): change.description
         }
     }
 }
@@ -306,6 +370,10 @@ public struct Plan: Sendable, Hashable {
     /// for a mail without marked spans, which is not rebuilt); filled in by
     /// whoever rebuilt it.
     public var postcardParts = PostcardParts()
+    /// Every recipient whose key differs from the one they last got a letter
+    /// with: held ones (refused, ``PostcardReason/keyChanged(_:)``) and ones
+    /// the rule took (their letter goes to the new key).
+    public let keyChanges: [KeyChange]
 
     /// Recipients for whom a letter was required but no usable key exists.
     public var refused: [RecipientDecision] {
@@ -319,6 +387,11 @@ public struct Plan: Sendable, Hashable {
     /// their key, or for the record to be forgotten).
     public var keyLoss: [RecipientDecision] {
         refused.filter { if case .refused(let why) = $0.decision { why.isKeyLoss } else { false } }
+    }
+
+    /// Refused recipients whose key changed and the change is not accepted.
+    public var heldKeyChanges: [KeyChange] {
+        refused.compactMap { if case .refused(let why) = $0.decision { why.keyChange } else { nil } }
     }
 
     /// Decides for every recipient. Recipients are taken in order, each
@@ -343,9 +416,15 @@ public struct Plan: Sendable, Hashable {
     /// expired follows `options.onKeyLoss` (refused, or a postcard, with the
     /// reason `rememberedKeyUnusable` either way; a key that is there but
     /// unusable for another reason is treated alike). An enforced postcard stays one.
+    ///
+    /// Key changes: `changes` holds, by lower-case address, the recipients
+    /// whose usable key is not the remembered one. `options.onKeyChange`
+    /// decides: held (refused, ``PostcardReason/keyChanged(_:)``), or a letter
+    /// to the new key (`accept`, or `accept-certified` when the old key
+    /// certified the new one).
     public init(recipients: [Recipient], keys: [String: KeyAvailability], hasMarkedSpans: Bool,
                 alreadyEncrypted: Bool = false, options: MailOptions = .standard,
-                remembered: [String: String] = [:]) throws(PolicyError) {
+                remembered: [String: String] = [:], changes: [String: KeyChange] = [:]) throws(PolicyError) {
         if options.enforcePostcard && options.requireLetter {
             throw PolicyError(.conflictingOptions)
         }
@@ -364,9 +443,16 @@ public struct Plan: Sendable, Hashable {
             let enforced = options.enforcePostcard || rule == .enforcePostcard
             switch keyState {
             case .usable(let fingerprint, let source):
+                let change = changes[recipient.address.lowercased()].flatMap { $0.current == fingerprint ? $0 : nil }
+                let taken = switch options.onKeyChange {
+                case .defer: false
+                case .acceptCertified: change?.certifiedByPrevious ?? false
+                case .accept: true
+                }
                 // A postcard is never sent where a letter is required.
-                decision = !enforced ? .letter(fingerprint: fingerprint, source: source)
-                    : requiresLetter ? .refused(.enforced) : .postcard(.enforced)
+                decision = enforced ? (requiresLetter ? .refused(.enforced) : .postcard(.enforced))
+                    : change != nil && !taken ? .refused(.keyChanged(change!))
+                    : .letter(fingerprint: fingerprint, source: source)
             case .missing, .unusable:
                 var why: PostcardReason = .noKey
                 if case .unusable(let refusals) = keyState { why = .noUsableKey(refusals) }
@@ -398,6 +484,14 @@ public struct Plan: Sendable, Hashable {
             : hasMarkedSpans ? .extendedPostcard(options.postcardExtension) : .postcard
         self.hasMarkedSpans = hasMarkedSpans
         self.options = options
+        keyChanges = decisions.compactMap { item in
+            guard let change = changes[item.recipient.address.lowercased()] else { return nil }
+            switch item.decision {
+            case .letter(let fingerprint, _) where fingerprint == change.current: return change
+            case .refused(.keyChanged(let held)): return held
+            default: return nil
+            }
+        }
 
         let isRefused = decisions.contains { if case .refused = $0.decision { true } else { false } }
         guard !isRefused else {

@@ -21,6 +21,9 @@ public struct PlanReport: Codable, Sendable, Hashable {
         public let keySource: String?
         /// Keys found but not usable, each with its reason.
         public let refusedKeys: [KeyRefusal]
+        /// The key differs from the one the recipient last got a letter with
+        /// (held, reason `key-changed`, or taken by the filter's rule); null otherwise.
+        public var keyChange: KeyChange? = nil
     }
 
     /// One copy that would be written.
@@ -67,7 +70,7 @@ public struct PlanReport: Codable, Sendable, Hashable {
         }
         hasMarkedSpans = plan.hasMarkedSpans
         refused = plan.isRefused
-        recipients = plan.decisions.map { item in
+        let reports = plan.decisions.map { item in
             let role = item.recipient.role.rawValue
             switch item.decision {
             case .letter(let fingerprint, let source):
@@ -86,6 +89,12 @@ public struct PlanReport: Codable, Sendable, Hashable {
                                        reason: "already-encrypted", detail: "the mail is encrypted already",
                                        fingerprint: nil, keySource: nil, refusedKeys: [])
             }
+        }
+        let changes = Dictionary(plan.keyChanges.map { ($0.address, $0) }, uniquingKeysWith: { first, _ in first })
+        recipients = reports.map { report in
+            var report = report
+            report.keyChange = changes[report.address.lowercased()]
+            return report
         }
         copies = plan.copies.map {
             CopyReport(kind: $0.kind.rawValue, recipients: $0.recipients.map(\.address), fingerprints: $0.fingerprints)
@@ -120,7 +129,7 @@ public struct PlanReport: Codable, Sendable, Hashable {
 
 extension PlanReport.RecipientReport {
     enum CodingKeys: String, CodingKey {
-        case address, role, decision, reason, detail, fingerprint, keySource, refusedKeys
+        case address, role, decision, reason, detail, fingerprint, keySource, refusedKeys, keyChange
     }
 
     /// Writes null for absent values, as the contract says.
@@ -134,5 +143,6 @@ extension PlanReport.RecipientReport {
         try container.encode(fingerprint, forKey: .fingerprint)
         try container.encode(keySource, forKey: .keySource)
         try container.encode(refusedKeys, forKey: .refusedKeys)
+        try container.encode(keyChange, forKey: .keyChange)
     }
 }

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTPTypes
+import Synchronization
 
 /// Limits on client connections, so that slow or idle clients cannot hold
 /// the server: `mailsec serve` once kept 400 slow clients open for ever.
@@ -12,16 +13,89 @@ public struct ConnectionLimits: Sendable, Hashable {
     public var idleTimeout: Duration
     /// Connections served at once; more wait in the listen queue until one closes.
     public var maximumConnections: Int
+    /// Connections at once from one client address; one more is closed at
+    /// once, so that one client's slow connections cannot fill
+    /// ``maximumConnections`` and make everybody else wait.
+    public var maximumPerAddress: Int
 
     /// Limits; the defaults are ``standard``.
-    public init(requestTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(30), maximumConnections: Int = 256) {
+    public init(requestTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(30), maximumConnections: Int = 256,
+                maximumPerAddress: Int = 32) {
         self.requestTimeout = requestTimeout
         self.idleTimeout = idleTimeout
         self.maximumConnections = maximumConnections
+        self.maximumPerAddress = maximumPerAddress
     }
 
-    /// The defaults: 10 s for a request, 30 s idle, 256 connections.
+    /// The defaults: 10 s for a request, 30 s idle, 256 connections, 32 from one address.
     public static let standard = ConnectionLimits()
+}
+
+/// The connections open per client address, shared by all connections of a server.
+final class AddressCounts: Sendable {
+    let limit: Int
+    private let counts = Mutex<[String: Int]>([:])
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Counts one more from `address`; false (and not counted) when it has `limit` already.
+    func admit(_ address: String) -> Bool {
+        counts.withLock { counts in
+            guard counts[address, default: 0] < limit else { return false }
+            counts[address, default: 0] += 1
+            return true
+        }
+    }
+
+    /// One fewer from `address`.
+    func release(_ address: String) {
+        counts.withLock { counts in
+            counts[address, default: 1] -= 1
+            if counts[address] == 0 { counts[address] = nil }
+        }
+    }
+}
+
+/// Closes a connection at once when its client address has
+/// ``ConnectionLimits/maximumPerAddress`` open already; counts it otherwise,
+/// until it closes.
+final class AddressCapHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    private let counts: AddressCounts
+    private var counted: String?
+    private var checked = false
+
+    init(_ counts: AddressCounts) { self.counts = counts }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { check(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        check(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        release()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { release() }
+
+    private func check(_ context: ChannelHandlerContext) {
+        guard !checked else { return }
+        checked = true
+        let address = context.channel.remoteAddress?.ipAddress ?? "?"
+        if counts.admit(address) { counted = address } else { context.close(promise: nil) }
+    }
+
+    private func release() {
+        if let counted { counts.release(counted) }
+        counted = nil
+    }
 }
 
 /// Closes the connection when a request has not arrived in full within the

@@ -82,9 +82,11 @@ public final class ReadingServer: Sendable {
         var logger = Logger(label: "mailsec-serve")
         logger.logLevel = .warning
         let limits = configuration.limits
+        let addresses = AddressCounts(limit: limits.maximumPerAddress)
         let app = Application(router: router,
                               server: .http1(configuration: .init(
-                                  additionalChannelHandlers: [RequestDeadlineHandler(limit: limits.requestTimeout)],
+                                  additionalChannelHandlers: [AddressCapHandler(addresses), RequestDeadlineHandler(limit: limits.requestTimeout),
+                                                              SecurityHeadersHandler()],
                                   idleTimeout: .nanoseconds(Int64(limits.idleTimeout.components.seconds) * 1_000_000_000))),
                               configuration: .init(address: .hostname(configuration.host, port: configuration.port),
                                                    serverName: "mailsec",

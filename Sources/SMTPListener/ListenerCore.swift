@@ -7,6 +7,9 @@ import Synchronization
 final class ListenerCore: Sendable {
     struct State {
         var sessions: [ObjectIdentifier: NIOLoopBound<Session>] = [:]
+        /// Sessions per client address (the address of each in ``addresses``).
+        var perAddress: [String: Int] = [:]
+        var addresses: [ObjectIdentifier: String] = [:]
         /// Sessions with a mail open (MAIL given, DATA under way, or its handler running).
         var busy: Set<ObjectIdentifier> = []
         var handlersRunning = 0
@@ -24,13 +27,20 @@ final class ListenerCore: Sendable {
         self.log = log
     }
 
-    /// Counts a new session in; false when it is over the cap (or the listener drains).
-    func register(_ session: NIOLoopBound<Session>, id: ObjectIdentifier) -> (admitted: Bool, draining: Bool) {
+    /// Why a session was not counted in.
+    enum Refusal { case draining, tooMany, tooManyFromAddress }
+
+    /// Counts a new session from `address` in; a refusal when it is over a
+    /// cap (in all, or from that address) or the listener drains.
+    func register(_ session: NIOLoopBound<Session>, id: ObjectIdentifier, address: String) -> Refusal? {
         state.withLock { state in
-            if state.draining { return (false, true) }
-            if state.sessions.count >= settings.maxConnections { return (false, false) }
+            if state.draining { return .draining }
+            if state.sessions.count >= settings.maxConnections { return .tooMany }
+            if state.perAddress[address, default: 0] >= settings.maxConnectionsPerAddress { return .tooManyFromAddress }
             state.sessions[id] = session
-            return (true, false)
+            state.perAddress[address, default: 0] += 1
+            state.addresses[id] = address
+            return nil
         }
     }
 
@@ -38,6 +48,10 @@ final class ListenerCore: Sendable {
         state.withLock { state in
             state.sessions[id] = nil
             state.busy.remove(id)
+            if let address = state.addresses.removeValue(forKey: id) {
+                state.perAddress[address, default: 1] -= 1
+                if state.perAddress[address] == 0 { state.perAddress[address] = nil }
+            }
         }
     }
 

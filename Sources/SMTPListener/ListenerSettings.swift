@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// How an ``SMTPListener`` listens and what it allows. The defaults suit a
 /// content filter behind Postfix on the same machine (Postfix's own limits:
@@ -20,10 +21,19 @@ public struct ListenerSettings: Sendable {
     public var maxMessageSize: Int
     /// Sessions at once; the connection over the cap gets 421 4.7.0 and is closed.
     public var maxConnections: Int
+    /// Sessions at once from one client address; the one over it gets 421
+    /// 4.7.0 too, so that one client's slow connections cannot use up
+    /// ``maxConnections`` (32 lets one Postfix through with its default
+    /// destination concurrency of 20).
+    public var maxConnectionsPerAddress: Int
     /// Recipients per mail; the one over the cap gets 452 4.5.3.
     public var maxRecipients: Int
     /// How long the listener waits for the next command (RFC 5321 4.5.3.2.7: 5 minutes).
     public var idleTimeout: Duration
+    /// How long a new session may take to send its first whole command,
+    /// counted from the greeting: a client that connects and then trickles
+    /// bytes or says nothing holds a slot for this long, not ``idleTimeout``.
+    public var firstCommandTimeout: Duration
     /// How long it waits for the next chunk of a message's content (RFC 5321: 3 minutes).
     public var dataTimeout: Duration
     /// Octets of one mail held in memory; a bigger mail goes to a spool file.
@@ -44,8 +54,10 @@ public struct ListenerSettings: Sendable {
                 dialect: Dialect = .smtp,
                 maxMessageSize: Int = 10_240_000,
                 maxConnections: Int = 100,
+                maxConnectionsPerAddress: Int = 32,
                 maxRecipients: Int = 1000,
                 idleTimeout: Duration = .seconds(300),
+                firstCommandTimeout: Duration = .seconds(30),
                 dataTimeout: Duration = .seconds(180),
                 memoryLimit: Int = 1 << 20,
                 spoolDirectory: String = ListenerSettings.defaultSpoolDirectory,
@@ -56,8 +68,10 @@ public struct ListenerSettings: Sendable {
         self.dialect = dialect
         self.maxMessageSize = maxMessageSize
         self.maxConnections = maxConnections
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.maxRecipients = maxRecipients
         self.idleTimeout = idleTimeout
+        self.firstCommandTimeout = firstCommandTimeout
         self.dataTimeout = dataTimeout
         self.memoryLimit = memoryLimit
         self.spoolDirectory = spoolDirectory
@@ -81,14 +95,5 @@ public struct ListenerSettings: Sendable {
 
     /// True for "localhost", 127.0.0.0/8 and ::1: the addresses ``SMTPListener/start()``
     /// binds without ``allowNonLoopback`` (for a configuration check to say so first).
-    public static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" { return true }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) } == Array(repeating: 0, count: 15) + [1]
-        }
-        return false
-    }
+    public static func isLoopback(_ host: String) -> Bool { Loopback.contains(host) }
 }

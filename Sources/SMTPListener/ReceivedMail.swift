@@ -1,5 +1,10 @@
+import Synchronization
+
 /// One mail as received: envelope and content (in memory or spooled).
 public struct ReceivedMail: Sendable {
+    private static let counter = Atomic<UInt64>(0)
+    /// This mail's number in this process, unique: what ``MailHandler/replied(to:reached:)`` is told about.
+    public let serial: UInt64
     enum Content: Sendable {
         case memory([UInt8])
         case spooled(SpoolFile)
@@ -21,6 +26,7 @@ public struct ReceivedMail: Sendable {
         self.size = size
         self.client = client
         self.content = content
+        serial = Self.counter.add(1, ordering: .relaxed).newValue
     }
 
     /// The whole content, dot-unstuffed, with line ends as received (CRLF

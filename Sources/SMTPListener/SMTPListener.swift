@@ -31,7 +31,7 @@ public final class SMTPListener: Sendable {
         guard started.withLock({ let was = $0; $0 = true; return !was }) else {
             throw ListenerError(.alreadyStarted, "the listener is already started")
         }
-        guard settings.maxMessageSize > 0, settings.maxConnections > 0, settings.maxRecipients > 0,
+        guard settings.maxMessageSize > 0, settings.maxConnections > 0, settings.maxConnectionsPerAddress > 0, settings.maxRecipients > 0,
               settings.memoryLimit >= 0, (0...65535).contains(settings.port) else {
             throw ListenerError(.badSetting, "message size, connections and recipients must be above 0, the port 0–65535")
         }

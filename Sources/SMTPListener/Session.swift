@@ -38,6 +38,8 @@ final class Session: ChannelInboundHandler {
     /// A command line over the limit: its rest is skipped up to its LF.
     private var skippingLongLine = false
     private var errors = 0
+    /// Whole command lines read so far (the first one ends the first-command time).
+    private var commands = 0
     private var greeted: Command.Hello?
     private var sender: String?
     private var recipients: [String] = []
@@ -47,6 +49,8 @@ final class Session: ChannelInboundHandler {
     private var draining = false
     private var busy = false
     private var inactive = false
+    /// A mail answered 250 whose reply is not known to have reached the client yet.
+    private var unconfirmed: ReceivedMail?
 
     init(core: ListenerCore) {
         self.core = core
@@ -59,17 +63,23 @@ final class Session: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        if let address = context.channel.remoteAddress {
-            client = "\(address.ipAddress ?? "?"):\(address.port ?? 0)"
+        let address = context.channel.remoteAddress?.ipAddress ?? "?"
+        if let remote = context.channel.remoteAddress {
+            client = "\(address):\(remote.port ?? 0)"
         }
-        let (admitted, draining) = core.register(NIOLoopBound(self, eventLoop: context.eventLoop), id: id)
-        guard admitted else {
-            if draining {
-                finish("421 4.3.2 \(settings.greetingName) Service shutting down, try again later")
-            } else {
-                core.log("listener: \(client): over \(settings.maxConnections) connections, refused")
-                finish("421 4.7.0 \(settings.greetingName) Error: too many connections, try again later")
-            }
+        switch core.register(NIOLoopBound(self, eventLoop: context.eventLoop), id: id, address: address) {
+        case nil:
+            break
+        case .draining:
+            finish("421 4.3.2 \(settings.greetingName) Service shutting down, try again later")
+            return
+        case .tooMany:
+            core.log("listener: \(client): over \(settings.maxConnections) connections, refused")
+            finish("421 4.7.0 \(settings.greetingName) Error: too many connections, try again later")
+            return
+        case .tooManyFromAddress:
+            core.log("listener: \(client): over \(settings.maxConnectionsPerAddress) connections from \(address), refused")
+            finish("421 4.7.0 \(settings.greetingName) Error: too many connections from your address, try again later")
             return
         }
         registered = true
@@ -82,6 +92,7 @@ final class Session: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         inactive = true
+        confirm(reached: false)
         if phase == .data { core.log("listener: \(client): connection lost during DATA") }
         timer?.cancel()
         timer = nil
@@ -171,6 +182,8 @@ final class Session: ChannelInboundHandler {
                 }
                 var line = buffer.readBytes(length: lineEnd + 1)!
                 pending = buffer
+                // A line after the reply to a mail: the client read that reply.
+                confirm(reached: true)
                 line.removeLast()
                 if line.last == 13 { line.removeLast() }
                 if line.count + 2 > Self.maxLine {
@@ -191,6 +204,7 @@ final class Session: ChannelInboundHandler {
     // MARK: Commands
 
     private func execute(_ command: Command) {
+        commands += 1
         switch command {
         case .hello(let kind, _):
             switch (kind, settings.dialect) {
@@ -323,19 +337,33 @@ final class Session: ChannelInboundHandler {
         let handler = core.handler
         Task {
             let verdict = await handler.handle(mail)
-            session.eventLoop.execute { session.value.handled(verdict, recipients: recipients) }
+            session.eventLoop.execute { session.value.handled(verdict, mail: mail) }
         }
     }
 
-    private func handled(_ verdict: Verdict, recipients: [String]) {
+    private func handled(_ verdict: Verdict, mail: ReceivedMail) {
         core.handlerEnded()
+        let accepted = if case .accepted = verdict { true } else { false }
         guard phase == .handling, !inactive, context != nil else {
             phase = .closing
+            if accepted { core.handler.replied(to: mail, reached: false) }
             return
         }
-        answer(recipients, verdict.replyLine)
-        guard phase == .commands else { return }
+        answer(mail.recipients, verdict.replyLine)
+        guard phase == .commands else {
+            if accepted { core.handler.replied(to: mail, reached: false) }
+            return
+        }
+        // Input that came before the reply (pipelined) proves nothing about it.
         process()
+        if accepted {
+            if phase == .closing || inactive {
+                core.handler.replied(to: mail, reached: false)
+            } else {
+                confirm(reached: false)  // a reply before it that was never confirmed
+                unconfirmed = mail
+            }
+        }
         context?.flush()
         readIfReady()
     }
@@ -374,9 +402,18 @@ final class Session: ChannelInboundHandler {
         }
     }
 
+    /// Tells the handler whether the reply to the mail answered 250 reached the client.
+    private func confirm(reached: Bool) {
+        guard let mail = unconfirmed else { return }
+        unconfirmed = nil
+        core.handler.replied(to: mail, reached: reached)
+    }
+
     /// Writes a last reply and closes.
     private func finish(_ line: String) {
         guard let context, phase != .closing else { return }
+        // Ended by us (a time-out, a drain): whether the client read the last reply is not known.
+        confirm(reached: false)
         send(line)
         phase = .closing
         timer?.cancel()
@@ -391,10 +428,14 @@ final class Session: ChannelInboundHandler {
     private func armTimer() {
         guard let context else { return }
         timer?.cancel()
-        let timeout = phase == .data ? settings.dataTimeout : settings.idleTimeout
+        // Before its first whole command a session has the shorter time (a
+        // client that connects and says nothing, or trickles bytes, holds a
+        // slot for no longer); it starts with the greeting.
+        let timeout = phase == .data ? settings.dataTimeout
+            : commands == 0 ? min(settings.firstCommandTimeout, settings.idleTimeout) : settings.idleTimeout
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) { [self] in
             guard phase == .commands || phase == .data else { return }
-            core.log("listener: \(client): time-out \(phase == .data ? "during DATA" : "waiting for a command")")
+            core.log("listener: \(client): time-out \(phase == .data ? "during DATA" : commands == 0 ? "waiting for the first command" : "waiting for a command")")
             finish("421 4.4.2 \(settings.greetingName) Error: timeout exceeded")
         }
     }

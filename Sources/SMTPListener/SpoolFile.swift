@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// A mail's content on disk: one file in the spool folder that has no name
 /// from the moment it exists (O_TMPFILE; else made by mkstemp and unlinked at
@@ -13,30 +14,10 @@ final class SpoolFile: @unchecked Sendable {
     private(set) var size = 0
 
     init(directory: String) throws {
-        var fd = open(directory, SpoolFile.tmpFileFlag | O_RDWR | O_CLOEXEC, 0o600)
-        if fd < 0 {
-            // Filesystems without O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels).
-            var template = Array((directory + "/mailsec-spool-XXXXXX").utf8CString)
-            fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            if fd >= 0 {
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                // mkstemp makes 0600 already; unlinked at once so it never outlives us.
-                template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-            }
+        switch UnnamedFile.make(in: directory) {
+        case .success(let fd): self.fd = fd
+        case .failure(let error): throw ListenerError(.spoolFailed, "cannot make a spool file in \(directory): \(error)")
         }
-        guard fd >= 0 else {
-            throw ListenerError(.spoolFailed, "cannot make a spool file in \(directory): \(String(cString: strerror(errno)))")
-        }
-        self.fd = fd
-    }
-
-    /// O_TMPFILE as Linux defines it (__O_TMPFILE | O_DIRECTORY); not imported from C.
-    private static var tmpFileFlag: Int32 {
-        #if os(Linux)
-        return 0o20000000 | O_DIRECTORY
-        #else
-        return O_EXCL | O_CREAT | O_DIRECTORY  // fails on a folder: falls back to mkstemp
-        #endif
     }
 
     deinit { close(fd) }

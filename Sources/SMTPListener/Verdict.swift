@@ -48,4 +48,16 @@ public enum Verdict: Sendable, Equatable {
 public protocol MailHandler: Sendable {
     /// Called after the final "." ; the connection waits (reads nothing) until it returns.
     func handle(_ mail: ReceivedMail) async -> Verdict
+
+    /// Called once for each mail whose verdict was `accepted`, after the
+    /// reply was written: `reached` is true once the client's next command
+    /// (or its QUIT) came in after the reply, which shows it read it; false
+    /// when the session ended first (the client gone, a time-out, a drain),
+    /// and then the client may well try the mail again.
+    func replied(to mail: ReceivedMail, reached: Bool)
+}
+
+extension MailHandler {
+    /// By default nothing waits for the reply to reach the client.
+    public func replied(to mail: ReceivedMail, reached: Bool) {}
 }

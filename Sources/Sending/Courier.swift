@@ -94,6 +94,12 @@ public struct Courier: Sendable {
         var tried = Set<Int64>()
         while let copy = try outbox.claim(now: now(), ignoringSchedule: ignoringSchedule, only: only, skipping: tried) {
             tried.insert(copy.id)
+            // The room to record the answer is set aside before the first byte goes.
+            do { try outbox.reserveSpace(outbox.reserveSize(for: copy)) } catch {
+                outbox.unclaim(copy)
+                if let session { await session.quit() }
+                throw error
+            }
             var outcomes: [String: RecipientOutcome] = [:]
             if let failure = sessionFailure {
                 for address in copy.recipients { outcomes[address] = failure.outcome }
@@ -110,7 +116,7 @@ public struct Courier: Sendable {
                     }
                 }
             }
-            let entry = try outbox.record(copy, outcomes: outcomes, now: now())
+            let entry = try outbox.recordWithReserve(copy, outcomes: outcomes, now: now())
             for address in copy.recipients {
                 switch outcomes[address] ?? .temporary("no answer for this recipient") {
                 case .accepted: report.delivered += 1
@@ -129,9 +135,14 @@ public struct Courier: Sendable {
             if copy.isOwnCopy, entry?.state == .sent { fileOwnCopy(copy.id, &report) }
         }
         if let session { await session.quit() }
+        outbox.shrinkReserve()
         noteHeld(only: only, &report)
         // Only the lock's holder purges; a failure here loses nothing (the next run tries again).
         _ = try? outbox.purgeSent(olderThan: keepSent, now: now())
+        // The copies delivered in this run were dropped from the store; their
+        // pages must not stay in the WAL either (another process may keep the
+        // store open, and then SQLite does not truncate it by itself).
+        outbox.store.forgetOldPages()
         return report
     }
 

@@ -36,7 +36,8 @@ public struct SMTPTransport: SubmissionTransport {
             do { secret = try Password.obtain(for: config) } catch {
                 // The password could not be had: the person must look (a
                 // locked password store waits for them, it is not the network).
-                throw SubmissionFailure(.permanent, error.description, endsSession: true)
+                // No answer in time is no refusal: the copies stay pending.
+                throw SubmissionFailure(error.timedOut ? .temporary : .permanent, error.description, endsSession: true)
             }
             if let secret { credentials = SMTPCredentials(username: username, secret: secret, mechanisms: config.submission.mechanisms) }
         }

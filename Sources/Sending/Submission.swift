@@ -73,7 +73,7 @@ public final class Submission: Sendable {
         MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
             mail: config.policy.mail, redactor: config.policy.redactor, signAs: config.policy.signAs,
             requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity),
-            publisher: config.reading?.publisher, readingLifetime: config.reading?.lifetime, noticeMustBeLetter: config.reading?.noticeMustBeLetter ?? false))
+            publisher: config.reading?.publisher, readingLifetime: config.reading?.lifetime, noticeMustBeLetter: config.reading?.noticeMustBeLetter ?? true))
         .with(continuity: StoreContinuity(store: outbox.store))
     }
 
@@ -89,13 +89,17 @@ public final class Submission: Sendable {
     /// password notice for the envelope sender in the same transaction
     /// (``OutgoingMail``: after the letters, before the postcards, which the
     /// outbox holds until it was delivered). `[reading] notice =
-    /// "letter-required"` with a sender who cannot get a letter refuses the
-    /// mail before anything is published; any failure after publishing
-    /// withdraws the page.
+    /// "letter-required"` (the default) with a sender who cannot get a letter
+    /// hands the password to `showPassword` instead (the person's terminal),
+    /// or without one refuses the mail before anything is published; any
+    /// failure after publishing withdraws the page.
     public func queue(_ bytes: [UInt8], envelopeSender: String? = nil, envelopeRecipients: [String]? = nil,
-                      origin: String = "library", parseOptions: ParseOptions = .standard) throws -> QueuedMail {
+                      origin: String = "library", parseOptions: ParseOptions = .standard,
+                      showPassword: (@Sendable (String) throws -> Void)? = nil) throws -> QueuedMail {
         let message = try MIMEMessage.parse(bytes, options: parseOptions)
-        let pipeline = pipeline
+        var options = pipeline.options
+        options.showPassword = showPassword
+        let pipeline = MailPipeline(gnupg: pipeline.gnupg, options: options)
         let prepared = try pipeline.prepare(message, original: MailPipeline.withoutBcc(bytes),
                                             envelopeSender: envelopeSender ?? config.from,
                                             envelopeRecipients: envelopeRecipients)

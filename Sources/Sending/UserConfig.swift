@@ -44,6 +44,8 @@ public struct SubmissionSettings: Sendable, Hashable {
     public var heloName: String?
     /// Seconds to wait for the server at each step (nil: RFC 5321's own).
     public var timeout: Int?
+    /// Seconds `password_command` may take (nil: ``Password/defaultTimeout``).
+    public var passwordTimeout: Int?
     /// The SASL mechanisms we may use, most wanted first (`auth`): PLAIN and
     /// LOGIN by default; with XOAUTH2 the password is an OAuth 2.0 access token.
     public var mechanisms: [SMTPCredentials.Mechanism]
@@ -156,7 +158,7 @@ public struct UserConfig: Sendable {
         }
         guard let text = String(data: data, encoding: .utf8) else { return (nil, [ConfigError("configuration \(path) is not UTF-8")]) }
         let privateFile = info.st_mode & 0o077 == 0 && info.st_uid == getuid()
-        var (config, problems) = parse(text, privateFile: privateFile)
+        var (config, problems) = parse(text, privateFile: privateFile, safeFile: isSafe(path, info))
         config?.path = path
         problems = problems.map { problem in
             var located = problem
@@ -167,10 +169,33 @@ public struct UserConfig: Sendable {
         return (problems.isEmpty ? config : nil, problems)
     }
 
+    /// Whether nobody but us (and root) can change the file at `path`, as ssh
+    /// judges its configuration: the file and every folder above it owned by
+    /// us or root, and none writable by group or others (a folder with the
+    /// sticky bit, as /tmp, excepted: others cannot replace what is ours in
+    /// it). Whoever can change the file could make `password_command` run
+    /// their commands as us.
+    static func isSafe(_ path: String, _ info: stat) -> Bool {
+        let owners: Set<uid_t> = [getuid(), 0]
+        guard owners.contains(info.st_uid), info.st_mode & 0o022 == 0 else { return false }
+        guard let resolved = realpath(path, nil) else { return false }
+        defer { free(resolved) }
+        var folder = URL(fileURLWithPath: String(cString: resolved)).deletingLastPathComponent().path
+        while true {
+            var above = stat()
+            guard stat(folder, &above) == 0, owners.contains(above.st_uid) else { return false }
+            if above.st_mode & 0o022 != 0 && above.st_mode & 0o1000 == 0 { return false }
+            if folder == "/" { return true }
+            folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
+        }
+    }
+
     /// Reads configuration text. `privateFile` tells whether the file it came
-    /// from is readable by its owner only (a `password` is refused otherwise).
+    /// from is readable by its owner only (a `password` is refused otherwise);
+    /// `safeFile` whether only its owner can change it (a `password_command`
+    /// is refused otherwise, see ``isSafe(_:_:)``).
     /// Returns the configuration (nil when unusable) and every problem found.
-    public static func parse(_ text: String, privateFile: Bool = true) -> (UserConfig?, problems: [ConfigError]) {
+    public static func parse(_ text: String, privateFile: Bool = true, safeFile: Bool = true) -> (UserConfig?, problems: [ConfigError]) {
         let lines = SourceLines(text)
         var problems: [ConfigError] = []
         func note(_ error: ConfigError) {
@@ -182,10 +207,8 @@ public struct UserConfig: Sendable {
             do { try body() } catch { note(error as? ConfigError ?? ConfigError("\(error)")) }
         }
         let root: TOMLTable
-        do { root = try TOMLTable(string: text) } catch let error as TOMLParseError {
-            return (nil, [ConfigError("not TOML: \(error.description)", line: error.source.begin.line)])
-        } catch {
-            return (nil, [ConfigError("not TOML")])
+        do throws(ConfigError) { root = try TOMLKeys.document(text) } catch {
+            return (nil, [error])
         }
         let top = TOMLKeys(root, "")
         step { try top.allow(PolicySettings.keys.union(["from", "gnupg_home", "sent_maildir", "keep_sent_days", "submission", "reading"])) }
@@ -217,7 +240,7 @@ public struct UserConfig: Sendable {
             sentMaildir = expandTilde(value)
         }
         var keepSentDays: Int?
-        step { keepSentDays = try top.nonNegativeInt("keep_sent_days") }
+        step { keepSentDays = try top.nonNegativeInt("keep_sent_days", atMost: TOMLKeys.tenYears) }
         var policy = PolicySettings()
         step { policy = try PolicySettings.read(top, collect: note) }
         var reading: ReadingSettings?
@@ -232,7 +255,7 @@ public struct UserConfig: Sendable {
             guard let table = try top.table("submission") else {
                 throw ConfigError("[submission]: required (host, port, security, username, password_command)", path: "submission")
             }
-            try submission = Self.submission(table, privateFile: privateFile, password: &filePassword, note: note)
+            try submission = Self.submission(table, privateFile: privateFile, safeFile: safeFile, password: &filePassword, note: note)
         }
         guard problems.isEmpty, let from, let submission else { return (nil, problems) }
         var config = UserConfig(from: from, submission: submission, gnupgHome: gnupgHome, sentMaildir: sentMaildir, policy: policy)
@@ -242,7 +265,7 @@ public struct UserConfig: Sendable {
         return (config, [])
     }
 
-    private static func submission(_ table: TOMLKeys, privateFile: Bool, password: inout SecretBytes?,
+    private static func submission(_ table: TOMLKeys, privateFile: Bool, safeFile: Bool, password: inout SecretBytes?,
                                    note: (ConfigError) -> Void) throws(ConfigError) -> SubmissionSettings? {
         var ok = true
         func step<T>(_ body: () throws -> T?) -> T? {
@@ -253,7 +276,7 @@ public struct UserConfig: Sendable {
             }
         }
         _ = step { try table.allow(["host", "port", "security", "username", "password_command", "password", "ca_file",
-                                     "helo", "timeout", "auth"]) }
+                                     "helo", "timeout", "auth", "password_timeout"]) }
         let host: String? = step {
             guard let host = try table.string("host"), !host.isEmpty else {
                 throw ConfigError("submission.host: required (the submission server's name)", path: "submission.host")
@@ -272,9 +295,7 @@ public struct UserConfig: Sendable {
             return security
         }
         let port: Int? = step {
-            guard let port = try table.positiveInt("port") else { return nil }
-            guard port < 65536 else { throw ConfigError("submission.port: out of range", path: "submission.port") }
-            return port
+            try table.positiveInt("port", atMost: TOMLKeys.port)
         }
         let username = step { try table.string("username") }
         let command = step { try table.string("password_command") }
@@ -294,13 +315,10 @@ public struct UserConfig: Sendable {
             return value
         }
         let timeout: Int? = step {
-            guard let value = try table.positiveInt("timeout") else { return nil }
-            guard value <= Self.longestTimeout else {
-                throw ConfigError("submission.timeout: at most \(Self.longestTimeout) seconds", path: "submission.timeout")
-            }
-            return value
+            try table.positiveInt("timeout", atMost: Self.longestTimeout)
         }
         let mechanisms: [SMTPCredentials.Mechanism]? = step { try Self.mechanisms(table) }
+        let passwordTimeout: Int? = step { try table.positiveInt("password_timeout", atMost: Self.longestTimeout) }
 
         var source = PasswordSource.none
         if let command, inline != nil {
@@ -311,6 +329,10 @@ public struct UserConfig: Sendable {
             if command.trimmingCharacters(in: .whitespaces).isEmpty {
                 ok = false
                 note(ConfigError("submission.password_command: empty", path: "submission.password_command"))
+            } else if !safeFile {
+                ok = false
+                note(ConfigError("submission.password_command: refused, others can change this file or a folder above it "
+                                 + "(it must be yours and not group or world writable, as ssh asks)", path: "submission.password_command"))
             }
             source = .command(command)
         } else if let inline {
@@ -330,8 +352,10 @@ public struct UserConfig: Sendable {
             note(ConfigError("submission.username: required with a password", path: "submission.username"))
         }
         guard ok, let host, let security, let mechanisms else { return nil }
-        return SubmissionSettings(host: host, port: port, security: security, username: username, password: source,
-                                  caFile: caFile, heloName: helo, timeout: timeout, mechanisms: mechanisms)
+        var settings = SubmissionSettings(host: host, port: port, security: security, username: username, password: source,
+                                          caFile: caFile, heloName: helo, timeout: timeout, mechanisms: mechanisms)
+        settings.passwordTimeout = passwordTimeout
+        return settings
     }
 
     /// `auth`: one mechanism's name or a list of them, most wanted first.

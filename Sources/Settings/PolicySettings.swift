@@ -58,14 +58,14 @@ public struct PolicySettings: Sendable {
             case "standard": break
             case "enforce-postcard": settings.mail.enforcePostcard = true
             case "require-letter": settings.mail.requireLetter = true
-            case let other: throw ConfigError("mode: unknown value \"\(other)\"", path: "mode")
+            default: throw ConfigError("mode: unknown value (allowed: standard, enforce-postcard, require-letter)", path: "mode")
             }
         }
         try step { settings.mail.invite = try top.bool("invite") ?? false }
         try step {
             if let value = try top.string("extension") {
                 guard let ext = PostcardExtension(rawValue: value) else {
-                    throw ConfigError("extension: unknown value \"\(value)\"", path: "extension")
+                    throw ConfigError("extension: unknown value (allowed: censored, partially-encrypted)", path: "extension")
                 }
                 settings.mail.postcardExtension = ext
             }
@@ -81,7 +81,7 @@ public struct PolicySettings: Sendable {
         try step {
             if let value = try top.string("min_validity") {
                 guard let validity = Validity.allCases.first(where: { $0.description == value }) else {
-                    throw ConfigError("min_validity: unknown value \"\(value)\"", path: "min_validity")
+                    throw ConfigError("min_validity: unknown value (allowed: \(Validity.allCases.map(\.description).joined(separator: ", ")))", path: "min_validity")
                 }
                 settings.minimumValidity = validity
             }

@@ -10,7 +10,7 @@ import PartialEncryption
 /// publish_url = "http://127.0.0.1:8080"   # or https through a TLS proxy
 /// token_file = "/etc/mailsec/publish-token" # private (0600), owned by whoever reads it
 /// lifetime_days = 30                        # optional: the server's default otherwise
-/// notice = "letter-preferred"               # or letter-required
+/// notice = "letter-required"                # the default; or "plain"
 /// timeout = 30                              # seconds for one exchange
 /// ```
 public struct ReadingSettings: Sendable {
@@ -18,7 +18,12 @@ public struct ReadingSettings: Sendable {
     public var publisher: HTTPPublisher
     /// The lifetime asked for published pages, in seconds (nil: the server's default).
     public var lifetime: Int?
-    /// True when the password notice may only go to the sender as a letter.
+    /// True when the password notice may only go to the sender as a letter
+    /// (`notice = "letter-required"`, the default): without a key of their
+    /// own, `send` and `compose` show the password on the terminal, and
+    /// whatever has none refuses the mail. False only when the configuration
+    /// asks by name for the notice in clear (`notice = "plain"`, or
+    /// `"letter-preferred"` as it was spelled before).
     public var noticeMustBeLetter: Bool
 
     /// Reads `top`'s `[reading]` table; nil when there is none. With
@@ -45,13 +50,14 @@ public struct ReadingSettings: Sendable {
             return url
         }
         let token: String? = try step { try Self.token(table) }
-        let timeout: Int? = try step { try table.positiveInt("timeout") ?? 30 }
-        let lifetime: Int? = try step { try table.positiveInt("lifetime_days").map { $0 * 86400 } }
+        let timeout: Int? = try step { try table.positiveInt("timeout", atMost: TOMLKeys.day) ?? 30 }
+        let lifetime: Int? = try step { try table.positiveInt("lifetime_days", atMost: TOMLKeys.tenYears).map { $0 * 86400 } }
         let mustBeLetter: Bool? = try step {
-            switch try table.string("notice") ?? "letter-preferred" {
-            case "letter-preferred": return false
+            // The password in a plain mail goes through the provider that carries the postcard: only when named.
+            switch try table.string("notice") ?? "letter-required" {
+            case "plain", "letter-preferred": return false
             case "letter-required": return true
-            case let other: throw ConfigError("reading.notice: unknown value \"\(other)\"", path: "reading.notice")
+            default: throw ConfigError("reading.notice: unknown value (allowed: letter-preferred, letter-required)", path: "reading.notice")
             }
         }
         let publisher: HTTPPublisher? = try step { () throws -> HTTPPublisher? in

@@ -10,6 +10,18 @@ package struct SourceLines {
         lines = text.split(separator: "\n", omittingEmptySubsequences: false)
     }
 
+    /// The key a `key = value` line names (a bare key, or a quoted one made
+    /// of bare-key characters), nil for any other line: only what is left of
+    /// the `=`, which never holds the value.
+    package func key(onLine number: Int) -> String? {
+        guard lines.indices.contains(number - 1), let equals = lines[number - 1].firstIndex(of: "=") else { return nil }
+        var name = lines[number - 1][..<equals].trimmingSpaces
+        if name.count >= 2 && name.first == "\"" && name.last == "\"" { name = name.dropFirst().dropLast() }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+        guard !name.isEmpty, name.count <= 64, name.allSatisfy(allowed.contains) else { return nil }
+        return String(name)
+    }
+
     package func line(of path: String) -> Int? {
         var parts = path.split(separator: ".").map(String.init)
         guard let key = parts.popLast() else { return nil }

@@ -22,6 +22,9 @@ public struct LocalStoreError: Error, Sendable, CustomStringConvertible {
         /// The database file could not be opened (`open`), or SQLite could not
         /// open it or bring its tables up to date.
         public static let cannotOpen = Code(rawValue: "cannotOpen")
+        /// The database file or its WAL is damaged (empty, not SQLite, frames
+        /// failing their checksums): the store is not opened, so nothing in it is dropped.
+        public static let damaged = Code(rawValue: "damaged")
 
         /// Lets `catch LocalStoreError.Code.notAFolder` match a thrown ``LocalStoreError``.
         public static func ~= (code: Code, error: any Error) -> Bool {
@@ -64,6 +67,8 @@ public final class LocalStore: Sendable {
 
     /// The database, for the targets that keep their tables here.
     package let database: DatabasePool
+    /// Counts this store as open in this process while it lives (``StoreFileCheck``).
+    private let openHere: StoreFileCheck.OpenHere
 
     /// `$XDG_DATA_HOME/mailsec`, or `$HOME/.local/share/mailsec` (XDG Base Directory).
     public static func defaultFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
@@ -90,9 +95,12 @@ public final class LocalStore: Sendable {
         // A folder others can read would show who one writes to: close it.
         if info.st_mode & 0o077 != 0 { chmod(folder, 0o700) }
 
-        // The file is made 0600 before SQLite opens it, so it never exists wider.
+        // A store that exists is never made anew: an empty or damaged file, or
+        // a damaged WAL, is reported (StoreFileCheck) and the store not opened.
         let file = folder + "/mailsec.sqlite"
-        let fd = open(file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        try StoreFileCheck.check(file)
+        if access(file, F_OK) != 0 { try Self.create(file) }
+        let fd = open(file, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw LocalStoreError(.cannotOpen, "cannot open the store \(file): \(String(cString: strerror(errno)))") }
         fchmod(fd, 0o600)
         close(fd)
@@ -120,6 +128,32 @@ public final class LocalStore: Sendable {
             throw LocalStoreError(.cannotOpen, "cannot open the store \(file) (\(Self.describe(error)))")
         }
         for suffix in ["-wal", "-shm"] { chmod(file + suffix, 0o600) }
+        openHere = StoreFileCheck.OpenHere(file)
+    }
+
+    /// Makes a new store whole under a private name (0600 before SQLite
+    /// opens it, so it never exists wider), its tables in place, and links it
+    /// into place: the store's own name never holds an empty file, so an
+    /// empty one there is damage, never "a store about to be made". Two
+    /// processes making it at once: the first link wins.
+    private static func create(_ file: String) throws(LocalStoreError) {
+        let temporary = file + ".new.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw LocalStoreError(.cannotOpen, "cannot make the store \(file): \(String(cString: strerror(errno)))") }
+        close(fd)
+        defer { unlink(temporary); unlink(temporary + "-journal") }
+        do {
+            var configuration = Configuration()
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            let queue = try DatabaseQueue(path: temporary, configuration: configuration)
+            try Schema.migrator.migrate(queue)
+            try queue.close()
+        } catch {
+            throw LocalStoreError(.cannotOpen, "cannot make the store \(file) (\(Self.describe(error)))")
+        }
+        guard link(temporary, file) == 0 || errno == EEXIST else {
+            throw LocalStoreError(.cannotOpen, "cannot make the store \(file): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Brings the tables up to date holding `store.lock` (flock) in the

@@ -47,6 +47,7 @@ enum Schema {
         migrator.registerMigration("outbox-2") { db in
             try db.alter(table: "outboxMail") { table in table.add(column: "source", .blob) }
         }
+        registerLearnedKeys(&migrator)
         return migrator
     }
 }

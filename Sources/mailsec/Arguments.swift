@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import MIME
 import OpenPGP
+import Settings
 
 /// A size on the command line: plain bytes, or a number with K, M or G
 /// (KiB, MiB, GiB: powers of 1024), as `64M`. Kept as typed; `validate(_:)`
@@ -128,7 +129,7 @@ struct JSONOutput<Contract: JSONContract>: ParsableArguments {
 
 enum PlanJSON: JSONContract {
     static let summary = "{recipientState, mailState, postcardExtension, hasMarkedSpans, refused, recipients: "
-        + "[{address, role, decision, reason, detail, fingerprint, keySource, refusedKeys}], "
+        + "[{address, role, decision, reason, detail, fingerprint, keySource, refusedKeys, keyChange}], "
         + "copies: [{kind, recipients, fingerprints}], withheldParts, passedParts, refusedParts, droppedByAllowList} "
         + "(README: the plan as JSON)."
 }
@@ -144,4 +145,18 @@ enum LookupJSON: JSONContract {
 
 enum AutocryptJSON: JSONContract {
     static let summary = "one object per header, {header, addr, imported (a fingerprint or null), reason}."
+}
+
+/// A usage error naming `option` unless `value` is in `range`: every number
+/// on the command line is checked before it becomes seconds or days.
+func check(_ option: String, _ value: Int, in range: ClosedRange<Int>) throws {
+    guard range.contains(value) else { throw ValidationError("\(option) must be a whole number from \(range.lowerBound) to \(range.upperBound)") }
+}
+
+/// The ranges the command line's numbers share with the configuration files'.
+enum Limits {
+    /// Seconds: a day at most.
+    static let seconds = 1...TOMLKeys.day
+    /// Days: ten years at most.
+    static let days = 1...TOMLKeys.tenYears
 }

@@ -62,7 +62,9 @@ struct ComposeContext {
         submission = try configOption.submission()
         let config = submission.config
         gnupg = GnuPG(home: global.gnupgHome ?? config.gnupgHome)
-        options = submission.pipeline.options
+        var options = submission.pipeline.options
+        options.showPassword = terminalPasswordDisplay()
+        self.options = options
         from = MailAddress(address: config.from)
         drafts = SealedDraftStore(store: submission.outbox.store, gnupg: gnupg, owner: config.from)
         outbox = OutboxQueue(submission.outbox, fileOwnCopy: config.sentMaildir != nil, sources: drafts)
@@ -104,9 +106,12 @@ struct ComposeFlow {
         }
         let workspace = try EditorFile()
         defer { workspace.remove() }
-        let interrupt = Interruption(session: session, workspace: workspace)
+        if let fallback = workspace.fallback { terminal.write("mailsec: \(fallback)\n") }
+        let interrupt = Interruption(session: session, workspace: workspace) { [session] edited in
+            _ = try? Self.apply(edited: edited, to: session)
+        }
         defer { interrupt.end() }
-        var template = ComposeTemplate.text(for: try state().draft, redactor: context.options.redactor, mode: title)
+        var template = try ComposeTemplate.text(for: state().draft, redactor: context.options.redactor, mode: title)
         var problem = flow.noEdit ? nil : try editOnce(terminal, workspace, &template)
         if flow.send || flow.saveDraft {
             if let problem { throw CommandFailure("the mail as edited has a problem: " + problem, status: .dataError) }
@@ -127,6 +132,7 @@ struct ComposeFlow {
                     guard terminal.ask("Send it to them as a postcard anyway? [y/N] ") == "y" else { continue }
                     _ = try runAsync { try await session.confirmDowngrade() }
                 }
+                if !(try acceptKeyChanges(terminal, state)) { continue }
                 do {
                     try sendNow()
                     return
@@ -154,6 +160,7 @@ struct ComposeFlow {
                     return
                 }
             case nil:
+                Interruption.parkIfEnding()
                 // The terminal went away: keep the mail rather than lose it.
                 terminal.write("\n")
                 try saveNow()
@@ -165,6 +172,19 @@ struct ComposeFlow {
     }
 
     private func state() throws -> ComposeState { try runAsync { [session] in await session.state } }
+
+    /// Key changes: each held one is shown (both keys, where the new one came
+    /// from) and taken only on an explicit yes, recorded as `keys accept`
+    /// records it; false when one is not accepted (nothing is sent).
+    private func acceptKeyChanges(_ terminal: ComposeTerminal, _ state: ComposeState) throws -> Bool {
+        for change in state.plan?.heldKeyChanges ?? [] {
+            terminal.write("The key of \(change.address) changed: \(change.description).\n")
+            guard terminal.ask("Accept \(change.current) as the key of \(change.address) (checked with them)? [y/N] ") == "y",
+                  let continuity = context.options.continuity else { return false }
+            try continuity.record(change.address, fingerprint: change.current)
+        }
+        return true
+    }
 
     /// `--body-file`, `--attach`, the per-mail flags and `--confirm-downgrade`.
     private func apply(_ place: BodyPlace) throws {
@@ -203,23 +223,31 @@ struct ComposeFlow {
         Interruption.editorRuns.withLock { $0 = true }
         defer { Interruption.editorRuns.withLock { $0 = false } }
         let status = try terminal.edit(file.path)
+        Interruption.parkIfEnding()
         let edited = try file.read()
         template = edited
         guard status == 0 else { return "the editor ended with status \(status)" }
         do {
-            let current = try state().draft.mail.attachments
-            let reading = try ComposeTemplate.read(edited, current: current)
-            try runAsync { [session] in
-                try await session.setRecipients(reading.recipients)
-                try await session.setSubject(reading.subject)
-                try await session.setText(reading.text)
-                try await session.setAttachments(reading.attachments)
-            }
+            try Self.apply(edited: edited, to: session)
+            // Written anew, so that `Attached: N` numbers the attachments as they are now.
+            template = try ComposeTemplate.text(for: state().draft, redactor: context.options.redactor, mode: title)
             return nil
         } catch let problem as ComposeTemplate.Problem {
             return problem.description
         } catch let error as ComposeError {
             return error.description
+        }
+    }
+
+    /// Applies an edited template to `session`.
+    private static func apply(edited: String, to session: ComposeSession) throws {
+        let current = try runAsync { await session.state.draft.mail.attachments }
+        let reading = try ComposeTemplate.read(edited, current: current)
+        try runAsync { [session] in
+            try await session.setRecipients(reading.recipients)
+            try await session.setSubject(reading.subject)
+            try await session.setText(reading.text)
+            try await session.setAttachments(reading.attachments)
         }
     }
 
@@ -233,6 +261,10 @@ struct ComposeFlow {
     /// takes it. Queued is sent: 0, with one line when delivery must wait.
     private func sendNow() throws {
         let before = try state()
+        if flow.send {
+            // Nobody was asked: who gets what, and every attachment, is said before anything goes.
+            print(ComposeTerminal.screen(before, title: title, colour: false), terminator: "")
+        }
         let outcome: ComposeState
         do { outcome = try runAsync { [session] in try await session.send() } } catch let error as ComposeError {
             switch error.code {
@@ -269,50 +301,120 @@ struct ComposeFlow {
     }
 }
 
-/// Ctrl-C while composing: ignored while the editor runs (it is the
-/// editor's, as git does); at the prompt the mail is saved as a draft, the
-/// editor's file removed, and the command ends with 130. Nothing is lost and
+/// SIGINT, SIGHUP and SIGTERM while composing. Ctrl-C (SIGINT) is ignored
+/// while the editor runs (it is the editor's, as git does); at the prompt, and
+/// SIGHUP (the terminal went away) or SIGTERM at any time, the mail is saved
+/// as a draft and the editor's file removed: a signal during the editor ends
+/// the editor and keeps what its file holds when that reads as a template.
+/// The command then ends with 128 + the signal's number. Nothing is lost and
 /// no clear text is left behind.
 final class Interruption: @unchecked Sendable {
-    // @unchecked: the signal source is made, resumed and cancelled by the composing thread only.
+    // @unchecked: the signal sources are made, resumed and cancelled by the composing thread only.
     static let editorRuns = Mutex(false)
-    private let source: any DispatchSourceSignal
+    /// The editor's process while it runs: ended when a signal ends composing.
+    static let editor = Mutex<pid_t?>(nil)
+    static let signals: [Int32] = [SIGINT, SIGHUP, SIGTERM]
+    /// Set by the first signal that ends composing: a second one waits for it.
+    private static let ending = Mutex(false)
+    private let sources: [any DispatchSourceSignal]
 
-    init(session: ComposeSession, workspace: EditorFile) {
-        signal(SIGINT, SIG_IGN)
-        source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler {
-            guard !Interruption.editorRuns.withLock({ $0 }) else { return }
-            let saved = try? runAsync { try await session.saveAsDraft() }
-            workspace.remove()
-            if case .savedAsDraft(let id)? = saved?.phase {
-                FileHandle.standardError.write(Data("\nmailsec: interrupted; saved as draft \(id)\n".utf8))
-            } else {
-                FileHandle.standardError.write(Data("\nmailsec: interrupted; the mail could not be saved\n".utf8))
+    /// `keep` applies the editor's file (the text it holds) to the session,
+    /// when a signal comes while the editor runs.
+    init(session: ComposeSession, workspace: EditorFile, keep: @escaping @Sendable (String) -> Void) {
+        sources = Self.signals.map { number in
+            // A handler that does nothing, not SIG_IGN: the source sees the signal either
+            // way, and a caught signal is reset by exec, so the editor gets its own signals.
+            signal(number) { _ in }
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                let editing = Interruption.editorRuns.withLock { $0 }
+                if number == SIGINT && editing { return }
+                guard !Interruption.ending.withLock({ ending in defer { ending = true }; return ending }) else { return }
+                if editing {
+                    if let editor = Interruption.editor.withLock({ $0 }) { kill(editor, SIGTERM) }
+                    if let edited = try? workspace.read(), !edited.isEmpty { keep(edited) }
+                }
+                _ = try? runAsync { try await session.saveAsDraft() }
+                workspace.remove()
+                // The phase, not the save's answer: the composing thread may have saved (or sent) it just before.
+                let phase = try? runAsync { await session.state.phase }
+                let name = number == SIGINT ? "interrupted" : number == SIGHUP ? "hung up" : "terminated"
+                switch phase {
+                case .savedAsDraft(let id)?: FileHandle.standardError.write(Data("\nmailsec: \(name); saved as draft \(id)\n".utf8))
+                case .sent?: FileHandle.standardError.write(Data("\nmailsec: \(name); the mail was sent\n".utf8))
+                default: FileHandle.standardError.write(Data("\nmailsec: \(name); the mail could not be saved\n".utf8))
+                }
+                exit(128 + number)
             }
-            exit(130)
+            source.resume()
+            return source
         }
-        source.resume()
+    }
+
+    /// Waits for the end when a signal is ending composing, so that the
+    /// composing thread, which the signal woke (the editor ended, the terminal
+    /// gone), does not race the handler to save or to exit.
+    static func parkIfEnding() {
+        guard ending.withLock({ $0 }) else { return }
+        while true { sleep(60) }
     }
 
     func end() {
-        source.cancel()
-        signal(SIGINT, SIG_DFL)
+        for source in sources { source.cancel() }
+        for number in Self.signals { signal(number, SIG_DFL) }
     }
 }
 
-/// The file the editor works on: in a private folder (0700) under
-/// `$XDG_RUNTIME_DIR` or /tmp, the file 0600; overwritten and removed with
-/// the folder (and any swap file an editor left there) at the end.
+/// The file the editor works on, 0600, in a private folder (0700) made for
+/// it under `$XDG_RUNTIME_DIR` (a folder only its owner, the user, can
+/// enter), else under `$TMPDIR` or /tmp, never in a shared folder itself;
+/// overwritten and removed with the folder (and any swap file an editor left
+/// there) at the end.
 final class EditorFile: Sendable {
     let folder: String
+    /// Why the folder is not under `$XDG_RUNTIME_DIR`, when it is not: one line to show.
+    let fallback: String?
     var path: String { folder + "/mailsec-compose.txt" }
 
-    init() throws {
-        let base = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        var fallback: String?
+        var base: String
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            if let unsafe = Self.unsafety(of: runtime) {
+                fallback = "XDG_RUNTIME_DIR (\(InertText.line(runtime))) \(unsafe)"
+                base = ""
+            } else {
+                base = runtime
+            }
+        } else {
+            fallback = "XDG_RUNTIME_DIR is not set"
+            base = ""
+        }
+        if base.isEmpty {
+            base = environment["TMPDIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+            fallback! += "; the editor's file is in a private folder under \(InertText.line(base))"
+        }
+        self.fallback = fallback
         var template = Array((base + "/mailsec-compose.XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw CommandFailure("cannot make a folder for the editor in \(base)", status: .cannotCreate) }
         folder = String(cString: made)
+        // mkdtemp makes it 0700; checked, as everything else about it is taken on trust.
+        var info = stat()
+        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_mode & 0o077 == 0, info.st_uid == getuid() else {
+            rmdir(folder)
+            throw CommandFailure("cannot make a private folder for the editor in \(base)", status: .cannotCreate)
+        }
+    }
+
+    /// Why `runtime` is no place for the editor's file (nil: it is): it must
+    /// be an absolute path to a folder of ours that nobody else may enter.
+    static func unsafety(of runtime: String) -> String? {
+        guard runtime.hasPrefix("/") else { return "is not an absolute path" }
+        var info = stat()
+        guard stat(runtime, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return "is not a folder" }
+        guard info.st_uid == getuid() else { return "is not yours" }
+        guard info.st_mode & 0o077 == 0 else { return "can be entered by others" }
+        return nil
     }
 
     func write(_ text: String) throws { try writeOutput(Array(text.utf8), to: path) }

@@ -68,6 +68,9 @@ final class ComposeTerminal {
         do { try process.run() } catch {
             throw CommandFailure("cannot start the editor (\(editor))", status: .temporary)
         }
+        // A signal that ends composing ends the editor too (Interruption).
+        Interruption.editor.withLock { $0 = process.processIdentifier }
+        defer { Interruption.editor.withLock { $0 = nil } }
         process.waitUntilExit()
         return process.terminationStatus
     }
@@ -75,7 +78,12 @@ final class ComposeTerminal {
     /// The plan of `state` as the prompt shows it: each recipient with its
     /// role, what it gets (the word says it without colour too) and why;
     /// both security states, the copies, the options, the problems.
-    func screen(_ state: ComposeState, title: String) -> String {
+    func screen(_ state: ComposeState, title: String) -> String { Self.screen(state, title: title, colour: colour) }
+
+    /// ``screen(_:title:)`` without a terminal: `--send` prints it (without
+    /// colour) before it sends, so that every recipient and attachment is shown.
+    static func screen(_ state: ComposeState, title: String, colour: Bool) -> String {
+        func paint(_ text: String, _ code: Int) -> String { colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
         var lines = [paint("\(title) from \(state.draft.mail.from.address)", 1), ""]
         let width = max(12, state.recipients.map { $0.person.address.count + ($0.person.name.isEmpty ? 0 : $0.person.name.count + 3) }.max() ?? 0)
         for recipient in state.recipients {
@@ -90,7 +98,10 @@ final class ComposeTerminal {
         let recipientState = state.recipientState?.rawValue ?? "-"
         lines.append("  recipients: \(recipientState)    mail: \(state.mailState?.name ?? "-")")
         // The password notice in its place: after the letters, before the postcards.
-        var notice = state.plannedNotice.map { "  password notice → \($0.address) (\($0.isLetter ? "letter" : "plain"))" }
+        var notice = state.plannedNotice.map {
+            $0.isShown ? "  password → shown here when sent (no key of yours: not mailed)"
+                : "  password notice → \($0.address) (\($0.isLetter ? "letter" : "plain"))"
+        }
         for copy in state.plan?.copies ?? [] {
             if copy.kind == .postcard, let line = notice {
                 lines.append(line)
@@ -121,6 +132,7 @@ final class ComposeTerminal {
         switch recipient.decision {
         case .letter(let fingerprint, let source)?: ("letter", 32, "key \(fingerprint) (\(source))")
         case .postcard(let why)?: ("postcard", 33, why.description)
+        case .refused(.keyChanged(let change))?: ("REFUSED", 31, change.description + " (s: accept it)")
         case .refused(let why)?: ("REFUSED", 31, "a letter is required: " + why.description)
         case .unchanged?: ("unchanged", 0, "encrypted already")
         case nil:
@@ -136,6 +148,6 @@ final class ComposeTerminal {
 extension ComposeDraft.Person {
     /// `Name <address>`, or the address alone.
     static func shown(_ person: ComposeDraft.Person) -> String {
-        person.name.isEmpty ? person.address : "\(person.name) <\(person.address)>"
+        person.name.isEmpty ? person.address : "\(InertText.quoted(person.name)) <\(person.address)>"
     }
 }

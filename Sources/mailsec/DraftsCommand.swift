@@ -86,7 +86,7 @@ struct DraftsShow: ParsableCommand {
     func run() throws {
         let (context, id) = try choice.open()
         guard let draft = try context.drafts.draft(id) else { throw CommandFailure("no draft \(id)", status: .usage) }
-        var text = ComposeTemplate.text(for: draft, redactor: context.options.redactor, mode: Self.modeName(draft.mode))
+        var text = try ComposeTemplate.text(for: draft, redactor: context.options.redactor, mode: Self.modeName(draft.mode))
         if let cut = text.range(of: "\n" + ComposeTemplate.scissors) { text = String(text[..<cut.lowerBound]) + "\n" }
         print("# draft \(id), \(Self.modeName(draft.mode)); from \(draft.mail.from.address)", terminator: "\n")
         print(text, terminator: "")

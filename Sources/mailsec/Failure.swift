@@ -40,6 +40,7 @@ enum ExitStatus: Int32 {
         case let error as CommandFailure: self = error.status
         case let error as GPGMEError: self = error.isTemporary ? .temporary : .failure
         case is KeyringError, is KeyLossError, is KeyContinuityError: self = .temporary
+        case is KeyChangeError: self = .refused  // until the person accepts the key
         case is EnvelopeAddressError: self = .dataError
         case let error as PolicyError: self = error.code == .conflictingOptions ? .usage : .dataError
         case let error as PipelineError:
@@ -59,7 +60,7 @@ enum ExitStatus: Int32 {
         case let error as ComposeError:
             switch error.code {
             case .downgrade, .notSendable: self = .refused
-            case .badAddress, .badRange: self = .dataError
+            case .badAddress, .badRange, .badOriginal: self = .dataError
             case .sendInProgress, .finished, .noDraftStore: self = .temporary
             }
         case is DraftSeal.Failure: self = .refused
@@ -111,6 +112,7 @@ func describe(_ error: any Error) -> String {
     case let error as GPGMEError: error.description
     case let error as KeyringError: error.description
     case let error as KeyLossError: error.description
+    case let error as KeyChangeError: error.description
     case let error as KeyContinuityError: error.description
     case let error as EnvelopeAddressError: error.description
     case let error as MIMEError: error.description

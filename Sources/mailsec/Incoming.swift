@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Contacts
 import Incoming
 import MIME
 import OpenPGP
@@ -207,8 +208,11 @@ struct AutocryptImport: ParsableCommand {
     var message = "-"
 
     func run() throws {
-        let results = try AutocryptImporter(gnupg: global.gnupg).importKeys(from: try readInput(message, limit: ParseOptions.standard.maxSize),
-                                                                             decrypting: !noDecrypt)
+        let raw = try readInput(message, limit: ParseOptions.standard.maxSize)
+        let results = try AutocryptImporter(gnupg: global.gnupg).importKeys(from: raw, decrypting: !noDecrypt)
+        // Kept apart from the person's own keys, as 'contacts learn' keeps them.
+        let dated = (try? MIMEMessage.parse(raw))?.header("Date").flatMap(ContactBook.parseDate) ?? Date()
+        try openContacts().continuity.noteLearned(results, at: dated)
         if output.json {
             try writeOutput(encodeJSON(results), to: nil)
         } else {

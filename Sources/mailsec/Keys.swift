@@ -3,12 +3,13 @@ import Foundation
 import Filter
 import OpenPGP
 import Pipeline
+import Store
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Look up and import OpenPGP keys.",
         discussion: "'mailsec keys COMMAND --help' describes each command and its exit status.",
-        subcommands: [Lookup.self, Import.self, Forget.self]
+        subcommands: [Lookup.self, Import.self, Forget.self, Accept.self]
     )
 }
 
@@ -18,7 +19,8 @@ extension Keys {
             abstract: "Show the key each address would be encrypted to, or why it has none.",
             discussion: """
                 All addresses are looked up in one key listing. An address matches a user ID only \
-                exactly (case aside). Of several usable keys the newest is chosen. The exit status \
+                exactly (case aside). Of several usable keys the newest you imported is chosen; a key \
+                learned from mail (contacts learn, autocrypt import) only where you imported none. The exit status \
                 is 0 when the look-up ran, whether or not every address has a usable key.
 
                 \(ExitStatus.section([
@@ -45,10 +47,14 @@ extension Keys {
 
         func run() throws {
             let results = try global.gnupg.lookup(addresses, requirements: KeyRequirements(minimumValidity: minValidity))
+            // The key a letter would go to: keys learned from mail kept apart, as send keeps them.
+            let learned = FileManager.default.fileExists(atPath: LocalStore.defaultFolder() + "/mailsec.sqlite")
+                ? try openContacts().continuity.learned(addresses) : [:]
+            let reports = results.map { LookupReport($0, learned: learned[$0.address.lowercased()] ?? []) }
             if output.json {
-                try writeOutput(encodeJSON(results.map(LookupReport.init)), to: nil)
+                try writeOutput(encodeJSON(reports), to: nil)
             } else {
-                for result in results { print(LookupReport(result).line) }
+                for report in reports { print(report.line) }
             }
         }
     }
@@ -92,6 +98,10 @@ extension Keys {
                 }
                 print("\(name): \(summary.considered) considered, \(summary.imported) imported, "
                       + "\(summary.unchanged) unchanged, \(summary.secretRead) secret")
+                // Imported on purpose: a key learned from mail before is the person's own from now on.
+                if FileManager.default.fileExists(atPath: LocalStore.defaultFolder() + "/mailsec.sqlite") {
+                    try openContacts().continuity.forgetLearned(fingerprints: summary.fingerprints)
+                }
             }
         }
     }
@@ -136,9 +146,9 @@ struct LookupReport: Encodable {
         try container.encode(candidates, forKey: .candidates)
     }
 
-    init(_ lookup: KeyLookup) {
+    init(_ lookup: KeyLookup, learned: [LearnedKey]) {
         address = lookup.address
-        chosen = lookup.chosen?.fingerprint
+        chosen = KeyBook.choice(in: lookup, learned: learned)?.key.fingerprint
         candidates = lookup.candidates.map(KeyReport.init)
     }
 
@@ -176,12 +186,7 @@ extension Keys {
                 """
         )
 
-        @Option(help: ArgumentHelp("The filter's TOML configuration (default: \(FilterCommand.defaultConfig), when it exists).",
-                                   valueName: "file"))
-        var config: String?
-
-        @Flag(help: "Only the CLI's record (encrypt, send, sendmail, compose; in $XDG_DATA_HOME/mailsec), not the filter's.")
-        var sending = false
+        @OptionGroup(title: "Records") var records: ContinuityRecordOptions
 
         @Argument(help: ArgumentHelp("Mail addresses to forget.", valueName: "address"), completion: AddressCompletion.kind)
         var addresses: [String]
@@ -191,18 +196,86 @@ extension Keys {
         }
 
         func run() throws {
-            // An explicit --config names the filter's record alone (its user may have no
-            // store of its own); otherwise the command line's record, and the filter's too.
-            var records: [any KeyContinuityStore] = config != nil && !sending ? [] : [try openContacts().continuity]
-            if !sending, let path = config ?? (FileManager.default.fileExists(atPath: FilterCommand.defaultConfig)
-                                               ? FilterCommand.defaultConfig : nil) {
-                records.append(try FilterConfig.load(path: path).continuity)
-            }
+            let stores = try records.stores()
             for address in addresses {
                 var forgotten = false
-                for record in records where try record.forget(address) { forgotten = true }
+                for record in stores where try record.forget(address) { forgotten = true }
                 print("\(address): " + (forgotten ? "forgotten" : "no record"))
             }
+        }
+    }
+}
+
+/// Which key continuity records a `keys` command changes.
+struct ContinuityRecordOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The filter's TOML configuration (default: \(FilterCommand.defaultConfig), when it exists).",
+                               valueName: "file"))
+    var config: String?
+
+    @Flag(help: "Only the CLI's record (encrypt, send, sendmail, compose; in $XDG_DATA_HOME/mailsec), not the filter's.")
+    var sending = false
+
+    /// An explicit --config names the filter's record alone (its user may
+    /// have no store of its own); otherwise the command line's record, and the
+    /// filter's too when its configuration exists (with --sending, the command line's alone).
+    func stores() throws -> [any KeyContinuityStore] {
+        var records: [any KeyContinuityStore] = config != nil && !sending ? [] : [try openContacts().continuity]
+        if !sending, let path = config ?? (FileManager.default.fileExists(atPath: FilterCommand.defaultConfig)
+                                           ? FilterCommand.defaultConfig : nil) {
+            records.append(try FilterConfig.load(path: path).continuity)
+        }
+        return records
+    }
+}
+
+extension Keys {
+    /// Key changes: takes a recipient's new key on purpose.
+    struct Accept: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Accept a recipient's new key (key changes; with --sending only the CLI's record).",
+            discussion: """
+                When the key a recipient would get differs from the one they last got a letter with, \
+                plan shows both and encrypt, send, sendmail, reply and forward --send and compose \
+                refuse the mail (69) until the change is accepted. Check the new key with the person \
+                (its fingerprint, over a channel you trust), then run this: the key is recorded as the \
+                one the recipient last got (key continuity; the same records as 'keys forget'). The key \
+                must be in the keyring, usable, with a user ID for the address. One line: \
+                'ADDRESS: FINGERPRINT accepted'.
+
+                \(ExitStatus.section([
+                    (.success, "the key is accepted"),
+                    (.usage, "usage error, not a plain address or not a full fingerprint"),
+                    (.refused, "the key is not a usable key of the address in the keyring"),
+                    (.temporary, "a record cannot be written, GnuPG, the store or the configuration unusable: try again"),
+                ]))
+                """
+        )
+
+        @OptionGroup(title: "GnuPG") var global: GlobalOptions
+
+        @OptionGroup(title: "Records") var records: ContinuityRecordOptions
+
+        @Argument(help: ArgumentHelp("The recipient's mail address.", valueName: "address"), completion: AddressCompletion.kind)
+        var address: String
+
+        @Argument(help: ArgumentHelp("The new key's full fingerprint.", valueName: "fingerprint"))
+        var fingerprint: String
+
+        func validate() throws {
+            guard GnuPG.isLookupAddress(address) else { throw ValidationError("not a plain mail address: \(address)") }
+            guard GnuPG.isFingerprint(fingerprint) else { throw ValidationError("not a full fingerprint: \(fingerprint)") }
+        }
+
+        func run() throws {
+            let wanted = fingerprint.uppercased()
+            let found = try global.gnupg.lookup([address]).first
+            guard found?.candidates.contains(where: { $0.key.fingerprint == wanted && $0.verdict.isUsable }) == true else {
+                throw CommandFailure("\(address): \(wanted) is not a usable key of this address in the keyring", status: .refused)
+            }
+            for record in try records.stores() {
+                try record.record(address, fingerprint: wanted)
+            }
+            print("\(address.lowercased()): \(wanted) accepted")
         }
     }
 }

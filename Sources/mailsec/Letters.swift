@@ -5,6 +5,7 @@ import OpenPGP
 import PartialEncryption
 import Pipeline
 import Policy
+import Store
 
 /// Options that decide letters and postcards.
 struct PolicyOptions: ParsableArguments {
@@ -127,7 +128,7 @@ struct PlanCommand: ParsableCommand {
                 (.usage, "usage error"),
                 (.dataError, "not a message, no recipients, unbalanced markers"),
                 (.noInput, "the message cannot be read"),
-                (.refused, "the plan is refused: a letter is required but a key is missing"),
+                (.refused, "the plan is refused: a letter is required but a key is missing, or a recipient's key changed (not yet accepted)"),
                 (.temporary, "GnuPG or its agent unusable, or anything unexpected: try again"),
             ]))
             """
@@ -151,7 +152,12 @@ struct PlanCommand: ParsableCommand {
 
     func run() throws {
         var pipeline = try policy.pipeline(global, markers: markers)
-        if let continuity { pipeline = pipeline.with(continuity: KeyContinuity(directory: continuity)) }
+        if let continuity {
+            pipeline = pipeline.with(continuity: KeyContinuity(directory: continuity))
+        } else if FileManager.default.fileExists(atPath: LocalStore.defaultFolder() + "/mailsec.sqlite") {
+            // What send would do: the command line's remembered and learned keys (key changes shown).
+            pipeline = pipeline.with(continuity: try openContacts().continuity)
+        }
         let prepared = try pipeline.prepare(readMessage(message, options: size.parseOptions), envelopeSender: policy.from)
         let report = PlanReport(prepared.plan)
         if output.json {
@@ -188,6 +194,9 @@ struct PlanTable {
             }
             let who = "\(recipient.address) (\(recipient.role))"
             lines.append("  \(label)  \(who.padding(toLength: width, withPad: " ", startingAt: 0))  \(recipient.detail)")
+            if let change = recipient.keyChange, recipient.decision == "letter" {
+                lines.append("            " + paint("key changed", "1;33") + ": " + change.description)
+            }
         }
         for (label, parts) in [("withheld (not read, replaced by a note)", report.withheldParts),
                                ("passed unread", report.passedParts), ("refused (not read)", report.refusedParts),
@@ -195,7 +204,9 @@ struct PlanTable {
             lines.append("postcard parts \(label):")
             lines += parts.map { "  \($0)" }
         }
-        if report.refused {
+        if report.refused && report.recipients.contains(where: { $0.reason == "key-changed" }) {
+            lines.append(paint("refused: a recipient's key changed; check it with the person, then 'mailsec keys accept ADDRESS FINGERPRINT'", "1;31"))
+        } else if report.refused {
             lines.append(paint("refused: a letter is required but not every such recipient has a usable key; nothing would be sent", "1;31"))
         } else {
             lines.append("copies:")

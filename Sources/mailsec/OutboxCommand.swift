@@ -213,8 +213,7 @@ struct OutboxWatch: ParsableCommand {
     var interval: Int = 30
 
     func validate() throws {
-        guard interval > 0 else { throw ValidationError("--interval must be positive") }
-        guard interval <= 86_400 else { throw ValidationError("--interval is at most 86400 seconds (a day)") }
+        try check("--interval", interval, in: Limits.seconds)
     }
 
     func run() throws {

@@ -7,8 +7,8 @@ import ReadingServer
 
 /// Where partially encrypted postcards publish, and where their password goes.
 struct ReadingOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The reading server to publish to: http://host:port of a running 'mailsec serve', "
-                               + "or https:// through its TLS proxy.", valueName: "url"))
+    @Option(help: ArgumentHelp("The reading server to publish to: http://host:port of a 'mailsec serve' on this machine "
+                               + "(plain http to loopback only), or https:// through its TLS proxy (TLS 1.2 or later).", valueName: "url"))
     var publishURL: String?
 
     @Option(help: ArgumentHelp("For an https --publish-url: trust the CA certificates in this PEM file instead of the system's.",
@@ -28,7 +28,7 @@ struct ReadingOptions: ParsableArguments {
     var passwordTo: String?
 
     func validate() throws {
-        if let lifetimeDays, lifetimeDays <= 0 { throw ValidationError("--lifetime-days must be positive") }
+        if let lifetimeDays { try check("--lifetime-days", lifetimeDays, in: Limits.days) }
         if let publishURL {
             do { _ = try HTTPEndpoint(publishURL) } catch { throw ValidationError("--publish-url \(publishURL): \(error.description)") }
         }
@@ -144,13 +144,17 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Connections served at once (more wait to be accepted).", valueName: "count"))
     var maxConnections = 256
 
+    @Option(help: ArgumentHelp("Connections at once from one client address (more are closed at once).", valueName: "count"))
+    var maxConnectionsPerAddress = 32
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        guard lifetimeDays > 0 else { throw ValidationError("--lifetime-days must be positive") }
+        try check("--lifetime-days", lifetimeDays, in: Limits.days)
         _ = try maxSize.validate("--max-size")
-        guard requestTimeout > 0, idleTimeout > 0, maxConnections > 0 else {
-            throw ValidationError("--request-timeout, --idle-timeout and --max-connections must be positive")
-        }
+        try check("--request-timeout", requestTimeout, in: Limits.seconds)
+        try check("--idle-timeout", idleTimeout, in: Limits.seconds)
+        try check("--max-connections", maxConnections, in: 1...65_536)
+        try check("--max-connections-per-address", maxConnectionsPerAddress, in: 1...65_536)
         if let publicURL, !(publicURL.hasPrefix("https://") || publicURL.hasPrefix("http://")) {
             throw ValidationError("--public-url must start with https:// or http://")
         }
@@ -163,7 +167,7 @@ struct Serve: ParsableCommand {
                                                        publicURL: publicURL, lifetime: lifetimeDays * 86400,
                                                        maximumDocument: maxSize.bytes ?? 1 << 20)
         configuration.limits = ConnectionLimits(requestTimeout: .seconds(requestTimeout), idleTimeout: .seconds(idleTimeout),
-                                                maximumConnections: maxConnections)
+                                                maximumConnections: maxConnections, maximumPerAddress: maxConnectionsPerAddress)
         let server: ReadingServer
         do {
             server = try ReadingServer(configuration: configuration) { line in

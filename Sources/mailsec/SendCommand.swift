@@ -19,8 +19,11 @@ struct SendCommand: ParsableCommand {
             Every recipient is noted in the contacts ('mailsec contacts'). With partially encrypted \
             postcards ([reading], --extension or extension = "partially-encrypted") a password notice \
             goes to you (the envelope sender) after the letters and before the postcards, which are not \
-            sent until it was delivered; one line says so. [reading] notice = "letter-required" and no \
-            key of your own: refused (69), nothing queued, nothing published.
+            sent until it was delivered; one line says so. Without a key of your own the notice is \
+            not mailed ([reading] notice = "letter-required", the default): the password is shown \
+            once on your terminal (/dev/tty, not standard output or error), and without a terminal \
+            the mail is refused (69), nothing queued, nothing published. notice = "plain" mails it \
+            to you in clear instead.
             """
     )
 
@@ -35,7 +38,8 @@ struct SendCommand: ParsableCommand {
         let submission = try configOption.submission()
         let input = try readInput(message, limit: size.parseOptions.maxSize)
         let bytes = try completedHeaders(input, sender: submission.config.from, fullName: nil)
-        let queued = try submission.queue(bytes, origin: "send", parseOptions: size.parseOptions)
+        let queued = try submission.queue(bytes, origin: "send", parseOptions: size.parseOptions,
+                                          showPassword: terminalPasswordDisplay())
         let report = try runAsync { try await submission.deliver(only: Set(queued.copies), ignoringSchedule: true) }
         warnFilingProblems(report)
         let notice = queued.notice.map { noticeClause(sender: queued.envelopeSender, copy: String($0)) }

@@ -32,7 +32,8 @@ struct ComposeCLITests {
         #expect(list.status == 0 && list.output.contains(id) && list.output.contains(subject), "\(list.output) \(list.errors)")
         let show = try world.ms(["drafts", "show", String(id.prefix(6))])
         #expect(show.status == 0, "\(show.errors)")
-        for expected in ["To: Bob <bob@example.org>", "Cc: dave@example.net", "Subject: " + subject, "Attach: " + attachmentName, body] {
+        for expected in ["To: Bob <bob@example.org>", "Cc: dave@example.net", "Subject: " + subject,
+                         "Attached: 1 (" + attachmentName, body] {
             #expect(show.output.contains(expected), "\(expected) not in \(show.output)")
         }
         #expect(try world.ms(["drafts", "show", "nosuch"]).status == 64)

@@ -159,9 +159,9 @@ struct ComposeTerminalTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: world.runtime).isEmpty)
     }
 
-    @Test("partially encrypted postcards: the plan shows the password notice to the sender (letter, or plain without a key) between the letters and the postcards; e[x]tension off takes it away, on brings it back", arguments: [true, false])
-    func noticeInPlan(senderHasKey: Bool) throws {
-        let world = try NoticeWorld(from: senderHasKey ? "alice@example.org" : "zed@example.org")
+    @Test("partially encrypted postcards: the plan shows the password notice to the sender (letter; without a key plain when notice = \"plain\", else shown here) between the letters and the postcards; e[x]tension off takes it away, on brings it back", arguments: [(true, nil), (false, "plain"), (false, nil)])
+    func noticeInPlan(senderHasKey: Bool, notice: String?) throws {
+        let world = try NoticeWorld(from: senderHasKey ? "alice@example.org" : "zed@example.org", notice: notice)
         defer { world.close() }
         var environment = world.environment
         environment["TERM"] = "xterm-256color"
@@ -171,16 +171,17 @@ struct ComposeTerminalTests {
                                         environment: environment, input: "Meet at [[private]]the old mill[[/private]].\n")
         defer { terminal.stop() }
         let sender = world.from
-        let line = "password notice → \(sender) (\(senderHasKey ? "letter" : "plain"))"
+        let line = !senderHasKey && notice == nil ? "password → shown here when sent (no key of yours: not mailed)"
+            : "password notice → \(sender) (\(senderHasKey ? "letter" : "plain"))"
         let plan = after("new mail", in: try terminal.wait { $0.contains(Self.prompt) })
         let lines = plan.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        let copies = lines.filter { $0.hasPrefix("copy: ") || $0.hasPrefix("password notice") }
+        let copies = lines.filter { $0.hasPrefix("copy: ") || $0.hasPrefix("password") }
         let expected = senderHasKey ? ["copy: letter to bob@example.org", line, "copy: postcard to dora@example.net"]
             : [line, "copy: postcard to dora@example.net, erin@example.net"]
         #expect(copies == expected, "\(plan)")
         try terminal.type("x")
         let off = after("new mail", in: try terminal.wait { after("new mail", in: $0).contains("extension: censored") })
-        #expect(!off.contains("password notice"), "\(off)")
+        #expect(!off.contains("password"), "\(off)")
         try terminal.type("x")
         let on = after("new mail", in: try terminal.wait { after("new mail", in: $0).contains("extension: partially-encrypted") })
         #expect(on.contains(line), "\(on)")

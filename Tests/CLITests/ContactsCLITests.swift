@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// A user's environment for the sending commands: config, store and GnuPG home all private.
-private func userEnvironment(_ home: TemporaryGnuPGHome) throws -> [String: String] {
+func userEnvironment(_ home: TemporaryGnuPGHome) throws -> [String: String] {
     var env = home.environment
     env["XDG_CONFIG_HOME"] = home.path + "/config"
     try FileManager.default.createDirectory(atPath: home.path + "/config/mailsec", withIntermediateDirectories: true)

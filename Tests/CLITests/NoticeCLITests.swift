@@ -13,12 +13,13 @@ final class NoticeWorld {
     let reading: ReadingServerProcess
     private var servers: [(server: RecordingSMTPServer, proxy: TLSProxy)] = []
     let from: String
-    let notice: String
+    /// `[reading] notice`; nil leaves it out (the default, letter-required).
+    let notice: String?
     var config: String { folder + "/config.toml" }
     var sent: String { folder + "/sent" }
     var server: RecordingSMTPServer { servers.last!.server }
 
-    init(from: String = "alice@example.org", notice: String = "letter-preferred") throws {
+    init(from: String = "alice@example.org", notice: String? = nil) throws {
         self.from = from
         self.notice = notice
         home = try TemporaryGnuPGHome()
@@ -46,7 +47,7 @@ final class NoticeWorld {
             [reading]
             publish_url = "\(reading.url)"
             token_file = "\(folder)/token"
-            notice = "\(notice)"
+            \(notice.map { "notice = \"\($0)\"" } ?? "")
 
             [submission]
             host = "127.0.0.1"
@@ -75,6 +76,12 @@ final class NoticeWorld {
     func ms(_ arguments: [String], input: [UInt8] = []) throws -> ProcessResult {
         let arguments = arguments.first == "sendmail" ? ["sendmail", "-C", config] + arguments.dropFirst() : arguments + ["--config", config]
         return try run(Paths.mailsecExecutable.path, arguments, input: input, environment: environment)
+    }
+
+    /// Like ``ms(_:input:)`` in a session of its own without a terminal (setsid).
+    func msWithoutTerminal(_ arguments: [String], input: [UInt8] = []) throws -> ProcessResult {
+        let arguments = arguments.first == "sendmail" ? ["sendmail", "-C", config] + arguments.dropFirst() : arguments + ["--config", config]
+        return try run("setsid", ["-w", Paths.mailsecExecutable.path] + arguments, input: input, environment: environment)
     }
 
     /// `mailsec ARGUMENTS` without a configuration (the store from `$XDG_DATA_HOME`).
@@ -279,9 +286,9 @@ struct NoticeCLITests {
         try checkDelivery(world, composed, server: world.server, from: before, sender: "alice@example.org", letters: true, output: viaCompose)
     }
 
-    @Test("a sender without a key, notice letter-preferred: a plain notice, still before the postcard")
+    @Test("a sender without a key, notice = \"plain\" (asked for by name): a plain notice, still before the postcard")
     func keylessPlain() throws {
-        let world = try NoticeWorld(from: "zed@example.org")
+        let world = try NoticeWorld(from: "zed@example.org", notice: "plain")
         defer { world.close() }
         let mail = SpanMail()
         let result = try world.ms(["send", "-"], input: mail.bytes(from: "Zed <zed@example.org>", to: "Dora <dora@example.net>",
@@ -315,7 +322,7 @@ struct NoticeCLITests {
 
     @Test("a plain notice (keyless sender): once delivered, or discarded, its password is in no file of the store (database, WAL) while its row stays for the state", arguments: [false, true])
     func plainNoticeNotAtRest(discarded: Bool) throws {
-        let world = try NoticeWorld(from: "zed@example.org")
+        let world = try NoticeWorld(from: "zed@example.org", notice: "plain")
         defer { world.close() }
         if discarded { try world.submitRefusingSender() }
         // A long-lived mailsec (outbox watch, idle) keeps the store open: the WAL
@@ -367,28 +374,62 @@ struct NoticeCLITests {
         }
     }
 
-    @Test("letter-required and a sender without a key: send, sendmail and compose refuse (69) before anything is published or queued")
-    func letterRequired() throws {
-        let world = try NoticeWorld(from: "zed@example.org", notice: "letter-required")
+    @Test("letter-required (the default, or named) and a sender without a key, without a terminal: send, sendmail and compose refuse (69) before anything is published or queued; notice = \"plain\" sends", arguments: [nil, "letter-required"])
+    func letterRequired(notice: String?) throws {
+        let world = try NoticeWorld(from: "zed@example.org", notice: notice)
         defer { world.close() }
         let mail = SpanMail()
         let bytes = mail.bytes(from: "Zed <zed@example.org>", to: "Dora <dora@example.net>", cc: "Erin <erin@example.net>")
-        let refusals = [try world.ms(["send", "-"], input: bytes), try world.ms(["sendmail", "-t", "-i"], input: bytes),
-                        try world.ms(["compose", "--no-edit", "--send", "--to", "dora@example.net", "--subject", mail.subject,
-                                      "--body-file", "-"], input: Array(mail.body.utf8))]
+        // In a session of their own (setsid): no terminal to show the password on, whoever runs the tests.
+        let refusals = [try world.msWithoutTerminal(["send", "-"], input: bytes), try world.msWithoutTerminal(["sendmail", "-t", "-i"], input: bytes),
+                        try world.msWithoutTerminal(["compose", "--no-edit", "--send", "--to", "dora@example.net", "--subject", mail.subject,
+                                                     "--body-file", "-"], input: Array(mail.body.utf8))]
         for result in refusals {
             #expect(result.status == 69, "\(result.status) \(result.errors)")
-            #expect(result.errors.contains("may only reach the sender in a letter") && result.errors.contains("zed@example.org"), "\(result.errors)")
+            #expect(result.errors.contains("may only reach the sender in a letter") && result.errors.contains("zed@example.org")
+                    && result.errors.contains("notice = \"plain\""), "\(result.errors)")
             #expect(result.errors.split(separator: "\n").count == 1 && !result.errors.contains(mail.secret))
         }
         #expect(try world.outbox().isEmpty)
         #expect(world.server.transactions.isEmpty)
         let log = try String(contentsOfFile: world.reading.logPath, encoding: .utf8)
         #expect(!log.contains("POST /api/postcards"), "a page was published")
-        // The same sender with letter-preferred sends (the refusal is the setting's, not the mail's).
-        let preferred = try NoticeWorld(from: "zed@example.org")
-        defer { preferred.close() }
-        #expect(try preferred.ms(["send", "-"], input: bytes).status == 0)
+        // The same sender with notice = "plain" sends (the refusal is the setting's, not the mail's).
+        let plain = try NoticeWorld(from: "zed@example.org", notice: "plain")
+        defer { plain.close() }
+        #expect(try plain.msWithoutTerminal(["send", "-"], input: bytes).status == 0)
+    }
+
+    @Test("the default notice and a sender without a key, at a terminal: send and compose show the password once on the terminal (not on standard output or error), mail no notice, and the password is in no file; it opens the page", arguments: ["send", "compose"])
+    func shownOnTerminal(command: String) throws {
+        let world = try NoticeWorld(from: "zed@example.org")
+        defer { world.close() }
+        let mail = SpanMail()
+        let file = world.folder + "/mail.eml", body = world.folder + "/body.txt"
+        try Data(mail.bytes(from: "Zed <zed@example.org>", to: "Dora <dora@example.net>", cc: "Erin <erin@example.net>")).write(to: URL(fileURLWithPath: file))
+        try mail.body.write(toFile: body, atomically: true, encoding: .utf8)
+        let arguments = command == "send" ? ["send", file]
+            : ["compose", "--no-edit", "--send", "--to", "dora@example.net", "--cc", "erin@example.net", "--subject", mail.subject, "--body-file", body]
+        let (result, terminal) = try runOnTerminal(Paths.mailsecExecutable.path, arguments + ["--config", world.config], environment: world.environment)
+        #expect(result.status == 0, "\(result.status) \(result.errors) \(terminal)")
+        let found = try #require(password(in: terminal), "no password on the terminal: \(terminal)")
+        #expect(terminal.components(separatedBy: found).count == 2, "shown once")
+        #expect(!(result.output + result.errors).contains(found), "the password on standard output or error")
+        #expect(!(result.output + result.errors).contains("password notice queued"), "\(result.output) \(result.errors)")
+        // No notice: the postcard alone, to Dora and Erin; nothing to the sender.
+        let taken = world.server.transactions.map { Set($0.recipients.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "<>")) }) }
+        #expect(taken == [["dora@example.net", "erin@example.net"]], "\(taken)")
+        #expect(!(try world.outbox()).contains { $0["kind"] as? String == "notice" })
+        let postcard = try #require(world.server.transactions.first).data
+        #expect(!postcard.contains(found))
+        let link = try #require(readingLink(in: try decodedText(postcard)))
+        #expect(terminal.contains(link), "the terminal names another page")
+        let revealed = try world.plain(["reveal", link], input: Array((found + "\n").utf8))
+        #expect(revealed.status == 0 && revealed.output.contains(mail.secret), "\(revealed.errors)")
+        let log = try String(contentsOfFile: world.reading.logPath, encoding: .utf8)
+        #expect(!log.contains(found), "the password in the reading server's log")
+        let holding = filesHolding(found, under: world.folder)
+        #expect(holding.isEmpty, "the password is at rest in \(holding)")
     }
 
     @Test("the notice gets 451: no postcard that run; the next run sends the notice, then the postcard, each exactly once")

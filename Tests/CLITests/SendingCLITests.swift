@@ -471,6 +471,62 @@ struct SendingCLITests {
         for path in [out, err] { try? FileManager.default.removeItem(atPath: path) }
     }
 
+    @Test("a password_command that hangs: send waits password_timeout, not 120 s; the copies stay pending and go on the next flush")
+    func hangingPasswordCommand() throws {
+        let setup = try SendingSetup()
+        defer { setup.close() }
+        let good = try String(contentsOfFile: setup.config, encoding: .utf8)
+        let hanging = good.replacingOccurrences(of: "password_command = \"printf %s \(setup.password)\"",
+                                                with: "password_command = \"echo leaked-word >&2; sleep 300\"\npassword_timeout = 1")
+        try hanging.write(toFile: setup.config, atomically: true, encoding: .utf8)
+        chmod(setup.config, 0o600)
+        let sent = try setup.mailsec(["send"], input: mail("hang@example.org", postcard: "dora@example.net"))
+        #expect(!sent.errors.contains("leaked-word"), "\(sent.errors)")
+        #expect(sent.errors.contains("password_command"), "\(sent.errors)")
+        let states = try setup.states()
+        #expect(!states.isEmpty && states.values.allSatisfy { $0 == "pending" }, "\(states)")
+        #expect(setup.delivered().isEmpty)
+        try good.write(toFile: setup.config, atomically: true, encoding: .utf8)
+        chmod(setup.config, 0o600)
+        let flushed = try setup.mailsec(["outbox", "flush"])
+        #expect(flushed.status == 0, "\(flushed.errors)")
+        let delivered = setup.delivered()
+        #expect(states.keys.allSatisfy { delivered[$0] == 1 }, "\(states) \(delivered)")
+    }
+
+    @Test("after a delivery no file of the store holds a sent copy, while another process keeps the store open (the WAL is truncated)")
+    func walAfterDelivery() throws {
+        let setup = try SendingSetup()
+        defer { setup.close() }
+        // A first send makes the store; then another process opens it and keeps it open.
+        #expect(try setup.mailsec(["send"], input: mail("wal0@example.org", postcard: "dora@example.net")).status == 0)
+        let database = setup.store + "/mailsec.sqlite"
+        #expect(FileManager.default.fileExists(atPath: database), "no store at \(database)")
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = ["-c", "import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1])\nc.execute('SELECT count(*) FROM sqlite_master').fetchall()\n"
+                            + "print('open', flush=True)\ntime.sleep(120)\n", database]
+        let said = Pipe()
+        holder.standardOutput = said
+        try holder.run()
+        defer { holder.terminate(); holder.waitUntilExit() }
+        _ = try said.fileHandleForReading.read(upToCount: 5)
+        for round in 1...3 {
+            let marker = "wal-marker-\(round)-\(UUID().uuidString)"
+            let text = String(decoding: mail("wal\(round)@example.org", postcard: "dora@example.net"), as: UTF8.self)
+                .replacingOccurrences(of: "Hello, this is mail", with: marker)
+            let sent = try setup.mailsec(["send"], input: Array(text.utf8))
+            #expect(sent.status == 0, "\(sent.errors)")
+            #expect(setup.delivered()["wal\(round)@example.org dora@example.net"] == 1)
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: setup.store)) ?? []
+            #expect(files.contains("mailsec.sqlite-wal"), "\(files)")
+            for name in files {
+                let bytes = FileManager.default.contents(atPath: setup.store + "/" + name) ?? Data()
+                #expect(bytes.range(of: Data(marker.utf8)) == nil, "round \(round): \(name) holds the sent copy")
+            }
+        }
+    }
+
     @Test("outbox watch --interval past a day is a usage error (it trapped converting to poll's Int32 milliseconds)")
     func intervalBound() throws {
         let setup = try SendingSetup()

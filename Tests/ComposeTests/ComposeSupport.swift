@@ -33,7 +33,7 @@ struct CountedGnuPG {
     var calls: [Substring] { ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n") }
 
     /// gpg processes that listed keys so far.
-    var listings: Int { calls.filter { $0.contains("--list-keys") || $0.contains("--list-secret-keys") }.count }
+    var listings: Int { calls.filter { $0.contains("--list-keys") || $0.contains("--check-sigs") || $0.contains("--list-secret-keys") }.count }
 
     /// `gpg --version` runs (GPGME asks the engine's version once).
     var versionProbes: Int { calls.filter { $0.contains("--version") }.count }

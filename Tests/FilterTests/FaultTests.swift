@@ -261,13 +261,3 @@ struct FilterFaultTests {
         }
     }
 }
-
-/// True when `pid` no longer runs (gone, or a zombie waiting for its reaper).
-func isGone(_ pid: Int32) -> Bool {
-    for _ in 0..<100 {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
-        if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] == "Z" { return true }
-        usleep(20_000)
-    }
-    return false
-}

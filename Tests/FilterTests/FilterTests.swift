@@ -82,6 +82,23 @@ struct FilterConfigTests {
         #expect(throws: (any Error).self) { try FilterConfig.parse(text) }
     }
 
+    @Test("SMTP re-injection (no TLS, no AUTH) goes to loopback only: any other host is one error line naming reinject.host")
+    func reinjectLoopbackOnly() throws {
+        for host in ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "localhost", "LOCALHOST"] {
+            let config = try FilterConfig.parse("[reinject]\nmethod = \"smtp\"\nhost = \"\(host)\"\n")
+            #expect(config.reinjection == .smtp(host: host, port: 10026))
+        }
+        for host in ["mail.example.org", "192.0.2.1", "10.0.0.1", "0.0.0.0", "::", "::2", "::ffff:127.0.0.1", "128.0.0.1",
+                     "127.0.0.1.example.org", "localhost.example.org", "[::1]x", ""] {
+            do {
+                _ = try FilterConfig.parse("[reinject]\nmethod = \"smtp\"\nhost = \"\(host)\"\n")
+                Issue.record("\(host) was taken for re-injection without TLS")
+            } catch let error as ConfigError {
+                #expect(error.description.hasPrefix("reinject.host: not a loopback address"), "\(host): \(error)")
+            }
+        }
+    }
+
     @Test("an unreadable file, or a GnuPG home that is missing or has no keyring, is a ConfigError")
     func unreadable() throws {
         #expect(throws: ConfigError.self) { try FilterConfig.load(path: "/nonexistent/filter.toml") }
@@ -256,13 +273,13 @@ struct JournalTests {
         again.clear()
         #expect(!journal.wasSent(mail: "m1", to: "bob@example.org"))
 
-        // Two hours later a remaining record has expired.
-        try journal.begin(mail: "m3", recipients: ["bob@example.org"]).markSent(["bob@example.org"])
-        for name in try FileManager.default.contentsOfDirectory(atPath: folder + "/j") where name.hasSuffix(".journal") {
-            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)],
-                                                  ofItemAtPath: folder + "/j/" + name)
-        }
-        let reopened = try Journal(directory: folder + "/j", expiry: 3600)
+        // Two hours of the journal's clock later a remaining record has expired
+        // (by the files' times no more: issue 22, item 17, JournalClockTests).
+        let machine = JournalClockTests.Machine()
+        try Journal(directory: folder + "/j", expiry: 3600, clock: machine.clock)
+            .begin(mail: "m3", recipients: ["bob@example.org"]).markSent(["bob@example.org"])
+        machine.advance(7200)
+        let reopened = try Journal(directory: folder + "/j", expiry: 3600, clock: machine.clock)
         #expect(!reopened.wasSent(mail: "m3", to: "bob@example.org"))
         #expect(try reopened.secret() == (try journal.secret()), "the loop secret stays")
     }
@@ -272,12 +289,14 @@ struct JournalTests {
         let folder = try makePrivateDirectory(prefix: "ms-journal")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/a/b/j"
-        _ = try Journal(directory: path, expiry: 3600)
+        // Records age by the journal's clock (issue 22, item 17); temporary files by their times.
+        let machine = JournalClockTests.Machine()
+        _ = try Journal(directory: path, expiry: 3600, clock: machine.clock)
         for made in [folder + "/a", folder + "/a/b", path] {
             #expect(try FileManager.default.attributesOfItem(atPath: made)[.posixPermissions] as? Int == 0o700, "\(made)")
         }
         let old = Date().addingTimeInterval(-7200)
-        for name in ["old.journal", "old.sent", "old.tmp", "old.other", "fresh.journal"] {
+        for name in ["old.journal", "old.sent", "old.tmp", "fresh.tmp", "old.other"] {
             try Data("x".utf8).write(to: URL(fileURLWithPath: path + "/" + name))
             if name.hasPrefix("old") {
                 try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path + "/" + name)
@@ -285,9 +304,13 @@ struct JournalTests {
         }
         try FileManager.default.createDirectory(atPath: path + "/dir.journal", withIntermediateDirectories: false)
         try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: path + "/dir.journal")
-        _ = try Journal(directory: path, expiry: 3600)
+        machine.advance(7200)
+        let fresh = Digest.sha256Hex(Array("fresh".utf8)) + ".journal"
+        _ = try Journal(directory: path, expiry: 3600, clock: machine.clock).begin(mail: "fresh", recipients: ["bob@example.org"])
+        machine.advance(120)
+        _ = try Journal(directory: path, expiry: 3600, clock: machine.clock)
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: path))
-        #expect(left == ["old.other", "fresh.journal", "dir.journal"], "\(left.sorted())")
+        #expect(left == ["old.other", "fresh.tmp", fresh, "dir.journal", "clock"], "\(left.sorted())")
         try Data("x".utf8).write(to: URL(fileURLWithPath: folder + "/file"))
         #expect(throws: JournalError.self) { _ = try Journal(directory: folder + "/file/j", expiry: 3600) }
         #expect(throws: JournalError.self) { _ = try Journal(directory: folder + "/file", expiry: 3600) }

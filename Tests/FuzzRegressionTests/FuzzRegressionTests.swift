@@ -9,9 +9,10 @@ import Testing
 struct FuzzRegressionTests {
     static let targets: [(String, @Sendable ([UInt8]) -> Void)] = [
         ("parse-and-walk", FuzzChecks.parseAndWalk), ("redaction", FuzzChecks.redaction), ("structure", FuzzChecks.structure),
+        ("filter-config", FuzzChecks.filterConfig), ("user-config", FuzzChecks.userConfig), ("reading-document", FuzzChecks.readingDocument),
     ]
 
-    @Test("kept inputs pass their fuzz check", arguments: ["parse-and-walk", "redaction", "structure"])
+    @Test("kept inputs pass their fuzz check", arguments: ["parse-and-walk", "redaction", "structure", "filter-config", "user-config", "reading-document"])
     func kept(target: String) throws {
         let folder = Paths.fixtures.appendingPathComponent("fuzz/" + target)
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix(".") }.sorted()

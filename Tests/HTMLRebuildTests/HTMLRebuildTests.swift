@@ -218,6 +218,12 @@ struct HTMLRebuildTests {
         #expect(starts.map(\.1) == [.html, .html, .html, .html, .svg, .svg, .html, .html])
         let ends = nodes.filter { $0 == .end }.count
         #expect(ends == starts.count)
+        // A tree quadratic in the input is given up at Gumbo's budget; the densest ordinary markup is read.
+        let reopened = (0..<1_000).map { "<b id=\($0)><p>x" }.joined()
+        #expect(throws: HTMLError(.tooComplex)) { try HTMLDocument(parsing: reopened) }
+        for dense in ["a<b>", "<p>", "<i>", "<p a b c d e f g h>", "<td>x", "&amp;"] {
+            #expect(try HTMLDocument(parsing: String(repeating: dense, count: 200_000)).nodes.count > 3, "\(dense)")
+        }
         // Deep nesting: neither Gumbo nor the copy recurses per level. (Not deeper: Gumbo's
         // tree construction, as the HTML standard's, costs time quadratic in the depth.)
         let deep = String(repeating: "<div>", count: 20_000) + "x"

@@ -135,7 +135,7 @@ struct KeyLookupTests {
             let results = try gnupg.lookup(addresses)
             #expect(results.count == addresses.count)
             let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
-            let listings = calls.filter { $0.contains("--list-keys") || $0.contains("--list-secret-keys") }
+            let listings = calls.filter { $0.contains("--list-keys") || $0.contains("--check-sigs") || $0.contains("--list-secret-keys") }
             #expect(listings.count == 1, "gpg calls: \(calls)")
             // Patterns name the addresses, never the whole keyring.
             #expect(listings.first.map { $0.contains("<alice@example.org>") } == true)

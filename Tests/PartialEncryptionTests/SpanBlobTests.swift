@@ -1,7 +1,9 @@
 import Foundation
 import Crypto
 import _CryptoExtras
+import HTTPRequests
 @testable import PartialEncryption
+import TestSupport
 import Testing
 
 @Suite("Span blobs and passwords")
@@ -135,15 +137,52 @@ struct SpanBlobTests {
     func publisherURLs() throws {
         let publisher = try HTTPPublisher(url: "http://127.0.0.1:8080/reading/", token: "t0ken")
         #expect(publisher.host == "127.0.0.1" && publisher.port == 8080 && publisher.prefix == "/reading")
-        #expect(try HTTPPublisher(url: "http://read.example", token: "t").port == 80)
+        #expect(try HTTPPublisher(url: "http://localhost", token: "t").port == 80)
         let secure = try HTTPPublisher(url: "HTTPS://read.example/x", token: "t")
         #expect(secure.endpoint.tls && secure.port == 443 && secure.endpoint.url("/r/1") == "https://read.example:443/x/r/1")
         for url in ["ftp://x", "http://", "https://", "http://x:0", "http://x:99999", "http://a\r\nX: y:80",
-                    "http://x/a b", "http://x/?q=1", "http://user@x", "read.example"] {
+                    "http://x/a b", "http://x/?q=1", "http://user@x", "read.example", "http://read.example"] {
             #expect(throws: PublishError.self, "\(url)") { try HTTPPublisher(url: url, token: "t") }
         }
         #expect(throws: PublishError.self) { try HTTPPublisher(url: "http://x", token: "a b") }
         #expect(throws: PublishError.self) { try HTTPPublisher(url: "http://x", token: "") }
+    }
+
+    @Test("plain http only to loopback (127.0.0.0/8, [::1], localhost), https anywhere; [::1] reaches a server listening there")
+    func plainOnlyOnLoopback() throws {
+        for url in ["http://127.0.0.1:8080", "http://127.1.2.3", "http://localhost:8080/x", "http://[::1]:8080", "http://[::1]",
+                    "https://read.example", "https://192.0.2.1:8443", "https://[2001:db8::1]:443/r"] {
+            #expect(throws: Never.self, "\(url)") { try HTTPEndpoint(url) }
+        }
+        #expect(try HTTPEndpoint("http://[::1]:8080/p").url("/r/1") == "http://[::1]:8080/p/r/1")
+        #expect(try HTTPEndpoint("http://[::1]:8080").host == "::1")
+        for url in ["http://read.example", "http://192.0.2.1:8080", "http://10.0.0.1", "http://0.0.0.0:8080", "http://[::]:8080",
+                    "http://[2001:db8::1]", "http://127.0.0.1.example.org", "http://localhost.example.org", "http://[::1",
+                    "http://[::1]x", "http://[::1]:", "http://[::1]:+80", "http://[nothost]:80", "http://::1:8080"] {
+            #expect(throws: HTTPExchangeError.self, "\(url)") { try HTTPEndpoint(url) }
+        }
+        // A real server on [::1]: the address is used as written.
+        let server = try ReadingServerProcessOnIPv6()
+        defer { server.stop() }
+        let answer = try HTTPExchange.send(HTTPEndpoint("http://[::1]:\(server.port)"), timeout: 10, method: "GET", path: "/healthz",
+                                           bearer: nil, contentType: nil, body: [])
+        #expect(answer.status == 200)
+    }
+
+    @Test("https refuses a server that offers TLS 1.0 or 1.1 only (openssl s_server), and takes its TLS 1.2", arguments: ["-tls1", "-tls1_1", "-tls1_2"])
+    func oldTLS(version: String) throws {
+        let certificates = try Certificates()
+        defer { certificates.remove() }
+        let server = try OpenSSLServer(certificates, version: version)
+        defer { server.stop() }
+        let endpoint = try HTTPEndpoint("https://localhost:\(server.port)")
+        do {
+            let answer = try HTTPExchange.send(endpoint, caFile: certificates.ca, timeout: 10, method: "GET", path: "/",
+                                               bearer: "token", contentType: nil, body: [])
+            #expect(version == "-tls1_2" && answer.status == 200, "\(version): answered \(answer.status)")
+        } catch {
+            #expect(version != "-tls1_2" && error.kind == .untrusted, "\(version): \(error)")
+        }
     }
 
     @Test("publishing to a port where nobody listens fails with a clear error")
@@ -152,5 +191,61 @@ struct SpanBlobTests {
         let document = ReadingDocument(from: [], subject: [], body: [.span(1)], spanCount: 1,
                                        blob: try SpanBlob.seal(["s"], password: SpanPassword()))
         #expect(throws: PublishError.self) { try publisher.publish(document) }
+    }
+}
+
+/// `mailsec serve --listen ::1` on a port of its own.
+final class ReadingServerProcessOnIPv6 {
+    let process = Process()
+    let folder: String
+    private(set) var port = 0
+
+    init() throws {
+        folder = try makePrivateDirectory(prefix: "ms-serve6")
+        FileManager.default.createFile(atPath: folder + "/token", contents: Data("0123456789abcdef0123".utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: folder + "/out", contents: nil)
+        process.executableURL = Paths.mailsecExecutable
+        process.arguments = ["serve", "--listen", "::1", "--port", "0", "--store", folder + "/store", "--token-file", folder + "/token"]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/out"))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<300 where port == 0 && process.isRunning {
+            let out = String(decoding: FileManager.default.contents(atPath: folder + "/out") ?? Data(), as: UTF8.self)
+            port = out.split(separator: "\n").first { $0.hasPrefix("listening on ") }.flatMap { $0.split(separator: ":").last }
+                .flatMap { Int($0) } ?? 0
+            if port == 0 { usleep(50_000) }
+        }
+        guard port != 0 else { stop(); throw CocoaError(.fileReadUnknown) }
+    }
+
+    func stop() {
+        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+}
+
+/// `openssl s_server -www` speaking only `version` (`-tls1`, `-tls1_1`, `-tls1_2`),
+/// with every cipher allowed (security level 0), so that the old versions are offered.
+final class OpenSSLServer {
+    let process = Process()
+    let port: Int
+
+    init(_ certificates: Certificates, version: String) throws {
+        port = try freePort()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificates.path("server.pem"),
+                             "-key", certificates.path("server.key"), version, "-cipher", "ALL:@SECLEVEL=0", "-www", "-quiet"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        do { try waitForListener(port) } catch {
+            stop()
+            throw error
+        }
+    }
+
+    func stop() {
+        // s_server does not end on SIGTERM.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
     }
 }

@@ -195,7 +195,7 @@ struct MailPipelineTests {
             let pipeline = MailPipeline(gnupg: GnuPG(home: home.path, executable: wrapper))
             let copies = try pipeline.process(try parse(mixedMailText)).copies
             let calls = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
-            let listings = calls.filter { $0.contains("--list-keys") || $0.contains("--list-secret-keys") }
+            let listings = calls.filter { $0.contains("--list-keys") || $0.contains("--check-sigs") || $0.contains("--list-secret-keys") }
             let exports = calls.filter { $0.contains("--export") }
             let encryptions = calls.filter { $0.contains("--encrypt") }
             #expect(listings.count == 1, "\(calls)")

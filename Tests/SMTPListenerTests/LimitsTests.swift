@@ -71,6 +71,82 @@ import TestSupport
         }
     }
 
+    /// 100 connections from one address trickling bytes (the old way to use up
+    /// every slot for the 300 s idle time): 32 are taken, the rest get 421
+    /// 4.7.0 at once, and a real mail from another address goes through
+    /// while the 32 still hold theirs.
+    @Test func perAddressCap() async throws {
+        try await withListener({ $0.maxConnections = 100; $0.firstCommandTimeout = .seconds(3600); $0.idleTimeout = .seconds(3600) }) { running in
+            var slow: [RawClient] = []
+            var greetings: [Int?] = []
+            for _ in 0..<100 {
+                let client = try RawClient(port: running.port, from: "127.0.0.2")
+                greetings.append(try await client.code())
+                try? await client.send("EH")  // a command never finished
+                slow.append(client)
+            }
+            #expect(greetings.filter { $0 == 220 }.count == 32, "\(greetings)")
+            #expect(greetings.filter { $0 == 421 }.count == 68, "\(greetings)")
+            let mail = try RawClient(port: running.port, from: "127.0.0.1")
+            #expect(try await mail.code() == 220)
+            #expect(try await mail.command("HELO postfix") == 250)
+            #expect(try await mail.command("MAIL FROM:<a@x>") == 250)
+            #expect(try await mail.command("RCPT TO:<b@x>") == 250)
+            #expect(try await mail.command("DATA") == 354)
+            #expect(try await mail.command("Subject: real\r\n\r\nreal mail\r\n.") == 250)
+            #expect(running.handler.mails.count == 1)
+            // The 32 are still there (nothing timed out: an hour, however loaded the machine): the cap, not a clock, let the mail in.
+            #expect(running.listener.connections >= 33)
+            // One of them gone, its address gets a slot again.
+            #expect(try await mail.command("QUIT") == 221)
+            shutdown(slow[0].fd, Int32(SHUT_RDWR))  // not close: the client's deinit closes its descriptor
+            var admitted = false
+            for _ in 0..<100 where !admitted {
+                admitted = try await RawClient(port: running.port, from: "127.0.0.2").code() == 220
+                if !admitted { try await sleepMicroseconds(20_000) }
+            }
+            #expect(admitted)
+        }
+    }
+
+    /// Connections from many addresses that connect and trickle bytes without
+    /// a whole command fill the listener; they are cut off (421 4.4.2) after
+    /// the first-command time, not the idle time, and the mail goes through.
+    @Test func firstCommandTime() async throws {
+        try await withListener({ $0.maxConnections = 20; $0.firstCommandTimeout = .seconds(1) }) { running in
+            var slow: [RawClient] = []
+            for host in 2...21 {
+                let client = try RawClient(port: running.port, from: "127.0.0.\(host)")
+                #expect(try await client.code() == 220)
+                slow.append(client)
+            }
+            // A byte now and then, never a whole line: cut off all the same.
+            for client in slow {
+                for byte in ["N", "O", "O"] { try? await client.send(byte) }
+            }
+            for client in slow { #expect(try await client.readToEnd().last?.hasPrefix("421 4.4.2") == true) }
+            #expect(running.log.all.contains { $0.contains("waiting for the first command") })
+            // After the first command the idle time (300 s) holds: a session that said HELO is not cut off at 1 s.
+            // The slots free when the server has seen the closes.
+            // On a loaded machine a HELO can come later than the 1 s first-command time: such a
+            // session is cut off as it should be, and the client tries again (as Postfix would).
+            var mail = try RawClient(port: running.port, from: "127.0.0.23")
+            var helloed = false
+            for _ in 0..<100 {
+                if (try? await mail.code()) == 220, (try? await mail.command("HELO postfix")) == 250 { helloed = true; break }
+                try await sleepMicroseconds(20_000)
+                mail = try RawClient(port: running.port, from: "127.0.0.23")
+            }
+            #expect(helloed)
+            try await sleepMicroseconds(1_500_000)
+            #expect(try await mail.command("MAIL FROM:<a@x>") == 250)
+            #expect(try await mail.command("RCPT TO:<b@x>") == 250)
+            #expect(try await mail.command("DATA") == 354)
+            #expect(try await mail.command("Subject: real\r\n\r\nreal mail\r\n.") == 250)
+            #expect(running.handler.mails.count == 1)
+        }
+    }
+
     /// Silence between commands, and during DATA, ends the session with 421 4.4.2.
     @Test func timeouts() async throws {
         try await withListener({ $0.idleTimeout = .seconds(1); $0.dataTimeout = .seconds(1); $0.memoryLimit = 10 }) { running in

@@ -9,10 +9,21 @@ final class RawClient {
     private let timeout: Duration
     private var buffer: [UInt8] = []
 
-    init(port: Int, timeout: Duration = .seconds(120)) throws {
+    /// Connects to 127.0.0.1:`port`, from the loopback address `source` when
+    /// given (127.0.0.2, …: another client address on this machine).
+    init(port: Int, timeout: Duration = .seconds(120), from source: String? = nil) throws {
         self.timeout = timeout
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawClientError("socket failed") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = inet_addr(source)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else { close(fd); throw RawClientError("bind to \(source) failed: \(errno)") }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)

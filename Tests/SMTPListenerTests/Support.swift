@@ -66,6 +66,9 @@ final class RunningListener {
         let folder = try makePrivateDirectory(prefix: "ms-listen")
         spool = folder + "/spool"
         var settings = ListenerSettings(port: 0, spoolDirectory: spool, greetingName: "test.invalid")
+        // A connection that waits for the test (or a loaded machine) must not meet the first-command
+        // time-out unless the test asks for it (LimitsTests.firstCommandTime does).
+        settings.firstCommandTimeout = .seconds(300)
         configure(&settings)
         self.handler = handler
         listener = SMTPListener(settings: settings, handler: handler, log: log.sink)

@@ -24,7 +24,7 @@ final class PrivatePostfix {
         folder = try makePrivateDirectory(prefix: "ms-pf")
         chmod(folder, 0o755)
         certificates = try Certificates()
-        startTLSPort = try Self.freePort(); implicitTLSPort = try Self.freePort(); sinkPort = try Self.freePort()
+        startTLSPort = try freePort(); implicitTLSPort = try freePort(); sinkPort = try freePort()
         for sub in ["conf", "queue", "data", "sink"] { try FileManager.default.createDirectory(atPath: folder + "/" + sub, withIntermediateDirectories: true) }
         chmod(folder + "/sink", 0o777)
         sink = Process()
@@ -71,7 +71,7 @@ final class PrivatePostfix {
         _ = try run("/bin/chown", ["postfix", folder + "/data"])
         let started = try run("/usr/sbin/postfix", ["-c", conf, "start"])
         guard started.status == 0 else { stop(); throw PostfixStartError(description: "postfix start: \(started.output) \(started.errors)") }
-        for port in [startTLSPort, implicitTLSPort, sinkPort] { try Self.waitForListener(port) }
+        for port in [startTLSPort, implicitTLSPort, sinkPort] { try waitForListener(port) }
     }
 
     func stop() {
@@ -90,35 +90,6 @@ final class PrivatePostfix {
 
     /// Postfix's log of the conversation (debug_peer_list shows each command).
     var log: String { (try? String(contentsOfFile: folder + "/maillog", encoding: .utf8)) ?? "" }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func waitForListener(_ port: Int) throws {
-        for _ in 0..<1200 {  // a minute: Postfix starts slowly on a loaded machine
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            close(fd)
-            if connected == 0 { return }
-            usleep(50_000)
-        }
-        throw CocoaError(.fileReadUnknown)
-    }
 }
 
 @Suite(.serialized, .enabled(if: PrivatePostfix.available, "needs root, Postfix and smtp-sink (scripts/bootstrap --postfix)"))

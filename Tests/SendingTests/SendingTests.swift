@@ -105,6 +105,12 @@ struct UserConfigTests {
         #expect(problems.isEmpty, "\(problems)")
         let read = try #require(config?.reading)
         #expect(read.publisher.port == 8080 && read.publisher.prefix == "/read" && read.lifetime == 3 * 86400)
+        // The password notice is a letter or nothing unless a plain one is asked for by name.
+        #expect(read.noticeMustBeLetter, "the default notice is letter-required")
+        for (value, mustBeLetter) in [("letter-required", true), ("plain", false), ("letter-preferred", false)] {
+            let named = UserConfig.parse(goodConfig + "\n" + reading + "notice = \"\(value)\"\n")
+            #expect(named.0?.reading?.noticeMustBeLetter == mustBeLetter, "\(value): \(named.problems)")
+        }
         #expect(config?.policy.mail.postcardExtension == .partiallyEncrypted)
         #expect(UserConfig.parse(goodConfig).0?.reading == nil)
 
@@ -186,6 +192,43 @@ struct UserConfigTests {
         #expect(password.withUnsafeBytes { Array($0) } == Array(secret.utf8))
     }
 
+    @Test("password_command from a file others can change (group or world writable, another's, in such a folder) is refused, as ssh does")
+    func unsafeCommandFile() throws {
+        let base = try makePrivateDirectory(prefix: "ms-cfg")
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let text = "from = \"a@example.org\"\n[submission]\nhost = \"h\"\nusername = \"a\"\npassword_command = \"printf x\"\n"
+        // (file mode, file owner, folder mode, refused)
+        let cases: [(mode_t, uid_t, mode_t, Bool)] = [
+            (0o600, getuid(), 0o700, false), (0o644, getuid(), 0o755, false), (0o600, getuid(), 0o1777, false),
+            (0o620, getuid(), 0o700, true), (0o602, getuid(), 0o700, true), (0o666, getuid(), 0o700, true),
+            (0o600, 65534, 0o700, true), (0o600, getuid(), 0o770, true), (0o600, getuid(), 0o777, true),
+        ]
+        for (index, (mode, owner, folderMode, refused)) in cases.enumerated() {
+            let folder = base + "/\(index)"
+            mkdir(folder, 0o700)
+            let path = folder + "/config.toml"
+            FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+            chmod(path, mode)
+            chown(path, owner, getgid())
+            chmod(folder, folderMode)
+            let problems = UserConfig.check(path: path)
+            if refused {
+                #expect(problems.count == 1, "case \(index): \(problems)")
+                #expect(problems.first?.description.contains("submission.password_command: refused") == true, "case \(index): \(problems)")
+                #expect(problems.first?.description.contains(":5:") == true, "case \(index): \(problems)")
+                #expect(!problems.contains { $0.description.contains("printf") })
+            } else {
+                #expect(problems.isEmpty, "case \(index): \(problems)")
+            }
+            // Through a symbolic link from a safe folder: the file's own folder is judged.
+            if folderMode == 0o777 {
+                let link = base + "/link.toml"
+                symlink(path, link)
+                #expect(UserConfig.check(path: link).count == 1)
+            }
+        }
+    }
+
     @Test("unknown and wrongly typed keys in the policy part are reported too")
     func policyProblems() {
         let (_, problems) = UserConfig.parse("from = \"a@b.org\"\nmode = \"loud\"\ninvite = 3\n[submission]\nhost = \"h\"\n")
@@ -240,6 +283,35 @@ struct PasswordTests {
                 #expect(!"\(error)".contains("leaked-word"))
             }
         }
+    }
+
+    @Test("a hanging command with children: a time-out (not a refusal), its whole group ended, none of our standard error lent to it")
+    func hangingGroup() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-pw")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A child and a grandchild that would sleep for five minutes, each
+        // saying where its standard error goes and which group it is in.
+        let command = "echo leaked-word >&2; readlink /proc/self/fd/2 > \(folder)/stderr; "
+            + "(sleep 300 & echo $! > \(folder)/grandchild; sleep 300) & echo $! > \(folder)/child; "
+            + "cut -d' ' -f5 /proc/self/stat > \(folder)/group; sleep 300"
+        do {
+            _ = try password(command, timeout: 1)
+            Issue.record("a hanging command gave a password")
+        } catch let error as PasswordError {
+            #expect(error.timedOut, "\(error)")
+            #expect(error.description.contains("within 1 s"), "\(error)")
+        }
+        func number(_ name: String) -> Int32? {
+            (try? String(contentsOfFile: folder + "/" + name, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        let child = try #require(number("child")), grandchild = try #require(number("grandchild"))
+        #expect(isGone(child) && isGone(grandchild), "the command's children outlived it")
+        let stderr = try String(contentsOfFile: folder + "/stderr", encoding: .utf8)
+        #expect(stderr.trimmingCharacters(in: .whitespacesAndNewlines) == "/dev/null", "its standard error: \(stderr)")
+        let group = try #require(number("group"))
+        #expect(group != getpgrp(), "the command ran in our process group")
+        // A command that answers, but whose shell lingers with its output closed, is ended at the time-out too.
+        #expect(throws: PasswordError.self) { try password("printf secret; exec >&-; sleep 300", timeout: 1) }
     }
 
     @Test("the command does not read our standard input and is not in our argv")

@@ -583,3 +583,44 @@ public func runOnTerminal(_ arguments: [String], seconds: Double, environment: [
     let result = try run("python3", ["-c", script, String(seconds)] + arguments, environment: environment)
     return result.output
 }
+
+/// True once `pid` has gone, or is a zombie nobody reaped yet (waits up to 2 s).
+public func isGone(_ pid: Int32) -> Bool {
+    for _ in 0..<100 {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        if let close = stat.lastIndex(of: ")"), stat[stat.index(close, offsetBy: 2)] == "Z" { return true }
+        usleep(20_000)
+    }
+    return false
+}
+
+/// A loopback TCP port nobody listens on now (bound to port 0, then released).
+public func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Waits (up to a minute) until something accepts connections on 127.0.0.1:`port`.
+public func waitForListener(_ port: Int) throws {
+    for _ in 0..<1200 {  // a minute: Postfix starts slowly on a loaded machine
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        close(fd)
+        if connected == 0 { return }
+        usleep(50_000)
+    }
+    throw CocoaError(.fileReadUnknown)
+}
