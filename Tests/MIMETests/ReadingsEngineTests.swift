@@ -70,6 +70,7 @@ struct ReadingsEngineTests {
         #expect(Charsets.candidates("x-mac-roman") == ["MACINTOSH"])
         #expect(Charsets.candidates("unknown-8bit") == ["UTF-8", "ISO-8859-1"])
         #expect(Charsets.candidates("x-euc-jp") == ["EUC-JP"])
+        #expect(Charsets.candidates("x-no").isEmpty, "no `x-` taken off: NO is Norwegian ISO 646 to iconv")
         #expect(Charsets.candidates("utf-8 (the usual)") == ["utf-8"])
         #expect(Charsets.saysBinary("binary") && !Charsets.saysBinary("utf-8"))
         // 똠 is in code page 949 only, not in EUC-KR.

@@ -25,6 +25,7 @@ package enum Charsets {
             // Chinese: GB2312 labels are read as GBK by every reader.
             "x-gbk": ["GBK"], "gb_2312-80": ["GBK"], "x-gb2312": ["GBK"], "chinese": ["GBK"], "csgb2312": ["GBK"],
             "iso-ir-58": ["GBK"], "x-euc-cn": ["GBK"], "x-big5": ["BIG5"], "x-x-big5": ["BIG5"],
+            "x-euc-jp": ["EUC-JP"], "x-euc-tw": ["EUC-TW"], "x-euc": ["EUC-JP"],
             "windows-874": ["CP874"], "x-cp1250": ["CP1250"], "x-cp1251": ["CP1251"], "x-cp1252": ["CP1252"],
         ]
         // Korean: Outlook's ks_c_5601-1987 and its kin mean Windows code page
@@ -79,8 +80,6 @@ package enum Charsets {
         var name = bare
         guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return [] }
         if ["hz-gb-2312", "hz", "hz-gb2312", "x-hz"].contains(name) { return ["HZ-GB-2312"] }  // not in glibc: decoded here
-        // `x-` before a name iconv knows (x-euc-jp, x-iso-8859-1).
-        if !isKnown(name), name.hasPrefix("x-"), isKnown(String(name.dropFirst(2))) { name = String(name.dropFirst(2)) }
         if !isKnown(name) {
             // Spellings other libraries accept: utf_32_be, utf-32-be, utf32.
             var other = name.uppercased().replacingOccurrences(of: "_", with: "-")

@@ -130,9 +130,11 @@ package enum FieldReadings {
         let words = encodedWords(scalars)
         guard !words.isEmpty else { return ([], nil) }
         var unknown: String?
+        var known: [String: [String]] = [:]   // a field may name one charset thousands of times
         let charsets: [[String]] = words.map { word in
             if word.charset.isEmpty { return ["UTF-8", "ISO-8859-1"] }
-            let candidates = Charsets.candidates(word.charset)
+            let candidates = known[word.charset] ?? Charsets.candidates(word.charset)
+            known[word.charset] = candidates
             if candidates.isEmpty { unknown = unknown ?? String(word.charset.prefix(40)) }
             return candidates.isEmpty ? Charsets.fallbacks : candidates
         }
