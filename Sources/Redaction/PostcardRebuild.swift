@@ -156,6 +156,10 @@ public enum PostcardRebuild {
                     rebuilt.appendHeader(name, value)
                 }
             }
+            // MIME-Version is mailsec's own: after the fields kept, where mail software writes it,
+            // not ahead of From (GMime adds it first when the body is set).
+            rebuilt.removeHeader("MIME-Version")
+            rebuilt.appendHeader("MIME-Version", "1.0")
             rebuilt.foldLongHeaders()
             return rebuilt
         }
@@ -315,12 +319,32 @@ public enum PostcardRebuild {
                 candidates += Charsets.guessed(bytes)
                 candidates.append(String(bytes: bytes, encoding: .utf8) != nil ? "UTF-8" : "windows-1252")
             }
-            var first: String?
+            // The first reading whose markers pair up; else the first that shows one; else the first.
+            var first: String?, marked: String?
+            func paired(_ text: String) -> Bool {
+                guard redactor.hasMarkers(text) else { return false }
+                if (try? redactor.validate(text, part: "")) != nil { return true }
+                if marked == nil { marked = text }
+                return false
+            }
             for charset in candidates {
                 guard let text = Charsets.decode(bytes, charset: charset) else { continue }
-                if redactor.hasMarkers(text) { return text }
+                if paired(text) { return text }
                 if first == nil { first = text }
             }
+            // Where lenient readers decode the transfer encoding otherwise than GMime (white
+            // space after a soft line break, a stray `=` in base64), the reading that shows the
+            // span is the text: the readings found it there, so the rebuild censors it there.
+            let encoding = entity.headers.last { $0.name.lowercased() == "content-transfer-encoding" }?.rawValue ?? ""
+            if let raw = entity.rawContent(limit: MessageReadings.wholeTextLimit),
+               let readings = TransferDecoding.readings(raw, encoding: encoding) {
+                for reading in readings where reading != bytes {
+                    for charset in Charsets.sniffed(reading) + candidates {
+                        if let text = Charsets.decode(reading, charset: charset), paired(text) { return text }
+                    }
+                }
+            }
+            if let marked { return marked }
             return first ?? (candidates.isEmpty ? nil : Charsets.decode(bytes, charset: "ISO-8859-1"))
         }
 

@@ -93,6 +93,12 @@ struct PostcardRebuildTests {
         #expect(Redactor.standard.remainingMarker(in: reparsed) == nil, "\(what)", sourceLocation: sourceLocation)
     }
 
+    /// True when `text` has a CR that is not before a LF.
+    static func hasBareCR(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.indices.contains { bytes[$0] == 13 && ($0 + 1 == bytes.count || bytes[$0 + 1] != 10) }
+    }
+
     @Test("generated mails (nesting, encodings, charsets, controls, inline blocks, opaque parts): no span text in any reading; each opaque part withheld, passed or refused as set")
     func generated() throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["REBUILD_SEED"] ?? "") ?? 20261125
@@ -123,6 +129,9 @@ struct PostcardRebuildTests {
                     switch error.code {
                     case .opaquePartRefused: #expect(setting == .refuse && anyOpaque, "\(what): \(error)")
                     case .unredactable: #expect(setting == .pass && opaque.contains { $0.marked }, "\(what): \(error)")
+                    // A bare CR ends a line for Python's email and not for GMime: such a mail is not read
+                    // with certainty, and every path refuses it alike (BareCarriageReturnCLITests).
+                    case .unreadable: #expect(Self.hasBareCR(text) && error.detail?.contains("bare CR") == true, "\(what): \(error)")
                     default: Issue.record("\(what): \(error)")
                     }
                     #expect(!secrets.contains { error.description.contains($0) })
