@@ -15,8 +15,8 @@ struct HostileGrowthCLITests {
 
     /// Each class of `scripts/hostile-mail`, at a scale small enough for callgrind.
     static let classes: [(kind: String, scale: Double)] = [
-        ("nested", 0.02), ("nested-deep", 0.5), ("data-url", 0.03), ("ampersands", 0.02), ("open-words", 0.03),
-        ("code", 0.03), ("cross-tags", 0.03), ("unknown-words", 0.01), ("tagged-spans", 0.02),
+        ("nested", 0.01), ("nested-deep", 0.5), ("data-url", 0.015), ("ampersands", 0.01), ("open-words", 0.015),
+        ("code", 0.015), ("cross-tags", 0.015), ("unknown-words", 0.005), ("tagged-spans", 0.01),
     ]
 
     static func mail(_ kind: String, _ scale: Double) throws -> [UInt8] {
@@ -36,7 +36,10 @@ struct HostileGrowthCLITests {
         return count
     }
 
-    @Test("redact and plan: doubling a hostile mail at most doubles the work it adds (within 2.2x)",
+    /// `redact` reads the mail every way and rebuilds it: the work `plan` does and more. Under
+    /// callgrind every run pays the whole start-up again; with `plan` as well, at twice these
+    /// sizes, the suite had not finished after 12 minutes.
+    @Test("redact: doubling a hostile mail at most doubles the work it adds (within 2.2x)",
           arguments: Array(classes.indices))
     func linear(_ index: Int) throws {
         let (kind, scale) = Self.classes[index]
@@ -49,7 +52,7 @@ struct HostileGrowthCLITests {
         let mailsec = folder + "/mailsec"
         let stripped = try run("objcopy", ["--strip-debug", Paths.mailsecExecutable.path, mailsec])
         try #require(stripped.status == 0, "objcopy --strip-debug: \(stripped.errors)")
-        for command in [["redact", "-"], ["plan", "-"]] {
+        for command in [["redact", "-"]] {
             let counts = try mails.map { try Self.instructions(mailsec, command, $0) }
             let first = counts[1] - counts[0], second = counts[2] - counts[1]
             #expect(first > 0, "\(kind) \(command[0]): \(counts)")

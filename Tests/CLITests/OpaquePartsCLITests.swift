@@ -81,6 +81,30 @@ struct OpaquePartsCLITests {
             #expect(text.status == 0, "\(text.errors)")
             #expect(text.output.contains("postcard parts withheld") && text.output.contains("application/pdf"), "\(text.output)")
             #expect(!text.output.contains("zq"))
+            let passed = try mailsec(["plan", "--opaque-parts", "pass", "-"], input: opaqueMail(), home: home)
+            #expect(passed.status == 0 && passed.output.contains("postcard parts passed unread:\n  part 2 (application/pdf)"), "\(passed.output)")
+            #expect(!passed.output.contains("withheld") && !passed.output.contains("zq"), "\(passed.output)")
+            // What the HTML allow-list drops is listed too, in text and JSON, without the content.
+            let html = Array("""
+                From: alice@example.org
+                To: nobody@example.org
+                Subject: s
+                MIME-Version: 1.0
+                Content-Type: text/html; charset=utf-8
+
+                <p onclick="zqhandler()">hi [[private]]zqhtmlspan[[/private]]</p><script>zqscript()</script>
+
+                """.utf8)
+            let dropped = try mailsec(["plan", "-"], input: html, home: home)
+            #expect(dropped.status == 0, "\(dropped.errors)")
+            let droppedLines = try #require(dropped.output.components(separatedBy: "postcard parts dropped by the HTML allow-list:\n").last)
+            #expect(droppedLines.contains("part 1 (text/html)") && droppedLines.contains("script"), "\(dropped.output)")
+            #expect(!dropped.output.contains("zq"), "\(dropped.output)")
+            let droppedJSON = try mailsec(["plan", "--json", "-"], input: html, home: home)
+            let droppedObject = try #require(try JSONSerialization.jsonObject(with: Data(droppedJSON.stdout)) as? [String: Any])
+            let list = try #require(droppedObject["droppedByAllowList"] as? [String], "\(droppedJSON.output)")
+            #expect(list.contains { $0.contains("script") } && list.allSatisfy { !$0.contains("zq") }, "\(list)")
+            #expect((droppedObject["withheldParts"] as? [String])?.isEmpty == true, "\(droppedJSON.output)")
             for (setting, key) in [("withhold", "withheldParts"), ("pass", "passedParts"), ("refuse", "refusedParts")] {
                 let json = try mailsec(["plan", "--json", "--opaque-parts", setting, "-"], input: opaqueMail(), home: home)
                 #expect(json.status == 0, "\(json.errors)")
