@@ -97,10 +97,15 @@ public enum PostcardRebuild {
         if let first = builder.parts.refused.first {
             throw RebuildError(code: .refusedParts, place: first, parts: builder.parts)
         }
-        let from = message.headers.first { $0.name.lowercased() == "from" }.map { Cleaning.cleaned($0.value, singleLine: true) } ?? ""
+        // The reading page shows the fields in the reading the postcard's were censored in (the
+        // lenient one that shows markers, where GMime's does not), so its spans are the postcard's.
+        func field(_ name: String) -> String {
+            message.headers.first { $0.name.lowercased() == name }.map { Cleaning.cleaned(redactor.markedReading($0), singleLine: true) } ?? ""
+        }
+        let from = field("from")
         rebuilt.removeHeader("Bcc")
         return RebuiltPostcard(message: rebuilt, parts: builder.parts, from: from,
-                               subject: Cleaning.cleaned(message.subject ?? "", singleLine: true),
+                               subject: field("subject"),
                                readingText: builder.plainText.map { RebuiltPostcard.ReadingText.plain($0) }
                                    ?? builder.htmlText.map { RebuiltPostcard.ReadingText.html($0) })
     }

@@ -687,7 +687,7 @@ class Gen:
             words = []
             step = self.r.randint(4, 9)
             for i in range(0, len(text), step):
-                words.append("=?utf-8?Q?" + "".join(chr(b) if chr(b).isalnum() else f"={b:02X}" for b in text[i:i + step]) + "?=")
+                words.append("=?utf-8?Q?" + "".join(chr(b) if b < 128 and chr(b).isalnum() else f"={b:02X}" for b in text[i:i + step]) + "?=")
             part = ("Content-Type: text/plain; charset=utf-8\nContent-Description: " + "\n ".join(words)
                     + "\nContent-Transfer-Encoding: 7bit\n\n" + self.filler() + "\n")
         else:
@@ -701,7 +701,7 @@ class Gen:
         name = "notes " + whole + ".pdf"
         kind = self.r.randrange(4)
         def pct(data):
-            return "".join(chr(b) if chr(b).isalnum() or chr(b) in "-." else f"%{b:02X}" for b in data)
+            return "".join(chr(b) if b < 128 and (chr(b).isalnum() or chr(b) in "-.") else f"%{b:02X}" for b in data)
         k = self.cut(name)
         if kind == 0:
             cs = self.pick(["iso-8859-1", "windows-1252", "utf-8"])
@@ -834,8 +834,10 @@ class Gen:
             text = "".join(self.pick(named[ch]) if ch in named else ch for ch in whole)
             inner = f"<p>{text}</p>"
         elif kind == 1:
-            self.variant = "references to NUL and to C1 code points (the parser maps them)"
-            text = self.interleave(whole, lambda: self.pick(["&#0;", "&#x0000;", "&#x80;", "&#x9d;", "&#128;"]))
+            # The C1 code points HTML does not map to windows-1252 letters stay controls: shown as nothing.
+            # (&#0; and &#x80; are not: U+FFFD and the euro sign break the marker in every reading.)
+            self.variant = "references to C1 controls a browser shows as nothing"
+            text = self.interleave(whole, lambda: self.pick(["&#x9d;", "&#x81;", "&#x8F;", "&#144;", "&#x8d;"]))
             inner = f"<p>{text}</p>"
         elif kind == 2:
             where = self.pick(["title", "alt", "value", "placeholder", "aria-label"])
@@ -919,11 +921,11 @@ class Gen:
         data = text.encode(charset)
         if self.chance(2):
             return f"=?{charset}?B?{base64.b64encode(data).decode()}?="
-        return f"=?{charset}?Q?" + "".join(chr(b) if chr(b).isalnum() else f"={b:02X}" for b in data) + "?="
+        return f"=?{charset}?Q?" + "".join(chr(b) if b < 128 and chr(b).isalnum() else f"={b:02X}" for b in data) + "?="
 
     def rfc2231(self, name, value):
         data = value.encode("utf-8")
-        encoded = "".join(chr(b) if chr(b).isalnum() or chr(b) in "-." else f"%{b:02X}" for b in data)
+        encoded = "".join(chr(b) if b < 128 and (chr(b).isalnum() or chr(b) in "-.") else f"%{b:02X}" for b in data)
         if self.chance(2) or len(encoded) < 12:
             return f"{name}*=utf-8''{encoded}"
         pieces, at = [], 0
