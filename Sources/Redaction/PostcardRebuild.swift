@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import OpenPGP
 import Policy
 
 /// Why a postcard could not be rebuilt. The description names the place,
@@ -96,10 +97,15 @@ public enum PostcardRebuild {
         if let first = builder.parts.refused.first {
             throw RebuildError(code: .refusedParts, place: first, parts: builder.parts)
         }
-        let from = message.headers.first { $0.name.lowercased() == "from" }.map { Cleaning.cleaned($0.value, singleLine: true) } ?? ""
+        // The reading page shows the fields in the reading the postcard's were censored in (the
+        // lenient one that shows markers, where GMime's does not), so its spans are the postcard's.
+        func field(_ name: String) -> String {
+            message.headers.first { $0.name.lowercased() == name }.map { Cleaning.cleaned(redactor.markedReading($0), singleLine: true) } ?? ""
+        }
+        let from = field("from")
         rebuilt.removeHeader("Bcc")
         return RebuiltPostcard(message: rebuilt, parts: builder.parts, from: from,
-                               subject: Cleaning.cleaned(message.subject ?? "", singleLine: true),
+                               subject: field("subject"),
                                readingText: builder.plainText.map { RebuiltPostcard.ReadingText.plain($0) }
                                    ?? builder.htmlText.map { RebuiltPostcard.ReadingText.html($0) })
     }
@@ -118,6 +124,27 @@ public enum PostcardRebuild {
         let kind: String
         let name: String?
         let text: String
+
+        /// What a reader decodes the block to, for the search of a block
+        /// passed unread: `[]` for data a search cannot see into (BinHex,
+        /// compressed OpenPGP), which then counts as marked.
+        var decoded: [[UInt8]]? {
+            let bytes = Array(text.utf8)
+            switch kind {
+            case "uuencode": return [TransferDecoding.uudecode(bytes)]
+            case "yEnc": return [Cleaning.yDecoded(bytes)]
+            case "OpenPGP":
+                // Quoted or indented armor is read as a reader unquotes it. Literal data and keys stand
+                // in the packets as they are; compressed data does not, and armor that does not decode
+                // to packets cannot be searched.
+                let unquoted = text.split(separator: "\n", omittingEmptySubsequences: false).map(Cleaning.armorLine).joined(separator: "\n")
+                guard let data = Packets.binary(Array(unquoted.utf8)), case let packets = Packets.list(data), !packets.isEmpty,
+                      !packets.contains(where: { $0.tag == 8 }) else { return [] }
+                return [data]
+            case "BinHex": return [Cleaning.binHexDecoded(bytes)]
+            default: return []
+            }
+        }
     }
 
     final class Builder {
@@ -193,14 +220,40 @@ public enum PostcardRebuild {
             }
         }
 
-        /// The file name of a leaf, decoded and censored: the first reading of
-        /// `filename` or `name` that shows a marker, else GMime's.
-        func filename(of entity: MIMEEntity, place: String) throws -> String? {
+        /// Every reading of a leaf's `name` and `filename` parameters (each
+        /// decoding of each), and GMime's: the names a recipient's software may use.
+        func fileNames(of entity: MIMEEntity) -> [String] {
             var readings: [String] = []
             entity.rewriteParameters { name, values in
                 if ["name", "filename"].contains(name.lowercased()) { readings += values }
                 return nil
             }
+            if let name = entity.filename { readings.append(name) }
+            return readings
+        }
+
+        /// Names a viewer opens as plain text: a text/plain part with another
+        /// name (`notes.html`, `x.md`, `a.ics`, `README`) is opaque.
+        static let textExtensions: Set<String> = ["txt", "text", "log", "diff", "patch"]
+        /// Names a browser opens as the HTML that the allow-list writes.
+        static let htmlExtensions: Set<String> = ["html", "htm"]
+
+        /// True when `name`, cleaned as a file system would take it (controls
+        /// and trailing dots and blanks dropped, Windows does), ends in `.` and
+        /// one of `extensions`, in any case.
+        static func hasExtension(_ name: String, _ extensions: Set<String>) -> Bool {
+            let cleaned = Cleaning.cleaned(name, singleLine: true).unicodeScalars
+                .filter { !($0.value == 0xAD || $0.properties.isDefaultIgnorableCodePoint) }
+            var trimmed = String(String.UnicodeScalarView(cleaned))
+            while let last = trimmed.last, last == "." || last == " " { trimmed.removeLast() }
+            guard let dot = trimmed.lastIndex(of: ".") else { return false }
+            return extensions.contains(trimmed[trimmed.index(after: dot)...].lowercased())
+        }
+
+        /// The file name of a leaf, decoded and censored: the first reading of
+        /// `filename` or `name` that shows a marker, else GMime's.
+        func filename(of entity: MIMEEntity, place: String) throws -> String? {
+            let readings = fileNames(of: entity)
             guard let chosen = readings.first(where: redactor.hasMarkers) ?? entity.filename ?? readings.first else { return nil }
             let name = try redactor.redact(Cleaning.cleaned(chosen, singleLine: true), mode: mode, part: place + " filename")
             return name.isEmpty ? nil : name
@@ -250,15 +303,19 @@ public enum PostcardRebuild {
                 return rebuilt
             }
             let filename = try self.filename(of: entity, place: place)
-            let charset = type.parameters["charset"]?.trimmingCharacters(in: .whitespaces).lowercased()
-            let isHTML = type.is("text", "html") || type.is("application", "xhtml+xml")
-            // Office files (`vnd.openxmlformats-…`, `vnd.oasis.opendocument…`) are never rewritten as text, whatever
-            // their names hold; a `charset=binary` (PHP writes it) makes nothing text.
-            let vendor = type.subtype.hasPrefix("vnd.") || type.subtype.hasPrefix("x-vnd.")
-            let textLike = isHTML || (MessageReadings.isTextLike(type) && !(type.type != "text" && (charset == "binary" || vendor)))
+            let names = fileNames(of: entity)
+            let isHTML = (type.is("text", "html") || type.is("application", "xhtml+xml"))
+                && names.allSatisfy { Self.hasExtension($0, Self.htmlExtensions) }
+            // What mailsec reads as text is an allow-list (issue 21, rule 6): text/plain, whose one
+            // reading is the text mailsec writes. Every other text/* (enriched, markdown, calendar,
+            // vcard, json, rtf, csv, xml …) has viewers that decode it otherwise: opaque. So is a
+            // text/plain file whose name makes a viewer open it as something else (`.html`, `.md`, …).
+            let textLike = type.is("text", "plain") && names.allSatisfy { Self.hasExtension($0, Self.textExtensions) }
             // A file named .txt sent as octet-stream is text when it decodes cleanly as such.
-            let friendlyText = type.is("application", "octet-stream") && (entity.filename ?? "").lowercased().hasSuffix(".txt")
-            guard textLike || friendlyText, let decoded = decodedText(entity, type: type, strict: !textLike) else {
+            let friendlyText = type.is("application", "octet-stream") && !names.isEmpty
+                && names.allSatisfy { Self.hasExtension($0, ["txt"]) }
+            guard isHTML || textLike || friendlyText,
+                  let decoded = decodedText(entity, type: type, strict: !(isHTML || textLike)) else {
                 return try opaquePart(entity, type: type, place: place, filename: filename)
             }
             let attachment = entity.disposition == "attachment"
@@ -292,7 +349,7 @@ public enum PostcardRebuild {
             // The blocks follow the text as parts of their own.
             let opaqueBlocks = try blocks.enumerated().map { index, block in
                 let name = try block.name.map { try redactor.redact(Cleaning.cleaned($0, singleLine: true), mode: mode, part: place + " \(block.kind) name") }
-                return try opaqueBytes(Array(block.text.utf8), decoded: block.kind == "uuencode" ? TransferDecoding.uudecode(Array(block.text.utf8)) : nil,
+                return try opaqueBytes(Array(block.text.utf8), decoded: block.decoded,
                                        place: place + " \(block.kind) block \(index + 1)", filename: name)
             }
             return .multipart("mixed", [rebuilt] + opaqueBlocks)
@@ -380,9 +437,10 @@ public enum PostcardRebuild {
         }
 
         /// Bytes cut out of a text (an inline block), as an opaque part.
-        func opaqueBytes(_ bytes: [UInt8], decoded: [UInt8]?, place: String, filename: String?) throws -> MIMEEntity {
+        func opaqueBytes(_ bytes: [UInt8], decoded: [[UInt8]]?, place: String, filename: String?) throws -> MIMEEntity {
             if opaque == .pass {
-                for content in [bytes] + (decoded.map { [$0] } ?? []) {
+                if decoded?.isEmpty == true { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
+                for content in [bytes] + (decoded ?? []) {
                     var search = Redactor.MarkerSearch(redactor, encodings: true)
                     content.withUnsafeBytes { search.feed($0) }
                     if search.finish() { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
@@ -487,7 +545,8 @@ enum Cleaning {
     /// BinHex` … the closing `:`) blocks cut out, and the blocks. A block
     /// without its end runs to the end of the text.
     static func cutBlocks(_ text: String) -> (text: String, blocks: [PostcardRebuild.Block]) {
-        guard text.contains("begin") || text.contains("=ybegin") || text.contains("BinHex") else { return (text, []) }
+        guard text.contains("begin") || text.contains("=ybegin") || text.contains("BinHex") || text.contains("-----BEGIN PGP ")
+        else { return (text, []) }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         var kept: [Substring] = []
         var blocks: [PostcardRebuild.Block] = []
@@ -513,15 +572,73 @@ enum Cleaning {
                 }
             case "yEnc":
                 while end < lines.count && !lines[end].hasPrefix("=yend") { end += 1 }
+            case "OpenPGP":
+                // A cleartext-signed message's first END is its signature's.
+                while end < lines.count && !armorLine(lines[end]).hasPrefix("-----END PGP ") { end += 1 }
             default:
                 while end < lines.count && lines[end].trimmingCharacters(in: .whitespaces) != "end"
                         && lines[end].trimmingCharacters(in: .whitespaces) != "====" { end += 1 }
             }
             end = min(end, lines.count - 1)
-            blocks.append(.init(kind: kind, name: name, text: lines[index...end].joined(separator: "\n") + "\n"))
+            let block = lines[index...end].joined(separator: "\n") + "\n"
+            if kind == "OpenPGP" && EncryptedAlready.isOpenPGPEncrypted(Array(block.utf8)) {
+                // Ciphertext is no reading of anything: it stays in the text.
+                kept += lines[index...end]
+            } else {
+                blocks.append(.init(kind: kind, name: name, text: block))
+            }
             index = end + 1
         }
         return (kept.joined(separator: "\n"), blocks)
+    }
+
+    /// The bytes of the yEnc blocks in `bytes` decoded (each byte less 42,
+    /// `=` escaping the next, less 64 more; lines of `=y` keywords skipped).
+    static func yDecoded(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        for line in bytes.split(omittingEmptySubsequences: true, whereSeparator: { $0 == 10 || $0 == 13 }) {
+            if line.starts(with: Array("=y".utf8)) { continue }
+            var escaped = false
+            for byte in line {
+                if escaped { out.append(byte &- 106); escaped = false } else if byte == UInt8(ascii: "=") { escaped = true } else { out.append(byte &- 42) }
+            }
+        }
+        return out
+    }
+
+    /// The bytes of a BinHex 4.0 block: the characters between its first
+    /// `:` and the next, six bits each, then run-length expanded (0x90 n
+    /// repeats the byte before n times in all; 0x90 0 is 0x90 itself).
+    static func binHexDecoded(_ bytes: [UInt8]) -> [UInt8] {
+        let alphabet = Array("!\"#$%&'()*+,-012345689@ABCDEFGHIJKLMNPQRSTUVXYZ[`abcdefhijklmpqr".utf8)
+        var value = [Int8](repeating: -1, count: 256)
+        for (index, byte) in alphabet.enumerated() { value[Int(byte)] = Int8(index) }
+        guard let start = bytes.firstIndex(of: UInt8(ascii: ":")) else { return [] }
+        var raw: [UInt8] = []
+        var bits = 0, count = 0
+        for byte in bytes[(start + 1)...] {
+            if byte == UInt8(ascii: ":") { break }
+            guard value[Int(byte)] >= 0 else { continue }
+            bits = (bits << 6 | Int(value[Int(byte)])) & 0xFFFF
+            count += 6
+            if count >= 8 {
+                count -= 8
+                raw.append(UInt8((bits >> count) & 0xFF))
+            }
+        }
+        var out: [UInt8] = []
+        var index = 0
+        while index < raw.count {
+            if raw[index] == 0x90 && index + 1 < raw.count {
+                let repeats = Int(raw[index + 1])
+                if repeats == 0 { out.append(0x90) } else if let last = out.last { out += repeatElement(last, count: repeats - 1) }
+                index += 2
+            } else {
+                out.append(raw[index])
+                index += 1
+            }
+        }
+        return out
     }
 
     /// The kind and file name of a block that starts at `line`.
@@ -536,6 +653,14 @@ enum Cleaning {
             return ("yEnc", name)
         }
         if line.hasPrefix("(This file must be converted with BinHex") { return ("BinHex", nil) }
+        // Armored OpenPGP (a message, signed, compressed or literal, a cleartext
+        // signature, a key): readers unpack it, so it is no text, even quoted.
+        if armorLine(line).hasPrefix("-----BEGIN PGP ") { return ("OpenPGP", nil) }
         return nil
+    }
+
+    /// `line` without the blanks and quote marks (`> `) before it.
+    static func armorLine(_ line: Substring) -> Substring {
+        line.drop { $0 == " " || $0 == "\t" || $0 == ">" }
     }
 }
