@@ -105,7 +105,7 @@ let package = Package(
         // Marked spans across whole messages: every reading of a message
         // (MIME/Readings) searched with the policy's markers, and redaction
         // of every field, parameter and part. No GnuPG, no crypto.
-        .target(name: "Redaction", dependencies: ["MIME", "Policy", "HTML"]),
+        .target(name: "Redaction", dependencies: ["MIME", "Policy", "OpenPGP", "HTML"]),
         .target(name: "Pipeline", dependencies: ["Platform", "OpenPGP", "MIME", "Policy", "Redaction", "PartialEncryption"]),
         // The SMTP client (submission and the filter's re-injection): TLS,
         // AUTH, per-recipient results, RFC 5321 time-outs. MIME only to

@@ -327,7 +327,7 @@ public actor ComposeSession {
                                            isShown: !prepared.senderCanReceiveLetter && base.noticeMustBeLetter)
                 }
                 if let protected = draft.protected, kinds.contains(.postcard) {
-                    let postcard = try Postcard.censored(message, redactor: base.redactor)
+                    let postcard = try prepared.censoredPostcard()
                     if protected.isShown(in: postcard) {
                         downgrade = prepared.plan.decisions.compactMap {
                             if case .postcard = $0.decision { $0.recipient.address } else { nil }

@@ -108,3 +108,15 @@ extension MIMEEntity {
         g_mime_object_set_header(raw, name, value, "utf-8")
     }
 }
+
+extension MIMEEntity {
+    /// A `text/SUBTYPE` part holding `text` as UTF-8, always
+    /// quoted-printable and never flowed: the one form a rebuilt postcard's
+    /// text is written in, so that every reader decodes it alike.
+    package static func quotedPrintableText(_ text: String, subtype: String = "plain") -> MIMEEntity {
+        let entity = MIMEEntity.text(text, subtype: subtype)
+        g_mime_text_part_set_charset(cast(entity.raw), "utf-8")
+        g_mime_part_set_content_encoding(cast(entity.raw), GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE)
+        return entity
+    }
+}

@@ -105,8 +105,14 @@ public final class MIMEEntity {
 
     /// The text of a `text/*` leaf as a `String`, transfer encoding decoded and
     /// converted from its charset (`g_mime_text_part_get_text`); nil otherwise.
+    /// A charset under a name mail software gives it that GMime reads
+    /// otherwise or not at all (`ks_c_5601-1987`, `x-mac-roman`,
+    /// `unknown-8bit`) is decoded as ``Charsets`` says the name means.
     public var text: String? {
         guard mailsec_gmime_is_text_part(raw) != 0 else { return nil }
+        if let declared = contentType.parameters["charset"], let meant = Charsets.alias(declared) {
+            return content.flatMap { Charsets.decode($0, charset: meant) }
+        }
         let part: UnsafeMutablePointer<GMimeTextPart> = cast(raw)
         return takeString(g_mime_text_part_get_text(part))
     }

@@ -25,8 +25,13 @@ public final class MIMEMessage {
     // MARK: Parsing
 
     /// Parses a message from memory.
+    /// A bare CR (not before LF) ends a line, as Python's `email` and most
+    /// readers take it; GMime would read on to the next LF. Every path that
+    /// parses mail comes here, so each reads such a mail the same one way
+    /// (issue 21: not refused by one command and passed by another).
     public static func parse(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> MIMEMessage {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
+        let bytes = HeaderScan.bareCRAsLineEnds(bytes)
         try HeaderScan.refuseNUL(in: bytes)
         let stream = MemoryStream(copying: bytes)
         return try withExtendedLifetime(stream) { try parse(stream: stream.raw, options: options) }
@@ -67,6 +72,8 @@ public final class MIMEMessage {
                 let size = Int(info.st_size)
                 guard size <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
                 try HeaderScan.refuseNUL(inFile: fd, size: size, mbox: mbox)
+                // A file with a bare CR is read into memory, where its line ends are made one kind.
+                if try HeaderScan.hasBareCR(inFile: fd, size: size) { self = .bytes(try HeaderScan.contents(ofFile: fd, size: size)); return }
                 let own = dup(fd)
                 guard own >= 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
                 GMimeLibrary.initialise()
@@ -102,6 +109,7 @@ public final class MIMEMessage {
     public static func forEachInMbox(_ bytes: [UInt8], options: ParseOptions = .standard,
                                      _ body: (MIMEMessage) throws -> Void) throws {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
+        let bytes = HeaderScan.bareCRAsLineEnds(bytes)
         try HeaderScan.refuseNUL(in: bytes, mbox: true)
         let stream = MemoryStream(copying: bytes)
         // The parts may keep pointing into the stream, which lives as long as they need.
@@ -333,6 +341,71 @@ extension MailAddress {
 /// begins with `--` (a boundary, as far as can be told before parsing), and
 /// in a mailbox every `From ` line; it ends at the first empty line.
 enum HeaderScan {
+    /// `bytes` with every line end an LF when there is a bare CR (one not
+    /// before LF) among them: a bare CR and a CR LF alike, so the lines are of
+    /// one kind (GMime reads a mix of LF and CR LF lines unevenly). The same
+    /// array when there is no bare CR (nearly all mail). One pass.
+    static func bareCRAsLineEnds(_ bytes: [UInt8]) -> [UInt8] {
+        guard firstBareCR(bytes[...]) != nil else { return bytes }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        for (index, byte) in bytes.enumerated() {
+            if byte == 13 {
+                if index + 1 < bytes.count && bytes[index + 1] == 10 { continue }
+                out.append(10)
+            } else {
+                out.append(byte)
+            }
+        }
+        return out
+    }
+
+    /// Where the first CR not followed by LF stands in `bytes`, if anywhere
+    /// (a CR at the very end counts: nothing follows it).
+    static func firstBareCR(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var from = bytes.startIndex
+        while let cr = bytes[from...].firstIndex(of: 13) {
+            if cr + 1 == bytes.endIndex || bytes[cr + 1] != 10 { return cr }
+            from = cr + 2
+        }
+        return nil
+    }
+
+    /// True when the first `size` bytes of a regular file hold a bare CR; read in pieces.
+    static func hasBareCR(inFile fd: Int32, size: Int) throws -> Bool {
+        var piece = [UInt8](repeating: 0, count: min(size, 1 << 20) + 1)
+        var offset = 0
+        while offset < size {
+            // One byte more than is judged, so a CR at a piece's end sees what follows it.
+            let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, min($0.count, size - offset + 1), off_t(offset)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw MIMEError(.io, detail: String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            let judged = min(count, size - offset, piece.count - 1)
+            if let cr = firstBareCR(piece[..<count]), cr < judged { return cr + 1 < count || offset + cr + 1 >= size }
+            offset += judged
+        }
+        return false
+    }
+
+    /// The first `size` bytes of a regular file.
+    static func contents(ofFile fd: Int32, size: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: size)
+        var offset = 0
+        while offset < size {
+            let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, size - offset, off_t(offset)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw MIMEError(.io, detail: String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            offset += count
+        }
+        return Array(bytes[..<offset])
+    }
+
     /// Like ``refuseNUL(in:mbox:)`` for the first `size` bytes of a regular
     /// file, read in pieces of 1 MiB, never mapped or held whole (a mapped
     /// file's pages count as the process's own memory): once to find

@@ -105,19 +105,36 @@ public struct Composition: Sendable, Hashable, Codable {
 
 /// Postcards made without any key: what `mailsec redact` prints.
 public enum Postcard {
-    /// The censored postcard of `message`: every marked span replaced by the
-    /// placeholder, Bcc removed. A signed mail with marked spans is refused.
-    /// A mail with marked spans in which some place cannot be read with
-    /// certainty is refused (``PipelineError/Code/unreadable``).
-    public static func censored(_ message: MIMEMessage, redactor: Redactor = .standard) throws -> MIMEMessage {
+    /// The censored postcard of `message`: for a mail with marked spans
+    /// rebuilt from what mailsec reads of it (``PostcardRebuild``), opaque
+    /// parts as `opaque` says; otherwise the mail as it is, Bcc removed. A
+    /// signed mail with marked spans is refused. A mail with marked spans in
+    /// which some place cannot be read with certainty is refused
+    /// (``PipelineError/Code/unreadable``).
+    public static func censored(_ message: MIMEMessage, redactor: Redactor = .standard,
+                                opaque: OpaqueParts = .withhold) throws -> MIMEMessage {
         let readings = redactor.readings(of: message)
-        let hasSpans = try redactor.hasMarkedSpans(message) || readings.marker != nil
+        let hasSpans = try hasMarkedSpans(message, redactor: redactor, readings: readings)
         if hasSpans, let place = readings.uncertain.first { throw PipelineError(.unreadable, detail: place) }
-        return try censored(message, redactor: redactor, hasSpans: hasSpans)
+        guard hasSpans else { return try unchanged(message) }
+        return try rebuilt(message, redactor: redactor, mode: .censor, opaque: opaque).message
     }
 
-    /// The same, when the caller already knows whether the mail has spans.
-    static func censored(_ message: MIMEMessage, redactor: Redactor, hasSpans: Bool) throws -> MIMEMessage {
+    /// True when `message` has marked spans: in some reading of it
+    /// (`readings`), or in GMime's text, where markers must pair up. Markers
+    /// that do not pair up there but do in the rebuilt model count as spans
+    /// (GMime's text of a part stops at a NUL, which the model strips); else
+    /// the error stands.
+    static func hasMarkedSpans(_ message: MIMEMessage, redactor: Redactor, readings: Redactor.ReadingsFinding) throws -> Bool {
+        do { return try redactor.hasMarkedSpans(message) || readings.marker != nil } catch let error as PolicyError {
+            guard (try? PostcardRebuild.rebuild(message, redactor: redactor)) != nil else { throw error }
+            return true
+        }
+    }
+
+    /// A postcard of a mail without marked spans: the mail as it is, Bcc
+    /// removed, header fields 7-bit and folded.
+    static func unchanged(_ message: MIMEMessage) throws -> MIMEMessage {
         let copy = try message.copySharingContent()
         copy.removeHeader("Bcc")
         copy.removeHeader("Resent-Bcc")
@@ -125,15 +142,40 @@ public enum Postcard {
         copy.encodeEightBitHeaders()
         // And folded: a long Subject of a parsed mail is one line otherwise.
         copy.foldLongHeaders()
-        guard hasSpans else { return copy }
-        if copy.body?.walk().contains(where: { $0.entity.contentType.is("multipart", "signed") }) == true {
-            throw PipelineError(.signedMailNeedsRedaction)
-        }
-        try redactor.apply(.censor, to: copy)
-        // Whatever redaction cannot reach (a marker in a part it cannot decode)
-        // stops the mail: a postcard with a marker left in it is never written.
-        if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable, detail: place) }
-        copy.foldLongHeaders()
         return copy
+    }
+
+    /// The one path every postcard of a mail with marked spans comes from
+    /// (`redact`, `encrypt`, the filters, `send`, `sendmail`, `compose`, and
+    /// the partially encrypted postcard with `.number`): the mail rebuilt
+    /// (``PostcardRebuild/rebuild(_:redactor:mode:opaque:)``), written, parsed
+    /// again as written and its reading searched (``MailPipeline/checked(_:redactor:wholeAbove:)``);
+    /// a marker there refuses the mail. The message returned is the one parsed from what was written.
+    ///
+    /// `check: false` leaves the check to the caller, which checks the postcard as it is finally
+    /// written (``MailPipeline/write(_:)``); `stopped` is told what the rebuild had found when it stopped.
+    static func rebuilt(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode, opaque: OpaqueParts,
+                        check: Bool = true, stopped: ((PostcardParts) -> Void)? = nil) throws -> RebuiltPostcard {
+        let rebuilt: RebuiltPostcard
+        do { rebuilt = try PostcardRebuild.rebuild(message, redactor: redactor, mode: mode, opaque: opaque) } catch let error as RebuildError {
+            stopped?(error.parts)
+            throw PipelineError(error)
+        }
+        guard check else { return rebuilt }
+        let bytes = try MailPipeline.checked(rebuilt.message.serialize(), redactor: redactor)
+        let written = try MIMEMessage.parse(bytes, options: ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max))
+        return RebuiltPostcard(message: written, parts: rebuilt.parts, from: rebuilt.from, subject: rebuilt.subject,
+                               readingText: rebuilt.readingText)
+    }
+}
+
+extension PipelineError {
+    /// The pipeline's error for a rebuild that stopped.
+    init(_ error: RebuildError) {
+        switch error.code {
+        case .signed: self.init(.signedMailNeedsRedaction)
+        case .refusedParts: self.init(.opaquePartRefused, detail: error.place)
+        case .markerInPassedPart, .tooDeep: self.init(.unredactable, detail: error.place)
+        }
     }
 }

@@ -31,7 +31,7 @@ extension PipelineError: MailsecError {
     /// The status for this error's code (see the table above).
     public var exitStatus: ExitStatus {
         switch code {
-        case .noRecipients, .noSender, .unredactable, .unreadable: .dataError
+        case .noRecipients, .noSender, .unredactable, .unreadable, .opaquePartRefused: .dataError
         case .refused, .signedMailNeedsRedaction, .noticeNeedsLetter, .publishRefused: .refused
         case .notYetSupported, .noPublisher: .refused
         case .noSigningKey, .publishFailed: .temporary

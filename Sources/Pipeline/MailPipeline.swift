@@ -37,6 +37,9 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         /// with certainty: a charset or transfer encoding no reader can be
         /// relied on to decode, or fields that readers resolve differently.
         public static let unreadable = Code(rawValue: "unreadable")
+        /// The mail has marked spans and a part mailsec does not read (``PipelineError/detail``:
+        /// the place), and `opaque_parts = "refuse"`.
+        public static let opaquePartRefused = Code(rawValue: "opaquePartRefused")
         /// Partially encrypted postcards are due but no reading server is configured.
         public static let noPublisher = Code(rawValue: "noPublisher")
         /// The spans could not be published (``PipelineError/detail``: the reason, without
@@ -84,6 +87,8 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         case .unredactable: "a private marker in \(detail) cannot be redacted; remove it or send the mail to letter recipients only"
         case .unreadable:
             "the mail has marked spans, and \(detail) cannot be read with certainty, so it is refused; send it to letter recipients only"
+        case .opaquePartRefused:
+            "the mail has marked spans, and \(detail) is a part mailsec cannot read, so it is refused (opaque_parts = \"refuse\")"
         case .noPublisher: "partially encrypted postcards need a reading server to publish to (a publish URL and token)"
         case .publishFailed: "the private parts could not be published, so nothing was sent: \(detail)"
         case .publishRefused: "the reading server will not take this mail's private parts, so nothing was sent: \(detail)"
@@ -179,12 +184,32 @@ public final class PreparedMail {
     /// The envelope sender's own usable key, if any: what a password notice is encrypted to.
     public let senderKey: Key?
 
+    /// The censored postcard as ``MailPipeline/write(_:)`` sends it (before an
+    /// invitation or a reading-page notice is added): the rebuilt one for a
+    /// mail with marked spans, else the mail as it is, Bcc removed.
+    public func censoredPostcard() throws -> MIMEMessage {
+        if let rebuilt { return try rebuilt.get().message }
+        if plan.hasMarkedSpans || readings.marker != nil, let place = readings.uncertain.first {
+            throw PipelineError(.unreadable, detail: place)
+        }
+        return try Postcard.unchanged(message)
+    }
+    /// The postcard rebuilt from the mail (``Postcard/rebuilt(_:redactor:mode:opaque:check:stopped:)``),
+    /// or why it could not be: made once, in `prepare`, for a mail with marked spans that
+    /// has a postcard or unchanged copy; nil otherwise.
+    let rebuilt: Result<RebuiltPostcard, any Error>?
+    /// The catalog the rebuilt postcard numbered its spans in (partially encrypted postcards); nil otherwise.
+    let catalog: SpanCatalog?
+
     /// True when a password notice can go to the envelope sender as a letter:
     /// the sender has a usable key and there is a key to sign with.
     public var senderCanReceiveLetter: Bool { senderKey != nil && signingKey != nil }
 
     init(message: MIMEMessage, original: [UInt8]?, plan: Plan, envelopeSender: String, signingKey: Key?, senderKey: Key?,
-         keys: [String: Key], readings: Redactor.ReadingsFinding) {
+         keys: [String: Key], readings: Redactor.ReadingsFinding, rebuilt: Result<RebuiltPostcard, any Error>? = nil,
+         catalog: SpanCatalog? = nil) {
+        self.rebuilt = rebuilt
+        self.catalog = catalog
         self.readings = readings
         self.senderKey = senderKey
         self.message = message
@@ -314,23 +339,13 @@ public struct MailPipeline: Sendable {
         }
     }
 
-    /// True for mail that is encrypted already: `multipart/encrypted`, S/MIME
-    /// `enveloped-data` (not S/MIME signing, which is readable), or a text
-    /// body that is nothing but one armored OpenPGP message.
+    /// True for mail that is encrypted already (``EncryptedAlready``): an
+    /// OpenPGP message whose packets are PKESK/SKESK followed by encrypted
+    /// data (PGP/MIME, or a text body that is nothing but one armored such
+    /// message), or S/MIME enveloped-data. Literal, compressed or signed-only
+    /// OpenPGP, an armored block inside other text and S/MIME signed-data are not.
     public static func isEncrypted(_ message: MIMEMessage) -> Bool {
-        guard let body = message.body else { return false }
-        let type = body.contentType
-        if type.is("multipart", "encrypted") { return true }
-        if type.is("application", "pkcs7-mime") || type.is("application", "x-pkcs7-mime") {
-            let kind = type.parameters["smime-type"]?.lowercased()
-            return kind == "enveloped-data" || kind == "authenveloped-data"
-        }
-        if type.type == "text", let text = body.text {
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            return trimmed.hasPrefix("-----BEGIN PGP MESSAGE-----") && trimmed.hasSuffix("-----END PGP MESSAGE-----")
-                && trimmed.components(separatedBy: "-----BEGIN PGP MESSAGE-----").count == 2
-        }
-        return false
+        message.body.map(EncryptedAlready.isEncrypted) ?? false
     }
 
     /// Looks up every recipient's key (and the signer's) in one listing and
@@ -401,7 +416,7 @@ public struct MailPipeline: Sendable {
         // For a mail encrypted already, a marker outside the ciphertext (the
         // Subject, say) is a span too: the plan says so, as the copy is censored.
         let hasSpans = alreadyEncrypted ? readings.marker != nil
-            : try options.redactor.hasMarkedSpans(message) || readings.marker != nil
+            : try Postcard.hasMarkedSpans(message, redactor: options.redactor, readings: readings)
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)
@@ -433,11 +448,28 @@ public struct MailPipeline: Sendable {
                                          since: choice.since.map { $0.formatted(.iso8601) },
                                          certifiedByPrevious: choice.key.isCertified(by: previous, for: address))
         }
-        let plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
+        var plan = try Plan(recipients: recipients, keys: availability, hasMarkedSpans: hasSpans,
                             alreadyEncrypted: alreadyEncrypted, options: options.mail, remembered: remembered, changes: changes)
+        // The postcard is rebuilt here, once: the plan shows what it withholds,
+        // passes and drops, and `write` sends it. What stops the rebuild stops
+        // the mail when it is written, not the plan.
+        var rebuilt: Result<RebuiltPostcard, any Error>?
+        var catalog: SpanCatalog?
+        if hasSpans || readings.marker != nil, readings.uncertain.isEmpty,
+           plan.copies.contains(where: { $0.kind == .postcard || $0.kind == .unchanged }) {
+            let numbered = hasSpans && options.mail.postcardExtension == .partiallyEncrypted
+                && plan.copies.contains { $0.kind == .postcard }
+            catalog = numbered ? SpanCatalog() : nil
+            var stopped: PostcardParts?
+            rebuilt = Result {
+                try Postcard.rebuilt(message, redactor: options.redactor, mode: catalog.map { Redactor.Mode.number($0) } ?? .censor,
+                                     opaque: options.mail.opaqueParts, check: false) { stopped = $0 }
+            }
+            if let parts = (try? rebuilt?.get())?.parts ?? stopped { plan.postcardParts = parts }
+        }
         let senderKey = book.choice(sender.lowercased(), learned: learned[sender.lowercased()] ?? [])?.key
         return PreparedMail(message: message, original: original, plan: plan, envelopeSender: sender, signingKey: signingKey,
-                            senderKey: senderKey, keys: keys, readings: readings)
+                            senderKey: senderKey, keys: keys, readings: readings, rebuilt: rebuilt, catalog: catalog)
     }
 
     /// Envelope addresses reach argv and SMTP: checked (and `<…>` taken off)
@@ -488,7 +520,9 @@ public struct MailPipeline: Sendable {
         }
         let kinds = Set(plan.copies.map(\.kind))
         let body = prepared.message.body
-        let isSigned = body?.walk().contains { $0.entity.contentType.is("multipart", "signed") } ?? false
+        // multipart/signed, cleartext-signed text, S/MIME signed-data: a
+        // letter unwraps only the first, at the top.
+        let isSigned = EncryptedAlready.isSigned(prepared.message)
         if plan.hasMarkedSpans && isSigned
             && (kinds.contains(.postcard) || !(body?.contentType.is("multipart", "signed") ?? false)) {
             throw PipelineError(.signedMailNeedsRedaction)
@@ -507,15 +541,23 @@ public struct MailPipeline: Sendable {
         var censoredCopy: MIMEMessage?
         func censored() throws -> MIMEMessage {
             if let censoredCopy { return censoredCopy }
-            let made = try Postcard.censored(prepared.message, redactor: options.redactor,
-                                             hasSpans: plan.hasMarkedSpans || prepared.readings.marker != nil)
+            let made: MIMEMessage
+            if let rebuilt = prepared.rebuilt {
+                made = try rebuilt.get().message
+            } else if plan.hasMarkedSpans || prepared.readings.marker != nil {
+                // Letters only: their outside is all that is shown, its fields rebuilt.
+                made = try PostcardRebuild.outside(prepared.message, redactor: options.redactor)
+            } else {
+                made = try Postcard.unchanged(prepared.message)
+            }
             censoredCopy = made
             return made
         }
         var reading: (postcard: ReadingPostcard, publication: Publication)?
         if prepared.publishesSpans {
             guard let publisher = options.publisher else { throw PipelineError(.noPublisher) }
-            if let postcard = try ReadingPostcard(prepared.message, redactor: options.redactor, lifetime: options.readingLifetime) {
+            if let rebuilt = try prepared.rebuilt?.get(), let catalog = prepared.catalog,
+               let postcard = try ReadingPostcard(rebuilt, catalog: catalog, redactor: options.redactor, lifetime: options.readingLifetime) {
                 do { reading = (postcard, try publisher.publish(postcard.document)) } catch {
                     // A document the server will never take (too large, refused as malformed) must not be retried.
                     if error.status == 400 || error.status == 413 { throw PipelineError(.publishRefused, detail: error.description) }

@@ -12,18 +12,14 @@ struct ReadingPostcard {
     let document: ReadingDocument
     let password: SpanPassword
 
-    /// Numbers the spans of `message`, checks that no marker is left, and
-    /// encrypts the spans under a fresh password. Nothing is published yet.
-    /// nil when no span has text to show (spans only in attributes or
-    /// comments, which are dropped): the censored postcard is all there is.
-    init?(_ message: MIMEMessage, redactor: Redactor, lifetime: Int?) throws {
-        let catalog = SpanCatalog()
-        let copy = try message.copy()
-        copy.removeHeader("Bcc")
-        copy.removeHeader("Resent-Bcc")
-        try redactor.apply(.number(catalog), to: copy)
-        if let place = redactor.remainingMarker(in: copy) { throw PipelineError(.unredactable, detail: place) }
-
+    /// The reading document of `rebuilt`, a postcard rebuilt with its spans
+    /// numbered in `catalog` (``Postcard/rebuilt(_:redactor:mode:opaque:check:stopped:)``):
+    /// the document's From, Subject and text come from the same model as the
+    /// postcard (decoded and cleaned, inline blocks cut out), never from the
+    /// raw input; the spans are encrypted under a fresh password. Nothing is
+    /// published yet. nil when no span has text to show (spans only in
+    /// attributes or comments, which are dropped): the censored postcard is all there is.
+    init?(_ rebuilt: RebuiltPostcard, catalog: SpanCatalog, redactor: Redactor, lifetime: Int?) throws {
         func converted(_ segments: [TextSegment]) throws -> [ReadingDocument.Segment] {
             try segments.map { segment in
                 switch segment {
@@ -35,15 +31,15 @@ struct ReadingPostcard {
                 }
             }
         }
-        let from = message.headers.first { $0.name.lowercased() == "from" }?.value ?? ""
         let body: [TextSegment]
-        switch Self.readingText(of: message) {
+        switch rebuilt.readingText {
         case .plain(let text): body = try redactor.segments(text, catalog: catalog, part: "the main text")
-        case .html(let html): body = try redactor.segments(html: html, catalog: catalog, part: "the main text")
+        // The same kept text and spans as the postcard's HTML, through the same allow-list.
+        case .html(let html): body = try HTMLRebuild.segments(html, redactor: redactor, catalog: catalog, part: "the main text")
         case nil: body = []
         }
-        let document = (try converted(redactor.segments(from, catalog: catalog, part: "From")),
-                        try converted(redactor.segments(message.subject ?? "", catalog: catalog, part: "Subject")),
+        let document = (try converted(redactor.segments(rebuilt.from, catalog: catalog, part: "From")),
+                        try converted(redactor.segments(rebuilt.subject, catalog: catalog, part: "Subject")),
                         try converted(body))
         // Spans only in attributes or comments are dropped, never numbered: nothing to publish.
         guard !catalog.spans.isEmpty else { return nil }
@@ -54,19 +50,7 @@ struct ReadingPostcard {
         }
         self.document = ReadingDocument(from: document.0, subject: document.1, body: document.2,
                                         spanCount: catalog.spans.count, blob: blob, lifetime: lifetime)
-        numbered = copy
-    }
-
-    enum ReadingText { case plain(String), html(String) }
-
-    /// The text the reading page shows: the first text/plain part that is not
-    /// an attachment, else the first such text/html part (shown as text).
-    static func readingText(of message: MIMEMessage) -> ReadingText? {
-        let leaves = message.body?.walk().map(\.entity).filter { entity in
-            entity.contentType.type == "text" && entity.disposition?.lowercased() != "attachment"
-        } ?? []
-        if let plain = leaves.first(where: { $0.contentType.subtype == "plain" })?.text { return .plain(plain) }
-        return leaves.first { $0.contentType.subtype == "html" }?.text.map(ReadingText.html)
+        numbered = rebuilt.message
     }
 
     /// The postcard: the numbered mail and a part that says where the spans

@@ -55,9 +55,17 @@ extension Redactor {
                 placeholderAt[span.openStart] = mode.replacement(for: content, placeholder: placeholder)
             }
         }
-        /// A tag at stream position `p` lies in a span when span scalars stand on both sides.
+        /// A tag at stream position `p` lies in a span when span scalars stand
+        /// on both sides. The spans are in order and apart: the last one that
+        /// opens before `p` is the only one that may (a binary search, not a
+        /// look at every span for every tag, which was quadratic).
         func tagInSpan(_ p: Int) -> Bool {
-            found.contains { $0.openStart < p && p < $0.closeEnd }
+            var low = 0, high = found.count
+            while low < high {
+                let middle = (low + high) / 2
+                if found[middle].openStart < p { low = middle + 1 } else { high = middle }
+            }
+            return low > 0 && p < found[low - 1].closeEnd
         }
 
         var out = ""
@@ -145,10 +153,21 @@ enum HTMLToken {
             tokens.append(.text(raw: raw, decoded: rawTextEnd == nil ? decodeEntities(raw) : Array(raw.unicodeScalars)))
         }
         func starts(_ prefix: String, at i: Int) -> Bool {
-            let p = Array(prefix.unicodeScalars)
-            guard i + p.count <= s.count else { return false }
-            return zip(s[i..<(i + p.count)], p).allSatisfy { String($0).lowercased() == String($1).lowercased() }
+            var at = i
+            for scalar in prefix.unicodeScalars {
+                guard at < s.count, fold(s[at]) == scalar else { return false }
+                at += 1
+            }
+            return true
         }
+        // A tag's search for its `>` that found none is not made again from
+        // further on: text with many `a<b` and an unbalanced quote would be
+        // searched to its end from each `<` (quadratic). `dead` marks the
+        // positions, with the quote then open (bit 1: none, 2: `"`, 4: `'`),
+        // from which a search went on to the end. Every search starts past
+        // the one before, so a mark left by a search that did find its `>` is
+        // never reached again.
+        var dead: [UInt8] = []
         while index < s.count {
             guard s[index] == "<" else { index += 1; continue }
             if let end = rawTextEnd, !starts(end, at: index) { index += 1; continue }
@@ -165,9 +184,13 @@ enum HTMLToken {
                 tokenEnd = min(j + 1, s.count)
                 make = { .other($0) }
             } else if index + 1 < s.count, s[index + 1].properties.isAlphabetic || s[index + 1] == "/" {
+                if dead.isEmpty { dead = [UInt8](repeating: 0, count: s.count) }
                 var j = index + 1
                 var quote: Unicode.Scalar?
                 while j < s.count {
+                    let state: UInt8 = quote == nil ? 1 : quote == "\"" ? 2 : 4
+                    if dead[j] & state != 0 { j = s.count; break }
+                    dead[j] |= state
                     let c = s[j]
                     if let q = quote { if c == q { quote = nil } } else if c == "\"" || c == "'" { quote = c } else if c == ">" { break }
                     j += 1

@@ -100,6 +100,38 @@ public enum KeyLossRule: String, Sendable, Hashable, Codable {
     case postcard
 }
 
+/// What a postcard of a mail with marked spans does with a part mailsec
+/// does not read (an image, a PDF, an office file, an inline uuencoded block):
+/// `opaque_parts` in filter.toml and config.toml, `--opaque-parts`.
+public enum OpaqueParts: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Replaced in the postcard by a short note naming the file (the default).
+    case withhold
+    /// Sent unchanged and named in the plan as passed unread; a marker in its bytes refuses the mail.
+    case pass
+    /// The mail is refused.
+    case refuse
+}
+
+/// What the rebuilt postcard of a mail with marked spans leaves out or
+/// passes on unread: what `plan` shows. Each entry names the part and its
+/// file by its censored name (`part 2 (application/pdf) "report.pdf"`).
+public struct PostcardParts: Sendable, Hashable, Codable {
+    /// Parts replaced by a note (`opaque_parts = "withhold"`).
+    public var withheld: [String] = []
+    /// Parts sent unchanged, unread (`opaque_parts = "pass"`).
+    public var passed: [String] = []
+    /// Parts that refuse the mail (`opaque_parts = "refuse"`).
+    public var refused: [String] = []
+    /// What the HTML allow-list dropped (elements, attributes), each with its part.
+    public var dropped: [String] = []
+
+    /// Nothing withheld, passed, refused or dropped.
+    public init() {}
+
+    /// True when there is nothing to show.
+    public var isEmpty: Bool { withheld.isEmpty && passed.isEmpty && refused.isEmpty && dropped.isEmpty }
+}
+
 /// Key changes: what happens when the key a recipient would get differs
 /// from the one they last got a letter with (key continuity). The command
 /// line always holds such a mail until the person accepts the key.
@@ -166,6 +198,8 @@ public struct MailOptions: Sendable, Hashable {
     /// What happens to a recipient whose remembered key (key continuity) is
     /// now revoked or expired.
     public var onKeyLoss: KeyLossRule
+    /// What postcards of a mail with marked spans do with parts mailsec does not read.
+    public var opaqueParts: OpaqueParts = .withhold
     /// What happens when a recipient's key differs from the one they last got
     /// a letter with (default: held until accepted).
     public var onKeyChange: KeyChangeRule = .defer
@@ -332,6 +366,10 @@ public struct Plan: Sendable, Hashable {
     public let hasMarkedSpans: Bool
     /// The options the plan was made with.
     public let options: MailOptions
+    /// What the rebuilt postcard withholds, passes unread or drops (empty
+    /// for a mail without marked spans, which is not rebuilt); filled in by
+    /// whoever rebuilt it.
+    public var postcardParts = PostcardParts()
     /// Every recipient whose key differs from the one they last got a letter
     /// with: held ones (refused, ``PostcardReason/keyChanged(_:)``) and ones
     /// the rule took (their letter goes to the new key).

@@ -50,6 +50,15 @@ public struct PlanReport: Codable, Sendable, Hashable {
     public let recipients: [RecipientReport]
     /// Empty when refused.
     public let copies: [CopyReport]
+    /// Parts the rebuilt postcard replaces by a note (`opaque_parts = "withhold"`), each
+    /// named by its place and censored file name; empty for mail without marked spans.
+    public let withheldParts: [String]
+    /// Parts the rebuilt postcard passes unread (`opaque_parts = "pass"`).
+    public let passedParts: [String]
+    /// Parts that refuse the mail (`opaque_parts = "refuse"`).
+    public let refusedParts: [String]
+    /// What the HTML allow-list dropped from the postcard, each with its part.
+    public let droppedByAllowList: [String]
 
     /// The report of `plan`.
     public init(_ plan: Plan) {
@@ -90,10 +99,15 @@ public struct PlanReport: Codable, Sendable, Hashable {
         copies = plan.copies.map {
             CopyReport(kind: $0.kind.rawValue, recipients: $0.recipients.map(\.address), fingerprints: $0.fingerprints)
         }
+        withheldParts = plan.postcardParts.withheld
+        passedParts = plan.postcardParts.passed
+        refusedParts = plan.postcardParts.refused
+        droppedByAllowList = plan.postcardParts.dropped
     }
 
     enum CodingKeys: String, CodingKey {
         case recipientState, mailState, postcardExtension, hasMarkedSpans, refused, recipients, copies
+        case withheldParts, passedParts, refusedParts, droppedByAllowList
     }
 
     /// Written by hand so that absent values are an explicit `null`.
@@ -106,6 +120,10 @@ public struct PlanReport: Codable, Sendable, Hashable {
         try container.encode(refused, forKey: .refused)
         try container.encode(recipients, forKey: .recipients)
         try container.encode(copies, forKey: .copies)
+        try container.encode(withheldParts, forKey: .withheldParts)
+        try container.encode(passedParts, forKey: .passedParts)
+        try container.encode(refusedParts, forKey: .refusedParts)
+        try container.encode(droppedByAllowList, forKey: .droppedByAllowList)
     }
 }
 

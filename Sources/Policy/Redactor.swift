@@ -160,11 +160,15 @@ func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
 }
 
 /// True for scalars a reader shows as nothing (soft hyphen, zero-width
-/// space and joiners, bidirectional marks, byte order mark …): inside a
-/// marker they do not stop it from being one.
+/// space and joiners, bidirectional marks, byte order mark …, and the C0
+/// and C1 controls but tab, line feed and carriage return, which a browser
+/// or a reader that drops controls shows as nothing too): inside a marker
+/// they do not stop it from being one.
 @inline(__always)
 func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
-    scalar.value >= 0xAD && (scalar.value == 0xAD || scalar.properties.isDefaultIgnorableCodePoint)
+    let value = scalar.value
+    if value < 0xA0 { return value < 0x20 ? value != 0x09 && value != 0x0A && value != 0x0D : value >= 0x7F }
+    return value == 0xAD || scalar.properties.isDefaultIgnorableCodePoint
 }
 
 /// Where `needle` (folded) first occurs in `haystack` at or after `from`,

@@ -177,10 +177,20 @@ extension Redactor {
         let scalars = Array(text.unicodeScalars)
         var index = 0
         let prefix: [Unicode.Scalar] = ["d", "a", "t", "a", ":"]
+        // The first `,` or quote at or after `stopFrom`, kept from one URL to
+        // the next: `data:` again and again without a comma would each search
+        // to the end (quadratic).
+        var stopFrom = Int.max, stopAt = 0
         while index + prefix.count <= scalars.count {
             guard zip(scalars[index..<(index + prefix.count)], prefix).allSatisfy({ fold($0) == $1 }) else { index += 1; continue }
             var comma = index + prefix.count
-            while comma < scalars.count && scalars[comma] != "," && scalars[comma] != "\"" && scalars[comma] != "'" { comma += 1 }
+            if comma >= stopFrom && comma <= stopAt {
+                comma = stopAt
+            } else {
+                stopFrom = comma
+                while comma < scalars.count && scalars[comma] != "," && scalars[comma] != "\"" && scalars[comma] != "'" { comma += 1 }
+                stopAt = comma
+            }
             guard comma < scalars.count, scalars[comma] == "," else { index += prefix.count; continue }
             let header = String(String.UnicodeScalarView(scalars[(index + prefix.count)..<comma])).lowercased()
             var end = comma + 1
@@ -233,16 +243,46 @@ func hexValue(_ scalar: Unicode.Scalar) -> UInt32? {
     }
 }
 
-/// The named character references by name (as written after `&`).
-let htmlEntities: [String: [Unicode.Scalar]] = {
-    var table: [String: [Unicode.Scalar]] = [:]
-    for line in htmlEntityTable.split(separator: "\n") {
-        let fields = line.split(separator: " ")
-        guard let name = fields.first else { continue }
-        table[String(name)] = fields.dropFirst().compactMap { UInt32($0, radix: 16).flatMap(Unicode.Scalar.init) }
+/// The named character references as a trie over the ASCII of their names
+/// (as written after `&`): the longest name at an `&` is found in one walk
+/// along the text, not by a look-up for every length (33 of them at each
+/// `&`: `&a` again and again cost that much).
+struct EntityTrie: Sendable {
+    /// Per node: its children by the next byte of a name.
+    private var children: [[UInt8: Int32]] = [[:]]
+    /// Per node: the scalars when a name ends there.
+    private var values: [[Unicode.Scalar]?] = [nil]
+
+    init(_ table: String) {
+        for line in table.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard let name = fields.first else { continue }
+            var node = 0
+            for byte in name.utf8 {
+                if let next = children[node][byte] { node = Int(next); continue }
+                children.append([:])
+                values.append(nil)
+                children[node][byte] = Int32(children.count - 1)
+                node = children.count - 1
+            }
+            values[node] = fields.dropFirst().compactMap { UInt32($0, radix: 16).flatMap(Unicode.Scalar.init) }
+        }
     }
-    return table
-}()
+
+    /// The longest name that `scalars` start with at `start`: where it ends, and what it stands for.
+    func longestMatch(_ scalars: [Unicode.Scalar], at start: Int) -> (end: Int, value: [Unicode.Scalar])? {
+        var node = 0, at = start
+        var best: (end: Int, value: [Unicode.Scalar])?
+        while at < scalars.count, scalars[at].value < 0x80, let next = children[node][UInt8(scalars[at].value)] {
+            node = Int(next)
+            at += 1
+            if let value = values[node] { best = (at, value) }
+        }
+        return best
+    }
+}
+
+let htmlEntities = EntityTrie(htmlEntityTable)
 
 /// How numeric references to C1 controls are read (WHATWG): as Windows-1252.
 private let windows1252: [UInt32: UInt32] = [
@@ -283,19 +323,11 @@ func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
             }
         } else {
             // The longest name in the table that the text starts with.
-            var length = min(33, s.count - index - 1)
-            var matched = false
-            while length > 1 {
-                let name = String(String.UnicodeScalarView(s[(index + 1)..<(index + 1 + length)]))
-                if let value = htmlEntities[name] {
-                    out += value
-                    index += 1 + length
-                    matched = true
-                    break
-                }
-                length -= 1
+            if let match = htmlEntities.longestMatch(s, at: index + 1) {
+                out += match.value
+                index = match.end
+                continue
             }
-            if matched { continue }
         }
         out.append(s[index])
         index += 1

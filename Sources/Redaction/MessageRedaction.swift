@@ -224,7 +224,7 @@ extension Redactor {
     /// (GMime drops an encoded-word that follows one ending in `=` padding
     /// on the next line, so a span cut between them would not pair up). With
     /// none, the first reading with a marker, whose error then stands.
-    private func markedReading(_ header: Header) -> String {
+    func markedReading(_ header: Header) -> String {
         if hasMarkers(header.value), (try? validate(header.value, part: "")) != nil { return header.value }
         let marked = ([header.value] + FieldReadings.readings(header.rawValue).readings.map(\.text)).filter(hasMarkers)
         return marked.first { (try? validate($0, part: "")) != nil } ?? marked.first ?? header.value

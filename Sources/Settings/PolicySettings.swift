@@ -2,7 +2,7 @@ import OpenPGP
 import Policy
 
 /// The policy defaults both configurations share (the filter's and the
-/// user's): `sign_as`, `mode`, `invite`, `extension`, `min_validity`, the
+/// user's): `sign_as`, `mode`, `invite`, `extension`, `opaque_parts`, `min_validity`, the
 /// `[markers]` table and `[[rules]]`.
 ///
 /// ```toml
@@ -10,6 +10,7 @@ import Policy
 /// mode = "standard"            # standard | enforce-postcard | require-letter
 /// invite = false
 /// extension = "censored"       # or partially-encrypted
+/// opaque_parts = "withhold"    # or pass | refuse: parts mailsec does not read, in postcards of mail with marked spans
 /// min_validity = "marginal"    # optional: marginal | full | ultimate
 ///
 /// [markers]
@@ -23,7 +24,8 @@ import Policy
 /// ```
 public struct PolicySettings: Sendable {
     /// The top-level keys read here.
-    package static let keys: Set<String> = ["sign_as", "mode", "invite", "extension", "min_validity", "markers", "rules"]
+    package static let keys: Set<String> = ["sign_as", "mode", "invite", "extension", "opaque_parts", "min_validity", "markers",
+                                            "rules"]
 
     /// Mode, invite, extension, domain rules and key-loss rule.
     public var mail = MailOptions()
@@ -66,6 +68,14 @@ public struct PolicySettings: Sendable {
                     throw ConfigError("extension: unknown value (allowed: censored, partially-encrypted)", path: "extension")
                 }
                 settings.mail.postcardExtension = ext
+            }
+        }
+        try step {
+            if let value = try top.string("opaque_parts") {
+                guard let setting = OpaqueParts(rawValue: value) else {
+                    throw ConfigError("opaque_parts: unknown value \"\(value)\" (withhold, pass or refuse)", path: "opaque_parts")
+                }
+                settings.mail.opaqueParts = setting
             }
         }
         try step {

@@ -130,7 +130,8 @@ struct JSONOutput<Contract: JSONContract>: ParsableArguments {
 enum PlanJSON: JSONContract {
     static let summary = "{recipientState, mailState, postcardExtension, hasMarkedSpans, refused, recipients: "
         + "[{address, role, decision, reason, detail, fingerprint, keySource, refusedKeys, keyChange}], "
-        + "copies: [{kind, recipients, fingerprints}]} (docs/json.md: the plan as JSON)."
+        + "copies: [{kind, recipients, fingerprints}], withheldParts, passedParts, refusedParts, droppedByAllowList} "
+        + "(docs/json.md: the plan as JSON)."
 }
 
 enum VerifyJSON: JSONContract {

@@ -27,6 +27,9 @@ struct PolicyOptions: ParsableArguments {
         "What postcards do with marked spans: censored or partially-encrypted.", valueName: "kind"))
     var postcardExtension: PostcardExtension = .censored
 
+    @Option(help: opaquePartsHelp)
+    var opaqueParts: OpaqueParts = .withhold
+
     @Option(help: minValidityHelp)
     var minValidity: Validity?
 
@@ -54,9 +57,10 @@ struct PolicyOptions: ParsableArguments {
     }
 
     func pipeline(_ global: GlobalOptions, markers: MarkerOptions, reading: ReadingOptions? = nil) throws -> MailPipeline {
-        let mail = MailOptions(enforcePostcard: enforcePostcard, requireLetter: requireLetter,
+        var mail = MailOptions(enforcePostcard: enforcePostcard, requireLetter: requireLetter,
                                domainRules: requireLetterDomains.map { DomainRule($0, .requireLetter) }, invite: invite,
                                postcardExtension: postcardExtension)
+        mail.opaqueParts = opaqueParts
         return MailPipeline(gnupg: global.gnupg, options: PipelineOptions(
             mail: mail, redactor: try markers.redactor(), signAs: signAs,
             requirements: KeyRequirements(minimumValidity: minValidity),
@@ -86,6 +90,13 @@ struct MarkerOptions: ParsableArguments {
 }
 
 extension PostcardExtension: ExpressibleByArgument {}
+extension OpaqueParts: ExpressibleByArgument {}
+
+/// The help of `--opaque-parts`, the same for every command that writes postcards.
+let opaquePartsHelp = ArgumentHelp(
+    "In postcards of a mail with marked spans, what happens to parts mailsec does not read (images, PDFs, office files, "
+        + "inline uuencode): withhold (replaced by a note naming the file), pass (sent unread; a marker in their bytes "
+        + "refuses the mail) or refuse (the mail is refused).", valueName: "setting")
 
 /// Reads and parses the message argument (`-` or a file). A regular file
 /// is parsed as it is read, never held whole twice over; anything else
@@ -186,6 +197,12 @@ struct PlanTable {
             if let change = recipient.keyChange, recipient.decision == "letter" {
                 lines.append("            " + paint("key changed", "1;33") + ": " + change.description)
             }
+        }
+        for (label, parts) in [("withheld (not read, replaced by a note)", report.withheldParts),
+                               ("passed unread", report.passedParts), ("refused (not read)", report.refusedParts),
+                               ("dropped by the HTML allow-list", report.droppedByAllowList)] where !parts.isEmpty {
+            lines.append("postcard parts \(label):")
+            lines += parts.map { "  \($0)" }
         }
         if report.refused && report.recipients.contains(where: { $0.reason == "key-changed" }) {
             lines.append(paint("refused: a recipient's key changed; check it with the person, then 'mailsec keys accept ADDRESS FINGERPRINT'", "1;31"))
@@ -357,14 +374,18 @@ struct Redact: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the censored postcard version of a message; no keys needed.",
         discussion: """
-            Every marked span, in the Subject and in every text part, becomes the placeholder. Bcc is removed.
+            A mail with marked spans is rebuilt: every header field and text part decoded, cleaned of \
+            controls and written again with every marked span as the placeholder; HTML through an \
+            allow-list; parts mailsec does not read withheld (see --opaque-parts). Bcc is removed. \
+            A mail without marked spans is printed as it is, Bcc removed.
 
             \(ExitStatus.section([
                 (.success, "the postcard was written"),
                 (.usage, "usage error"),
-                (.dataError, "not a message, unbalanced markers, a marker redaction cannot reach"),
+                (.dataError, "not a message, unbalanced markers, a marker redaction cannot reach, an opaque part refused"),
                 (.noInput, "the message cannot be read"),
                 (.cannotCreate, "standard output cannot be written"),
+                (.refused, "a signed mail would need redaction"),
             ]))
             """
     )
@@ -372,11 +393,15 @@ struct Redact: ParsableCommand {
     @OptionGroup(title: "Markers") var markers: MarkerOptions
     @OptionGroup(title: "Input") var size: MessageSizeOption
 
+    @Option(help: opaquePartsHelp)
+    var opaqueParts: OpaqueParts = .withhold
+
     @Argument(help: messageArgumentHelp)
     var message = "-"
 
     func run() throws {
-        let postcard = try Postcard.censored(readMessage(message, options: size.parseOptions), redactor: markers.redactor())
+        let postcard = try Postcard.censored(readMessage(message, options: size.parseOptions), redactor: markers.redactor(),
+                                             opaque: opaqueParts)
         try writeOutput(to: nil) { piece in try postcard.write(piece) }
     }
 }

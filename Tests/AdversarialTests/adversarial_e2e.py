@@ -323,12 +323,13 @@ def bytes_to_text(data, charset=""):
 
 
 def kind_of(ctype, name):
-    name = (name or "").lower()
+    # As a file system saves it: trailing dots and blanks gone (Windows), invisible characters unseen.
+    name = (name or "").lower().translate(mail_views.INVISIBLE).rstrip(". ")
     ext = name.rsplit(".", 1)[-1] if "." in name else ""
     table = {"html": "html", "htm": "html", "xhtml": "xhtml", "svg": "svg", "eml": "eml", "ics": "calendar", "vcf": "vcard",
              "vcard": "vcard", "json": "json", "jsonld": "json", "rtf": "rtf", "md": "markdown", "zip": "zip", "docx": "zip",
              "odt": "zip", "xlsx": "zip", "gz": "gzip", "pdf": "pdf", "asc": "pgp", "gpg": "pgp", "pgp": "pgp", "p7m": "cms",
-             "p7s": "cms", "xml": "xml", "txt": "text"}
+             "p7s": "cms", "xml": "xml", "txt": "text", "csv": "csv"}
     by_type = {"text/html": "html", "application/xhtml+xml": "xhtml", "image/svg+xml": "svg", "message/rfc822": "eml",
                "message/global": "eml", "text/calendar": "calendar", "application/ics": "calendar", "text/vcard": "vcard",
                "text/x-vcard": "vcard", "text/directory": "vcard", "application/json": "json", "text/json": "json",
@@ -336,7 +337,9 @@ def kind_of(ctype, name):
                "text/enriched": "enriched", "text/richtext": "enriched", "application/zip": "zip", "application/gzip": "gzip",
                "application/x-gzip": "gzip", "application/pdf": "pdf", "application/pgp-encrypted": "pgp",
                "application/pgp-signature": "pgp", "application/pkcs7-mime": "cms", "application/x-pkcs7-mime": "cms",
-               "application/pkcs7-signature": "cms", "application/xml": "xml", "text/xml": "xml"}
+               "application/pkcs7-signature": "cms", "application/xml": "xml", "text/xml": "xml", "text/csv": "csv",
+               "text/tab-separated-values": "csv", "text/x-markdown": "markdown", "text/x-vcalendar": "calendar",
+               "text/troff": "troff"}
     if ctype in by_type:
         return by_type[ctype]
     if ctype.startswith("application/vnd.openxmlformats") or ctype.startswith("application/vnd.oasis.opendocument"):
@@ -365,6 +368,12 @@ def text_views(readings, place, text, kind, depth):
         readings.add(place + " json", json_view(text))
     elif kind == "rtf":
         readings.add(place + " rtf", rtf_view(text))
+    elif kind == "csv":
+        # A spreadsheet evaluates formulas: the strings a CONCATENATE joins.
+        readings.add(place + " csv", re.sub(r'(?i)=?CONCATENATE\(((?:"[^"]*",?)*)\)',
+                                            lambda m: "".join(re.findall(r'"([^"]*)"', m.group(1))), text))
+    elif kind == "troff":
+        readings.add(place + " troff", text.replace("\\(lB", "[").replace("\\(rB", "]"))
     # Blocks a reader's software decodes inside any text.
     for match in re.finditer(r"-----BEGIN PGP (?:SIGNED )?MESSAGE-----.*?-----END PGP (?:MESSAGE|SIGNATURE)-----", text, re.S):
         unpacked = Tools.gpg_unpack(match.group(0).encode())
@@ -478,6 +487,11 @@ def message_views(readings, message, place, depth=0, headers_only=False):
             continue
         if isinstance(content, str):
             readings.add(f"{where} get_content", content)
+            if str(part.get_param("format", "")).lower() == "flowed":
+                # RFC 3676 as a flowed reader shows it: soft breaks joined, space-stuffing undone, DelSp honoured.
+                delsp = str(part.get_param("delsp", "")).lower() == "yes"
+                unstuffed = re.sub(r"(?m)^ ", "", content)
+                readings.add(f"{where} flowed", re.sub(r" \r?\n", "" if delsp else " ", unstuffed))
             kind = kind_of(ctype, filename)
             if kind in ("html", "xhtml", "svg"):
                 read_file(readings, where, decoded, filename or "", ctype, depth, part.get_content_charset() or "")

@@ -662,17 +662,270 @@ class Gen:
             return head + "\n\n" + body.replace("\n", "\r")
         return "".join(ch if ch != "\n" or self.chance(2) else "\r" for ch in mail)
 
+    # ---- classes of issue 21's second round (r21leaks) ------------------------
+    def c_qp_split(self):
+        """A marker cut by quoted-printable soft line breaks, in a part kind other than plain text."""
+        o, w, c, whole = self.split_marked()
+        soft = self.pick(["=\n", "=\n", "=\r\n"])
+        pieces, at = [], 0
+        while at < len(whole):
+            k = self.r.randint(1, 4)
+            pieces.append("".join(f"={ord(ch):02X}" if ch in "[]=" and self.chance(2) else ch for ch in whole[at:at + k]))
+            at += k
+        encoded = soft.join(pieces)
+        kind = self.pick(["html", "description", "plain-attachment", "xhtml"])
+        self.variant = f"QP soft breaks {soft!r} inside the marker, {kind}"
+        if kind == "html":
+            body = "<html><body><p>" + self.filler() + "</p><p>" + encoded + "</p></body></html>\n"
+            part = "Content-Type: text/html; charset=utf-8\nContent-Transfer-Encoding: quoted-printable\n\n" + body
+        elif kind == "xhtml":
+            body = "<html xmlns=\"http://www.w3.org/1999/xhtml\"><body><p>" + encoded + "</p></body></html>\n"
+            part = "Content-Type: application/xhtml+xml; charset=utf-8\nContent-Transfer-Encoding: quoted-printable\n\n" + body
+        elif kind == "description":
+            # A field has no soft breaks: a QP encoded-word split over folded lines instead.
+            text = ("Note " + whole).encode()
+            words = []
+            step = self.r.randint(4, 9)
+            for i in range(0, len(text), step):
+                words.append("=?utf-8?Q?" + "".join(chr(b) if b < 128 and chr(b).isalnum() else f"={b:02X}" for b in text[i:i + step]) + "?=")
+            part = ("Content-Type: text/plain; charset=utf-8\nContent-Description: " + "\n ".join(words)
+                    + "\nContent-Transfer-Encoding: 7bit\n\n" + self.filler() + "\n")
+        else:
+            part = ("Content-Type: text/plain; charset=utf-8; name=\"notes.txt\"\nContent-Disposition: attachment; filename=\"notes.txt\"\n"
+                    "Content-Transfer-Encoding: quoted-printable\n\nNotes\n" + encoded + "\n")
+        return self.anchored(part)
+
+    def c_rfc2231_mixed(self):
+        """File names in RFC 2231 continuations: charsets per segment, segments out of order, two forms that disagree."""
+        o, w, c, whole = self.split_marked()
+        name = "notes " + whole + ".pdf"
+        kind = self.r.randrange(4)
+        def pct(data):
+            return "".join(chr(b) if b < 128 and (chr(b).isalnum() or chr(b) in "-.") else f"%{b:02X}" for b in data)
+        k = self.cut(name)
+        if kind == 0:
+            cs = self.pick(["iso-8859-1", "windows-1252", "utf-8"])
+            self.variant = f"continuations with a charset on every segment (utf-8, then {cs})"
+            param = f"filename*0*=utf-8''{pct(name[:k].encode())};\n filename*1*={cs}''{pct(name[k:].encode(cs, 'replace'))}"
+        elif kind == 1:
+            self.variant = "continuations written out of order"
+            param = f"filename*1*={pct(name[k:].encode())};\n filename*0*=utf-8''{pct(name[:k].encode())}"
+        elif kind == 2:
+            self.variant = "Content-Type name holds the span, Content-Disposition filename does not"
+            param = "filename=\"notes.pdf\""
+            part = (f"Content-Type: application/pdf; {self.rfc2231('name', name)}\nContent-Disposition: attachment; {param}\n"
+                    "Content-Transfer-Encoding: base64\n\n" + base64.encodebytes(b"%PDF-1.4\n%\x01\x02").decode())
+            return self.anchored(part)
+        else:
+            self.variant = "plain and encoded continuations mixed (filename*0 / filename*1*)"
+            param = f"filename*0=\"{name[:k]}\";\n filename*1*=utf-8''{pct(name[k:].encode())}"
+        data = b"%PDF-1.4\n%" + bytes(self.r.randrange(256) for _ in range(40))
+        body = base64.encodebytes(data).decode()
+        part = (f"Content-Type: application/pdf\nContent-Disposition: attachment;\n {param}\nContent-Transfer-Encoding: base64\n\n" + body)
+        return self.anchored(part)
+
+    def c_nested_rfc822(self):
+        """message/rfc822 inside message/rfc822, each with its own transfer encoding."""
+        o, w, c, whole = self.split_marked()
+        where = self.pick(["subject", "body", "html", "filename"])
+        if where == "subject":
+            inner_body = "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: 7bit\n\n" + self.filler() + "\n"
+            subject = self.encoded_word("Re " + whole)
+        elif where == "html":
+            inner_body = self.leaf("text/html; charset=utf-8", ("<p>" + "".join(f"&#{ord(ch)};" if ch in "[]" else ch for ch in whole) + "</p>").encode())
+            subject = "Inner"
+        elif where == "filename":
+            inner_body = self.leaf("application/octet-stream", b"\x00\x01binary", [f"Content-Disposition: attachment; {self.rfc2231('filename', 'n ' + whole + '.bin')}"], text_like=False)
+            subject = "Inner"
+        else:
+            inner_body = self.text("Deep\n" + whole + "\n")
+            subject = "Inner"
+        innermost = f"From: Erin <erin@example.com>\nTo: carol@example.com\nSubject: {subject}\nMIME-Version: 1.0\n" + inner_body
+        ctes = []
+        message = innermost
+        for level in range(self.r.randint(2, 3)):
+            cte = self.pick(["base64", "quoted-printable", "7bit", "8bit"])
+            data = message.encode("utf-8", "surrogateescape")
+            if cte == "base64":
+                encoded = base64.encodebytes(data).decode()
+            elif cte == "quoted-printable":
+                encoded = quopri.encodestring(data).decode()
+            else:
+                encoded = message
+            ctes.append(cte)
+            part = f"Content-Type: message/rfc822\nContent-Transfer-Encoding: {cte}\n\n" + encoded
+            if level < 2:
+                message = f"From: Carol <carol@example.com>\nTo: alice@example.org\nSubject: Fwd {level}\nMIME-Version: 1.0\n" + self.multipart("mixed", [self.text(self.filler() + "\n"), part])
+        self.variant = f"the span in the innermost {where}; encodings outside in: {' / '.join(reversed(ctes))}"
+        return self.anchored(part)
+
+    def c_flowed(self):
+        """format=flowed: a marker split across soft line breaks, DelSp deciding where the space goes."""
+        o, w, c, whole = self.split_marked()
+        delsp = self.chance(2)
+        lines, at = [], 0
+        while at < len(whole):
+            k = self.r.randint(2, 6)
+            lines.append(whole[at:at + k])
+            at += k
+        if delsp:
+            text = " \n".join(lines) + "\n"
+        else:
+            # Without DelSp the space stays: cut only where the text has a space, else the marker gains one.
+            text = whole.replace(" ", " \n") + "\n" if " " in w else " \n".join([o + w[:3], w[3:] + c]) + "\n"
+        self.variant = f"format=flowed, delsp={'yes' if delsp else 'no'}"
+        content = "Hello,\n" + self.filler() + "\n" + text + self.filler() + "\n"
+        extra = "; format=flowed" + ("; delsp=yes" if delsp else self.pick(["", "; delsp=no"]))
+        part = self.leaf("text/plain; charset=utf-8" + extra, content.encode(), cte=self.pick(["7bit", "8bit"]) if self.chance(2) else None)
+        return self.anchored(part)
+
+    def c_names(self):
+        """What an attachment viewer shows: the file name, and a name that makes a text part something else."""
+        o, w, c, whole = self.split_marked()
+        kind = self.r.randrange(5)
+        if kind == 0:
+            ext = self.pick(["html", "htm", "svg", "xhtml"])
+            self.variant = f"text/plain named .{ext}: opened in a browser"
+            body = "<html><body><p>" + "".join(f"&#{ord(ch)};" if ch in "[]/" or self.chance(3) else ch for ch in whole) + "</p></body></html>\n"
+            if ext in ("svg", "xhtml"):
+                body = "<svg xmlns=\"http://www.w3.org/2000/svg\"><text y=\"20\">" + "".join(f"&#x{ord(ch):x};" if ch in "[]" else ch for ch in whole) + "</text></svg>\n"
+            part = self.leaf(f"text/plain; charset=utf-8; name=\"page.{ext}\"", body.encode(), [f"Content-Disposition: attachment; filename=\"page.{ext}\""])
+        elif kind == 1:
+            ext = self.pick(["md", "json", "rtf", "ics", "vcf", "eml"])
+            self.variant = f"text/plain named .{ext}: opened by that viewer"
+            if ext == "md":
+                body = "# N\n\n" + "".join(f"&#{ord(ch)};" if ch in "[]" else ch for ch in whole) + "\n"
+            elif ext == "json":
+                body = "{\"n\": \"" + "".join(f"\\u{ord(ch):04x}" if ch in "[]/" or self.chance(3) else ch for ch in whole) + "\"}\n"
+            elif ext == "rtf":
+                body = "{\\rtf1\\ansi " + "".join(f"\\'{ord(ch):02x}" if ch in "[]" else ch for ch in whole) + "\\par}\n"
+            elif ext == "ics":
+                body = "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nSUMMARY:" + whole[:4] + "\r\n " + whole[4:] + "\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+            elif ext == "vcf":
+                body = "BEGIN:VCARD\r\nVERSION:2.1\r\nNOTE;ENCODING=QUOTED-PRINTABLE:" + "".join(f"={b:02X}" for b in whole.encode()) + "\r\nEND:VCARD\r\n"
+            else:
+                body = ("From: c@example.com\nSubject: =?utf-8?B?" + base64.b64encode(whole.encode()).decode() + "?=\nMIME-Version: 1.0\n"
+                        "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\n" + base64.encodebytes(whole.encode()).decode())
+            part = self.leaf(f"text/plain; charset=utf-8; name=\"notes.{ext}\"", body.encode(), [f"Content-Disposition: attachment; filename=\"notes.{ext}\""])
+        elif kind == 2:
+            self.variant = "Content-Type name .txt, Content-Disposition filename .html (readers pick either)"
+            body = "<p>" + "".join(f"&#{ord(ch)};" if ch in "[]" else ch for ch in whole) + "</p>\n"
+            first, second = "page.txt", "page.html"
+            part = self.leaf(f"text/plain; charset=utf-8; name=\"{first}\"", body.encode(), [f"Content-Disposition: attachment; filename=\"{second}\""])
+        elif kind == 3:
+            self.variant = "the span in an attachment's file name as an encoded-word (not RFC 2231; Thunderbird decodes it)"
+            name = self.encoded_word("notes " + whole + ".pdf")
+            part = self.leaf(f"application/pdf; name=\"{name}\"", b"%PDF-1.4\n%\x01\x02", [f"Content-Disposition: attachment; filename=\"{name}\""], text_like=False)
+        else:
+            name = self.pick(["notes.html.", "notes.html ", "notes.ht\u200bml", "notes.HTML"])
+            self.variant = f"a name a file system saves as .html ({name!r})"
+            body = "<p>" + "".join(f"&#{ord(ch)};" if ch in "[]" else ch for ch in whole) + "</p>\n"
+            part = self.leaf(f"text/plain; charset=utf-8; name=\"{name}\"", body.encode(), [f"Content-Disposition: attachment; {self.rfc2231('filename', name)}"])
+        return self.anchored(part)
+
+    def c_html_entities(self):
+        """Character references an HTML5 parser decodes that a naive one does not."""
+        o, w, c, whole = self.split_marked()
+        named = {"[": ["&lsqb;", "&lbrack;", "&#x5B;", "&#X005b;", "&#0000091;"], "]": ["&rsqb;", "&rbrack;", "&#x5D;", "&#93;"],
+                 "/": ["&sol;", "&#47;", "&#x2F;"]}
+        kind = self.r.randrange(4)
+        if kind == 0:
+            self.variant = "named references (&lsqb; &rbrack; &sol;) for the marker's signs"
+            text = "".join(self.pick(named[ch]) if ch in named else ch for ch in whole)
+            inner = f"<p>{text}</p>"
+        elif kind == 1:
+            # The C1 code points HTML does not map to windows-1252 letters stay controls: shown as nothing.
+            # (&#0; and &#x80; are not: U+FFFD and the euro sign break the marker in every reading.)
+            self.variant = "references to C1 controls a browser shows as nothing"
+            text = self.interleave(whole, lambda: self.pick(["&#x9d;", "&#x81;", "&#x8F;", "&#144;", "&#x8d;"]))
+            inner = f"<p>{text}</p>"
+        elif kind == 2:
+            where = self.pick(["title", "alt", "value", "placeholder", "aria-label"])
+            self.variant = f"references in a {where} attribute (shown as a tooltip, text or field)"
+            text = "".join(self.pick(named[ch]) if ch in named else (f"&#{ord(ch)};" if self.chance(4) else ch) for ch in whole)
+            inner = {"title": f"<p title=\"{text}\">note</p>", "alt": f"<img alt=\"{text}\" src=\"cid:x\">",
+                     "value": f"<input value=\"{text}\">", "placeholder": f"<input placeholder=\"{text}\">",
+                     "aria-label": f"<a aria-label=\"{text}\" href=\"https://example.org/\">link</a>"}[where]
+        else:
+            self.variant = "legacy references without ';' next to the span (&copy &amp &lt)"
+            inner = "<p>&copy" + "".join(self.pick(named[ch]) if ch in named else ch for ch in whole) + "&amp&lt</p>"
+        return self.anchored(self.html_part(self.html_doc(inner)))
+
+    def c_invisible(self):
+        """Zero-width, bidi and other default-ignorable characters inside a marker and the words."""
+        o, w, c, whole = self.split_marked()
+        chars = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069",
+                 "\u034f", "\u180e", "\u061c", "\U000e0020", "\u115f", "\u3164", "\ufe0f"]
+        ch = self.pick(chars)
+        where = self.pick(["plain", "subject", "html", "filename"])
+        self.variant = f"U+{ord(ch):04X} inside the marker and words, in the {where}"
+        hidden = self.interleave(whole, lambda: ch)
+        if where == "subject":
+            return self.envelope(self.text("Hello,\n" + self.filler() + "\n"), subject=self.encoded_word("Plans " + hidden))
+        if where == "html":
+            return self.anchored(self.html_part(self.html_doc("<p>" + hidden + "</p>")))
+        if where == "filename":
+            part = self.leaf("application/pdf", b"%PDF-1.4\n%\x01", [f"Content-Disposition: attachment; {self.rfc2231('filename', 'n ' + hidden + '.pdf')}"], text_like=False)
+            return self.anchored(part)
+        return self.anchored(self.leaf("text/plain; charset=utf-8", ("Hello,\n" + hidden + "\n").encode()))
+
+    def c_charset_lie(self):
+        """A text part whose bytes are in another charset than it says."""
+        o, w, c, whole = self.split_marked()
+        text = "Hello,\n" + self.filler() + "\n" + whole + "\n"
+        kind = self.pick(["utf-16 as latin-1", "utf-16 with BOM as utf-8", "utf-7 declared", "utf-7 as ascii", "ebcdic declared",
+                          "utf-32 as utf-8", "iso-2022-jp escapes as ascii"])
+        self.variant = f"{kind}"
+        if kind == "utf-16 as latin-1":
+            data, declared = text.encode(self.pick(["utf-16-le", "utf-16-be"])), "iso-8859-1"
+        elif kind == "utf-16 with BOM as utf-8":
+            data, declared = text.encode("utf-16"), "utf-8"
+        elif kind == "utf-7 declared":
+            data, declared = text.encode("utf-7"), "utf-7"
+        elif kind == "utf-7 as ascii":
+            data, declared = text.encode("utf-7"), "us-ascii"
+        elif kind == "ebcdic declared":
+            data, declared = text.encode("cp500"), self.pick(["ibm500", "cp500", "ebcdic-cp-be"])
+        elif kind == "utf-32 as utf-8":
+            data, declared = text.encode("utf-32"), "utf-8"
+        else:
+            data, declared = text.encode("iso-2022-jp"), "us-ascii"
+            # Latin letters in ISO-2022-JP are ASCII: switch to JIS Roman and back around the span so a decoder has work.
+            data = data.replace(whole.encode(), b"\x1b(J" + whole.encode() + b"\x1b(B")
+        return self.anchored(self.leaf(f"text/plain; charset={declared}", data, text_like=False, cte=None))
+
+    def c_structured_text(self):
+        """text/* subtypes whose viewers decode escapes: not plain text, whatever the text/ says."""
+        o, w, c, whole = self.split_marked()
+        kind = self.pick(["text/xml", "text/csv", "text/x-markdown", "text/tab-separated-values", "text/x-vcalendar", "text/directory",
+                          "text/plain; format=fixed", "text/troff"])
+        self.variant = kind
+        if kind == "text/xml":
+            body = "<?xml version=\"1.0\"?><!DOCTYPE n [<!ENTITY s \"" + whole + "\">]><n>&s;</n>\n"
+        elif kind in ("text/csv", "text/tab-separated-values"):
+            k = self.cut(whole)
+            body = f"a,b\n=CONCATENATE(\"{whole[:k]}\",\"{whole[k:]}\"),x\n"
+        elif kind == "text/x-markdown":
+            body = "# N\n\n" + "".join(f"&#{ord(ch)};" if ch in "[]" else ch for ch in whole) + "\n"
+        elif kind in ("text/x-vcalendar", "text/directory"):
+            body = "BEGIN:VCARD\r\nVERSION:2.1\r\nNOTE;ENCODING=QUOTED-PRINTABLE:" + "".join(f"={b:02X}" for b in whole.encode()) + "\r\nEND:VCARD\r\n"
+        elif kind == "text/troff":
+            body = ".TH N 1\n" + "".join("\\(lB" if ch == "[" else "\\(rB" if ch == "]" else ch for ch in whole) + "\n"
+        else:
+            body = "Notes\n" + whole + "\n"
+        return self.anchored(self.leaf(kind + ("; charset=utf-8" if ";" not in kind else ""), body.encode()))
+
     # nesting: a random tree with random encodings, charsets and header forms
     def encoded_word(self, text):
         charset = self.charset_for(text)
         data = text.encode(charset)
         if self.chance(2):
             return f"=?{charset}?B?{base64.b64encode(data).decode()}?="
-        return f"=?{charset}?Q?" + "".join(chr(b) if chr(b).isalnum() else f"={b:02X}" for b in data) + "?="
+        return f"=?{charset}?Q?" + "".join(chr(b) if b < 128 and chr(b).isalnum() else f"={b:02X}" for b in data) + "?="
 
     def rfc2231(self, name, value):
         data = value.encode("utf-8")
-        encoded = "".join(chr(b) if chr(b).isalnum() or chr(b) in "-." else f"%{b:02X}" for b in data)
+        encoded = "".join(chr(b) if b < 128 and (chr(b).isalnum() or chr(b) in "-.") else f"%{b:02X}" for b in data)
         if self.chance(2) or len(encoded) < 12:
             return f"{name}*=utf-8''{encoded}"
         pieces, at = [], 0
@@ -810,6 +1063,15 @@ CLASSES = {
     "smime-signed": ("S/MIME signed-data", Gen.c_smime_signed),
     "bare-cr": ("bare CR line ends", Gen.c_bare_cr),
     "nesting": ("nesting, encodings, charsets", Gen.c_nesting),
+    "qp-split": ("QP soft breaks in a marker", Gen.c_qp_split),
+    "rfc2231-mixed": ("RFC 2231 continuations", Gen.c_rfc2231_mixed),
+    "nested-rfc822": ("message in message, CTEs", Gen.c_nested_rfc822),
+    "flowed": ("format=flowed DelSp", Gen.c_flowed),
+    "names": ("file names viewers use", Gen.c_names),
+    "html-entities": ("HTML5 references", Gen.c_html_entities),
+    "invisible": ("zero-width and bidi", Gen.c_invisible),
+    "charset-lie": ("bytes in another charset", Gen.c_charset_lie),
+    "structured": ("text/* that is not plain", Gen.c_structured_text),
 }
 
 

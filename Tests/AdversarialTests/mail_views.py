@@ -29,10 +29,10 @@ from email import policy
 
 MARKERS = ("[[private]]", "[[/private]]")
 # Invisible when rendered: soft hyphen, joiners, bidi controls and isolates,
-# variation selectors, tag characters.
+# variation selectors, tag characters, Hangul fillers (default-ignorable, drawn as nothing).
 INVISIBLE = dict.fromkeys([*map(ord, "\u00ad\u034f\u061c\u180e\u200b\u200c\u200d\u200e\u200f"
                                     "\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064"
-                                    "\u2066\u2067\u2068\u2069\ufeff"),
+                                    "\u2066\u2067\u2068\u2069\ufeff\u115f\u1160\u3164\uffa0"),
                            *range(0xFE00, 0xFE10), *range(0xE0000, 0xE0080)], None)
 
 

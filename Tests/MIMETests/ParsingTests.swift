@@ -1,5 +1,5 @@
 import Foundation
-import MIME
+@testable import MIME
 import TestSupport
 import Testing
 
@@ -234,5 +234,92 @@ struct MboxTests {
         #expect(throws: MIMEError(.nulInHeader)) { try MIMEMessage.forEachInMbox(contentsOf: brokenPath) { _ in } }
         #expect(throws: MIMEError(.nulInHeader)) { try MIMEMessage.forEachInMbox(broken) { _ in } }
         #expect(throws: MIMEError.self) { try MIMEMessage.forEachInMbox(contentsOf: "/nonexistent/mbox") { _ in } }
+    }
+}
+
+/// Issue 21: a bare CR is read one way by every path, as the line end that
+/// Python's `email` and most readers take it for, not refused by one command
+/// and passed by another.
+@Suite("Bare CR line ends")
+struct BareCRTests {
+    /// A mail of random lines, each ended by CR, LF or CR LF at random; and the same with LF only.
+    static func mail(_ random: inout SeededRandom, ends: [String]) -> (mixed: [UInt8], plain: [UInt8]) {
+        let lines = ["From: Alice <alice@example.org>", "To: Bob <bob@example.org>, dora@example.net",
+                     "Subject: plans \(Int.random(in: 1...999, using: &random))", "MIME-Version: 1.0",
+                     "Content-Type: multipart/mixed; boundary=b", "", "--b", "Content-Type: text/plain; charset=utf-8", "",
+                     "hello", "second line", "--b", "Content-Type: text/plain", "Content-Transfer-Encoding: base64", "",
+                     Data("inner text\n".utf8).base64EncodedString(), "--b--"]
+        var mixed = "", plain = ""
+        var last = ""
+        for line in lines {
+            // A CR ending one line and an LF ending the empty next are one CR LF, one line end: not that.
+            let choices = line.isEmpty && last == "\r" ? ends.filter { !$0.hasPrefix("\n") } : ends
+            last = choices.randomElement(using: &random)!
+            mixed += line + last
+            plain += line + "\n"
+        }
+        return (Array(mixed.utf8), Array(plain.utf8))
+    }
+
+    /// What a reader sees of `message`: its fields and each leaf's text.
+    static func seen(_ message: MIMEMessage) -> [String] {
+        // GMime keeps a CR LF inside a body as it came; the lines are what is compared.
+        (message.headers.map { "\($0.name): \($0.value)" }
+            + (message.body?.walk().compactMap { $0.entity.kind == .leaf ? $0.entity.text : nil } ?? []))
+            .map { $0.replacingOccurrences(of: "\r\n", with: "\n") }
+    }
+
+    @Test("a bare CR ends a line, read from memory, a file or a pipe: the same message as with LF (random line ends)")
+    func readAsLineEnds() throws {
+        var random = SeededRandom(seed: 2026_1125_13)
+        let folder = try makePrivateDirectory(prefix: "ms-barecr")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for round in 0..<30 {
+            let ends = [["\r"], ["\r", "\n"], ["\r", "\r\n"], ["\r", "\n", "\r\n"]][round % 4]
+            let (mixed, plain) = Self.mail(&random, ends: ends)
+            let expected = Self.seen(try MIMEMessage.parse(plain))
+            let fromMemory = Self.seen(try MIMEMessage.parse(mixed))
+            #expect(fromMemory == expected, "round \(round) from memory: \(fromMemory) \(expected) \(String(decoding: mixed, as: UTF8.self).debugDescription)")
+            let path = folder + "/\(round).eml"
+            FileManager.default.createFile(atPath: path, contents: Data(mixed))
+            #expect(Self.seen(try MIMEMessage.parse(contentsOf: path)) == expected, "round \(round) from a file")
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            _ = mixed.withUnsafeBytes { write(fds[1], $0.baseAddress, $0.count) }
+            close(fds[1])
+            #expect(Self.seen(try MIMEMessage.parse(fileDescriptor: fds[0])) == expected, "round \(round) from a pipe")
+            close(fds[0])
+            let parsed = try MIMEMessage.parse(mixed)
+            #expect(parsed.addresses(.to).map(\.address) == ["bob@example.org", "dora@example.net"], "round \(round)")
+        }
+    }
+
+    @Test("a file is judged in pieces: a CR LF across a piece's end is no bare CR, a CR there before other bytes is one")
+    func pieceBoundaries() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-barecr")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let head = Array("From: a@example.org\nTo: b@example.org\nSubject: s\nContent-Type: text/plain\n\n".utf8)
+        for (index, tail) in [[UInt8]([13, 10]), [13, 65], [13]].enumerated() {
+            // The CR is the last byte of the first 1 MiB piece.
+            let filler = [UInt8](repeating: 120, count: (1 << 20) - 1 - head.count)
+            let bytes = head + filler + tail + Array("end\n".utf8)
+            let path = folder + "/\(index).eml"
+            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            let fd = open(path, O_RDONLY)
+            defer { close(fd) }
+            #expect(try HeaderScan.hasBareCR(inFile: fd, size: bytes.count) == (index != 0), "case \(index)")
+            let text = try #require(try MIMEMessage.parse(contentsOf: path).body?.text)
+            // No bare CR: the CR LF stays as it came. A bare CR: a line end.
+            #expect(Array(text.utf8).suffix(6) == Array([index == 0 ? "\r\nend\n" : index == 1 ? "\nAend\n" : "x\nend\n"][0].utf8).suffix(6),
+                    "case \(index): \(text.suffix(12).debugDescription)")
+            #expect(try MIMEMessage.parse(contentsOf: path).body?.text == MIMEMessage.parse(bytes).body?.text)
+        }
+        // A CR as the very last byte of a file.
+        let last = head + Array("x\r".utf8)
+        let path = folder + "/last.eml"
+        FileManager.default.createFile(atPath: path, contents: Data(last))
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        #expect(try HeaderScan.hasBareCR(inFile: fd, size: last.count))
     }
 }

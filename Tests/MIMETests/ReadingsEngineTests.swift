@@ -62,6 +62,55 @@ struct ReadingsEngineTests {
         #expect(FieldReadings.readings("x; a*=x-no''%41").uncertain == [" a* (charset x-no)"])
     }
 
+    @Test("charset aliases mean what mail software means by them; identity encodings agree; comments are dropped")
+    func friendlyNames() throws {
+        #expect(Charsets.candidates("ks_c_5601-1987") == ["CP949"])
+        #expect(Charsets.candidates("\"KS_C_5601-1987\"") == ["CP949"])
+        #expect(Charsets.candidates("iso-8859-8-i") == ["ISO-8859-8"])
+        #expect(Charsets.candidates("x-mac-roman") == ["MACINTOSH"])
+        #expect(Charsets.candidates("unknown-8bit") == ["UTF-8", "ISO-8859-1"])
+        #expect(Charsets.candidates("x-euc-jp") == ["EUC-JP"])
+        #expect(Charsets.candidates("x-no").isEmpty, "no `x-` taken off: NO is Norwegian ISO 646 to iconv")
+        #expect(Charsets.candidates("utf-8 (the usual)") == ["utf-8"])
+        #expect(Charsets.saysBinary("binary") && !Charsets.saysBinary("utf-8"))
+        // 똠 is in code page 949 only, not in EUC-KR.
+        #expect(Charsets.decode([0x8C, 0x63], charset: Charsets.candidates("ks_c_5601-1987")[0]) == "똠")
+        #expect(Charsets.decode([0x43, 0x61, 0x66, 0x8E], charset: "MACINTOSH") == "Café")
+        #expect(!MessageReadings.isTextLike(ContentType(type: "application", subtype: "pdf", parameters: ["charset": "binary"])))
+        #expect(TransferDecoding.token("7bit (plain text)") == "7bit")
+        #expect(TransferDecoding.token("(comment) base64") == "base64")
+        #expect(TransferDecoding.isIdentity("8Bit") && TransferDecoding.isIdentity(" binary ") && !TransferDecoding.isIdentity("base64"))
+        #expect(!TransferDecoding.isOddlySpelled("7bit (plain text)"))
+        #expect(TransferDecoding.isOddlySpelled("base64 (comment)"))
+        #expect(FieldReadings.withoutComments("text/plain (a (nested) comment); charset=\"a (not one)\"")
+            == "text/plain  ; charset=\"a (not one)\"")
+        for mail in ["Subject: =?ks_c_5601-1987?B?yLjAxw==?= x =?x-mac-roman?Q?Caf=8E?= y =?unknown-8bit?Q?R=E9union?=\n"
+                        + "Content-Type: text/plain; charset=ks_c_5601-1987\n\n\u{48}i\n",
+                     "Subject: s\nContent-Type: text/plain\nContent-Transfer-Encoding: 7bit\nContent-Transfer-Encoding: 8bit\n\nhi\n",
+                     "Subject: s\nContent-Type: text/plain\nContent-Transfer-Encoding: 7bit (plain text)\n\nhi\n",
+                     "Subject: s\nContent-Type: application/pdf; charset=binary\nContent-Transfer-Encoding: base64\n\nJVBERg==\n"] {
+            let (read, uncertain) = try texts(mail)
+            #expect(uncertain.isEmpty, "\(uncertain)")
+            if mail.contains("ks_c") { #expect(read.contains { $0.contains("회의 x Café y Réunion") }, "\(read)") }
+        }
+        // Two encodings that are not both identities still are not certain.
+        #expect(try !texts("Subject: s\nContent-Type: text/plain\nContent-Transfer-Encoding: 7bit\nContent-Transfer-Encoding: base64\n\nhi\n")
+            .uncertain.isEmpty)
+    }
+
+    @Test("a bare CR ends a line as Python's reader takes it: parsing reads it so (issue 21), and the one reading is certain")
+    func bareCarriageReturns() throws {
+        let mail = "From: a@example.org\rTo: b@example.org\rContent-Type: text/plain\rContent-Transfer-Encoding: base64\r\r"
+            + Data("[[private]]zqcr[[/private]]".utf8).base64EncodedString() + "\r"
+        let (read, uncertain) = try texts(mail)
+        // Before issue 21's second round GMime read the whole mail as one field, and the mail was refused as uncertain.
+        #expect(uncertain.isEmpty)
+        #expect(read.contains { $0.contains("[[private]]zqcr") }, "the base64 body Python decodes is read")
+        #expect(try texts("Subject: s\r\nContent-Type: text/plain\r\n\r\nhi\r\n").uncertain.isEmpty, "CRLF is no bare CR")
+        // Quoted-printable: `=` before a bare CR is a soft line break to Python.
+        #expect(TransferDecoding.quotedPrintable(Array("[[pri=\rvate]]".utf8)).contains(Array("[[private]]".utf8)))
+    }
+
     @Test("charsets: iconv's, in both byte orders where none is stated, spellings of other libraries; unknown ones are none")
     func charsets() {
         #expect(Charsets.candidates("UTF-32") == ["UTF-32LE", "UTF-32BE"])

@@ -295,11 +295,13 @@ struct ReviewFindingTests {
     func encryptedAlready() throws {
         let armoredInProse = try parse("From: a@example.org\nTo: b@example.org\n\nsee below\n-----BEGIN PGP MESSAGE-----\nx\n-----END PGP MESSAGE-----\n")
         #expect(!MailPipeline.isEncrypted(armoredInProse))
-        let armoredOnly = try parse("From: a@example.org\nTo: b@example.org\n\n-----BEGIN PGP MESSAGE-----\n\nhQ\n-----END PGP MESSAGE-----\n")
+        let armoredOnly = try parse("From: a@example.org\nTo: b@example.org\n\n-----BEGIN PGP MESSAGE-----\n\n\(exactCiphertext)\n-----END PGP MESSAGE-----\n")
         #expect(MailPipeline.isEncrypted(armoredOnly))
         let smimeSigned = try parse("From: a@example.org\nContent-Type: application/pkcs7-mime; smime-type=signed-data\n\nAAAA\n")
         #expect(!MailPipeline.isEncrypted(smimeSigned))
-        let smimeEnveloped = try parse("From: a@example.org\nContent-Type: application/pkcs7-mime; smime-type=enveloped-data\n\nAAAA\n")
+        // Encrypted already is read from the content (issue 21): a CMS ContentInfo of enveloped-data.
+        let smimeEnveloped = try parse("From: a@example.org\nContent-Type: application/pkcs7-mime; smime-type=enveloped-data\n"
+                                       + "Content-Transfer-Encoding: base64\n\nMAsGCSqGSIb3DQEHAw==\n")
         #expect(MailPipeline.isEncrypted(smimeEnveloped))
     }
 
@@ -377,7 +379,7 @@ struct UnchangedCopyTests {
             let text = "From: alice@example.org\nTo: bob@example.org\nSubject: re \(shape)\n"
                 + "Content-Type: multipart/encrypted; protocol=\"application/pgp-encrypted\"; boundary=b\n\n"
                 + "--b\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n--b\nContent-Type: application/octet-stream\n\n"
-                + "-----BEGIN PGP MESSAGE-----\n\nhQ\n-----END PGP MESSAGE-----\n--b--\n"
+                + "-----BEGIN PGP MESSAGE-----\n\n\(exactCiphertext)\n-----END PGP MESSAGE-----\n--b--\n"
             try withGnuPGHome(importing: senderFixtures) { home throws in
                 let pipeline = MailPipeline(gnupg: GnuPG(home: home.path))
                 let prepared = try pipeline.prepare(try MIMEMessage.parse(Array(text.utf8)), original: Array(text.utf8))
@@ -398,7 +400,7 @@ struct UnchangedCopyTests {
         let text = "From:alice@example.org\nTo:   bob@example.org\nBcc: carol@example.org\nSubject:\tsealed\n"
             + "Content-Type: multipart/encrypted;\n    protocol=\"application/pgp-encrypted\";  boundary=b\n\n"
             + "This is an OpenPGP/MIME encrypted message (RFC 4880 and 3156)\n\n\n--b\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n--b\nContent-Type: application/octet-stream\n\n"
-            + "-----BEGIN PGP MESSAGE-----\n\nhQ\n-----END PGP MESSAGE-----\n--b--"
+            + "-----BEGIN PGP MESSAGE-----\n\n\(exactCiphertext)\n-----END PGP MESSAGE-----\n--b--"
         let bytes = Array(text.utf8)
         let expected = Array(text.replacingOccurrences(of: "Bcc: carol@example.org\n", with: "").utf8)
         let message = try MIMEMessage.parse(bytes)

@@ -117,3 +117,8 @@ func expectAutocryptKey(_ value: String, fingerprint: String?, sourceLocation: S
         #expect(listed.contains("alice@example.org"), sourceLocation: sourceLocation)
     }
 }
+
+/// The base64 of an OpenPGP message that is encrypted already as issue 21
+/// defines it: a PKESK packet, then an SEIPD packet (their bodies are stand-ins;
+/// only the packet headers are read).
+let exactCiphertext = "wQoDAQIDBAUGBwgB0gUBCQkJCQ=="

@@ -345,7 +345,7 @@ struct ReadingsTests {
 
     @Test("A7: a mail encrypted already leaves with its outside censored and its ciphertext untouched; encrypt and redact agree")
     func encryptedAlready() throws {
-        let armor = "-----BEGIN PGP MESSAGE-----\n\nhQEMA1234567890abcdef\n=abcd\n-----END PGP MESSAGE-----\n"
+        let armor = "-----BEGIN PGP MESSAGE-----\n\n\(exactCiphertext)\n=abcd\n-----END PGP MESSAGE-----\n"
         for seed in UInt64(1)...8 {
             var generator = HostileGenerator(seed: seed)
             let span = generator.span()

@@ -4,21 +4,80 @@ import Foundation
 /// reader reads it: a byte sequence that is not valid in the charset becomes
 /// U+FFFD and reading goes on.
 package enum Charsets {
-    /// Names a reader may give to charsets glibc knows under another name.
-    private static let aliases: [String: String] = [
-        "unicode-1-1-utf-7": "UTF-7", "csunicode11utf7": "UTF-7", "x-utf-7": "UTF-7", "utf7": "UTF-7",
-        "x-unicode-2-0-utf-7": "UTF-7", "unicode-2-0-utf-7": "UTF-7",
-        "x-user-defined": "ISO-8859-1", "ansi_x3.4-1968": "ASCII", "us-ascii": "ASCII",
-    ]
+    /// What the names mail software writes mean, where glibc's iconv knows
+    /// the charset under another name or not at all: the one table of
+    /// charset aliases (WHATWG's encoding labels and what mail clients write).
+    /// A name that stands for no charset in particular (`unknown-8bit`, PHP's
+    /// `binary`) is read as lenient readers read undeclared bytes: as UTF-8
+    /// and as Latin-1.
+    private static let aliases: [String: [String]] = {
+        var table: [String: [String]] = [
+            "unicode-1-1-utf-7": ["UTF-7"], "csunicode11utf7": ["UTF-7"], "x-utf-7": ["UTF-7"], "utf7": ["UTF-7"],
+            "x-unicode-2-0-utf-7": ["UTF-7"], "unicode-2-0-utf-7": ["UTF-7"],
+            "x-user-defined": ["ISO-8859-1"], "ansi_x3.4-1968": ["ASCII"], "us-ascii": ["ASCII"],
+            // Apple's names for its Mac OS charsets.
+            "x-mac-roman": ["MACINTOSH"], "mac-roman": ["MACINTOSH"], "macroman": ["MACINTOSH"], "x-mac": ["MACINTOSH"],
+            "x-mac-ce": ["MAC-CENTRALEUROPE"], "x-mac-centraleurroman": ["MAC-CENTRALEUROPE"],
+            "x-mac-centraleurope": ["MAC-CENTRALEUROPE"], "x-mac-cyrillic": ["MAC-CYRILLIC"],
+            "x-mac-ukrainian": ["MACUKRAINIAN"], "x-mac-icelandic": ["MACIS"], "x-mac-icelandi": ["MACIS"],
+            // Shift_JIS as Windows writes it.
+            "x-sjis": ["CP932"], "shift-jis": ["CP932"], "ms_kanji": ["CP932"], "csshiftjis": ["CP932"],
+            // Chinese: GB2312 labels are read as GBK by every reader.
+            "x-gbk": ["GBK"], "gb_2312-80": ["GBK"], "x-gb2312": ["GBK"], "chinese": ["GBK"], "csgb2312": ["GBK"],
+            "iso-ir-58": ["GBK"], "x-euc-cn": ["GBK"], "x-big5": ["BIG5"], "x-x-big5": ["BIG5"],
+            "x-euc-jp": ["EUC-JP"], "x-euc-tw": ["EUC-TW"], "x-euc": ["EUC-JP"],
+            "windows-874": ["CP874"], "x-cp1250": ["CP1250"], "x-cp1251": ["CP1251"], "x-cp1252": ["CP1252"],
+        ]
+        // Korean: Outlook's ks_c_5601-1987 and its kin mean Windows code page
+        // 949 (Unified Hangul Code), a superset of EUC-KR, as browsers read them.
+        for label in ["ks_c_5601-1987", "ks_c_5601-1989", "ks_c_5601", "ksc_5601", "ksc5601", "korean", "csksc56011987",
+                      "iso-ir-149", "windows-949", "x-windows-949", "ms949", "euc-kr", "x-euc-kr", "cseuckr"] {
+            table[label] = ["CP949"]
+        }
+        // Hebrew and Arabic in logical (-i) or explicit (-e) order: the same bytes.
+        for label in ["iso-8859-8-i", "iso_8859-8-i", "csiso88598i", "logical", "iso-8859-8-e", "iso_8859-8-e", "csiso88598e", "visual"] {
+            table[label] = ["ISO-8859-8"]
+        }
+        for label in ["iso-8859-6-i", "iso_8859-6-i", "csiso88596i", "iso-8859-6-e", "iso_8859-6-e", "csiso88596e"] {
+            table[label] = ["ISO-8859-6"]
+        }
+        for label in ["unknown-8bit", "x-unknown", "unknown", "x-unknown-8bit", "8bit", "binary", "x-binary", "default", "none"] {
+            table[label] = ["UTF-8", "ISO-8859-1"]
+        }
+        return table
+    }()
+
+    /// The charset a reader reads `name` as when the name is one of the
+    /// aliases above that iconv does not know as it stands (the first,
+    /// where readers differ); nil for any other.
+    package static func alias(_ name: String) -> String? {
+        let bare = bare(name)
+        guard let meant = aliases[bare]?.first, !isKnown(bare) else { return nil }
+        return meant
+    }
+
+    /// True for a charset parameter that says the content is not text in
+    /// any charset (PHP's finfo writes `application/pdf; charset=binary`).
+    package static func saysBinary(_ name: String) -> Bool {
+        ["binary", "x-binary"].contains(bare(name))
+    }
+
+    /// The name as written, lower-cased, without quotes, white space, a
+    /// comment or an RFC 2231 language (after `*`).
+    private static func bare(_ name: String) -> String {
+        var name = name
+        if let comment = name.firstIndex(of: "(") { name = String(name[..<comment]) }
+        let trimmed = name.trimmingCharacters(in: CharacterSet(charactersIn: " \t\r\n\"'")).lowercased()
+        return String(trimmed.split(separator: "*", omittingEmptySubsequences: false).first ?? "")
+    }
 
     /// The charsets a reader may take `name` to mean. A Unicode encoding
     /// without a stated byte order is read in both (a byte order mark, when
     /// there is one, decides). Empty when iconv knows no such charset.
     package static func candidates(_ name: String) -> [String] {
-        let trimmed = name.trimmingCharacters(in: CharacterSet(charactersIn: " \t\"'")).lowercased()
-        // RFC 2231 allows a language after `*` in an encoded-word's charset.
-        let bare = String(trimmed.split(separator: "*", omittingEmptySubsequences: false).first ?? "")
-        var name = aliases[bare] ?? bare
+        let bare = bare(name)
+        if let meant = aliases[bare] { return meant }
+        var name = bare
         guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return [] }
         if ["hz-gb-2312", "hz", "hz-gb2312", "x-hz"].contains(name) { return ["HZ-GB-2312"] }  // not in glibc: decoded here
         if !isKnown(name) {
@@ -137,7 +196,9 @@ package enum Charsets {
     /// `bytes` decoded from `charset` (a name ``candidates(_:)`` gave); nil when
     /// iconv does not know it. A byte order mark at the start is honoured
     /// for UTF-16 and UTF-32 and dropped.
-    package static func decode(_ bytes: [UInt8], charset: String) -> String? {
+    /// `decoders`: converters kept open for many short pieces (opening one
+    /// costs more than converting an encoded-word).
+    package static func decode(_ bytes: [UInt8], charset: String, decoders: Decoders? = nil) -> String? {
         var charset = charset
         var start = 0
         let upper = charset.uppercased()
@@ -154,12 +215,15 @@ package enum Charsets {
         case "ISO-8859-1", "LATIN1", "ISO8859-1": return String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
         default: break
         }
-        let handle = iconv_open("UTF-8", charset)
-        guard handle != iconv_t(bitPattern: -1) else { return nil }
-        defer { iconv_close(handle) }
+        guard let converter = decoders?.converter(charset) ?? Converter(charset) else { return nil }
+        let handle = converter.handle
+        iconv(handle, nil, nil, nil, nil)   // back to the initial state (ISO 2022 shifts)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        // Room for the text of a short piece (an encoded-word) without
+        // clearing 64 KB for each: up to four bytes of UTF-8 per byte, and more
+        // rounds for longer text.
+        var buffer = [UInt8](repeating: 0, count: min(64 << 10, 4 * bytes.count + 16))
         var input = Array(bytes[start...])
         input.withUnsafeMutableBufferPointer { inBuffer in
             var inPointer = UnsafeMutableRawPointer(inBuffer.baseAddress).map { $0.assumingMemoryBound(to: CChar.self) }
@@ -187,5 +251,35 @@ package enum Charsets {
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension Charsets {
+    /// One iconv conversion to UTF-8 (`iconv_open`), closed when released.
+    final class Converter {
+        let handle: iconv_t
+
+        init?(_ charset: String) {
+            guard let handle = iconv_open("UTF-8", charset), handle != iconv_t(bitPattern: -1) else { return nil }
+            self.handle = handle
+        }
+
+        deinit { iconv_close(handle) }
+    }
+
+    /// Converters opened once each and kept, for one caller's many short
+    /// pieces. Not `Sendable`: one caller, one thread.
+    package final class Decoders {
+        private var open: [String: Converter?] = [:]
+
+        /// No converters open yet.
+        package init() {}
+
+        func converter(_ charset: String) -> Converter? {
+            if let known = open[charset] { return known }
+            let made = Converter(charset)
+            open[charset] = made
+            return made
+        }
     }
 }

@@ -36,6 +36,34 @@ package enum FieldReadings {
         return String(String.UnicodeScalarView(raw.unicodeScalars.filter { $0 != "\n" && $0 != "\r" }))
     }
 
+    /// A structured field's value without its comments (RFC 5322 §3.2.2):
+    /// `(…)` outside quoted strings, nested, with `\\` escapes, each taken
+    /// out with the white space around it kept as one space.
+    package static func withoutComments(_ value: String) -> String {
+        guard value.contains("(") else { return value }
+        var out = String.UnicodeScalarView()
+        var depth = 0, quoted = false, escaped = false
+        for scalar in value.unicodeScalars {
+            if escaped { escaped = false; if depth == 0 { out.append(scalar) }; continue }
+            switch scalar {
+            case "\\" where quoted || depth > 0:
+                escaped = true
+                if depth == 0 { out.append(scalar) }
+            case "\"" where depth == 0:
+                quoted.toggle()
+                out.append(scalar)
+            case "(" where !quoted:
+                if depth == 0 { out.append(" ") }
+                depth += 1
+            case ")" where depth > 0:
+                depth -= 1
+            default:
+                if depth == 0 { out.append(scalar) }
+            }
+        }
+        return String(out)
+    }
+
     // MARK: RFC 2047
 
     private struct EncodedWord {
@@ -50,6 +78,22 @@ package enum FieldReadings {
     private static func encodedWords(_ scalars: [Unicode.Scalar]) -> [EncodedWord] {
         var words: [EncodedWord] = []
         var index = 0
+        // The first `?=` at or after `closeFrom` (nil: none there or later),
+        // kept from one word to the next: words without their `?=` would
+        // each search to the end of the value again (quadratic).
+        var closeFrom = Int.max
+        var closeAt: Int?
+        func firstClose(from start: Int) -> Int? {
+            if start >= closeFrom && (closeAt == nil || closeAt! >= start) { return closeAt }
+            var at = start
+            closeAt = nil
+            while at + 1 < scalars.count {
+                if scalars[at] == "?" && scalars[at + 1] == "=" { closeAt = at; break }
+                at += 1
+            }
+            closeFrom = start
+            return closeAt
+        }
         while index + 1 < scalars.count {
             guard scalars[index] == "=", scalars[index + 1] == "?" else { index += 1; continue }
             var at = index + 2
@@ -62,11 +106,7 @@ package enum FieldReadings {
             }
             guard let charset = field(), let encoding = field() else { index += 2; continue }
             let start = at
-            var end: Int?
-            while at + 1 < scalars.count {
-                if scalars[at] == "?" && scalars[at + 1] == "=" { end = at; break }
-                at += 1
-            }
+            let end = firstClose(from: start)
             // Without its closing `?=`, lenient readers take the word to the
             // next white space (or the end of the value).
             let close = end.map { $0 + 2 } ?? (scalars[start...].firstIndex { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" } ?? scalars.count)
@@ -90,14 +130,17 @@ package enum FieldReadings {
         let words = encodedWords(scalars)
         guard !words.isEmpty else { return ([], nil) }
         var unknown: String?
+        var known: [String: [String]] = [:]   // a field may name one charset thousands of times
         let charsets: [[String]] = words.map { word in
             if word.charset.isEmpty { return ["UTF-8", "ISO-8859-1"] }
-            let candidates = Charsets.candidates(word.charset)
+            let candidates = known[word.charset] ?? Charsets.candidates(word.charset)
+            known[word.charset] = candidates
             if candidates.isEmpty { unknown = unknown ?? String(word.charset.prefix(40)) }
             return candidates.isEmpty ? Charsets.fallbacks : candidates
         }
         let widest = charsets.map(\.count).max() ?? 1
         var readings: [String] = []
+        let decoders = Charsets.Decoders()
         // Python's decode_header joins the bytes of adjacent words in one
         // charset before decoding them (a UTF-32 unit may be cut between
         // words): read both ways.
@@ -109,7 +152,7 @@ package enum FieldReadings {
                     var pending: (bytes: [UInt8], charset: String)?
                     func flush() {
                         guard let run = pending else { return }
-                        out += (Charsets.decode(run.bytes, charset: run.charset) ?? String(decoding: run.bytes, as: UTF8.self)).unicodeScalars
+                        out += (Charsets.decode(run.bytes, charset: run.charset, decoders: decoders) ?? String(decoding: run.bytes, as: UTF8.self)).unicodeScalars
                         pending = nil
                     }
                     for (number, word) in words.enumerated() {
@@ -120,8 +163,9 @@ package enum FieldReadings {
                         let bytes = letter == "B" ? TransferDecoding.base64(word.text)[0] : qDecoded(word.text)
                         let candidates = charsets[number]
                         let charset = candidates[min(charsetChoice, candidates.count - 1)]
-                        if joinBytes && adjacent, let run = pending, run.charset == charset {
-                            pending = (run.bytes + bytes, charset)
+                        if joinBytes && adjacent, pending?.charset == charset {
+                            // In place: a copy of the run for each word was quadratic.
+                            pending!.bytes += bytes
                         } else {
                             flush()
                             if !adjacent { out += between }

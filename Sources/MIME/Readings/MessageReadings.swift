@@ -37,6 +37,9 @@ package struct MessageReadings {
     /// certainty is still read (fields, structure, nested messages).
     private var reading = true
     private var depth = 0
+    /// Parts read other ways too that have been read (their bytes as
+    /// written, depth and digest context, hashed).
+    private var readAlready: Set<Int> = []
     private static let maxDepth = 24
     /// Text parts up to this size are read whole in every transfer encoding
     /// and charset; larger ones are searched in pieces as their bytes.
@@ -52,7 +55,18 @@ package struct MessageReadings {
         withoutActuallyEscaping(visit) { visit in
             var walker = MessageReadings(visit)
             walker.message(message, prefix: "")
-            walker.emit("the message", .pieces(asText: false) { body in (try? message.write { body($0) }) != nil })
+            // The message as written, searched; and looked at for a bare CR on the way.
+            var lineEnds = BareCRScan(), scanned = false
+            walker.emit("the message", .pieces(asText: false) { body in
+                lineEnds = BareCRScan()
+                scanned = (try? message.write { piece in lineEnds.feed(piece); body(piece) }) != nil
+                return scanned
+            })
+            if !scanned {
+                lineEnds = BareCRScan()
+                _ = try? message.write { lineEnds.feed($0) }
+            }
+            if lineEnds.found { walker.lineEndsAtCR(message) }
             return walker.uncertain
         }
     }
@@ -108,13 +122,27 @@ package struct MessageReadings {
         let type = entity.contentType
         let name = prefix + "part " + (path.isEmpty ? "1" : path.map { String($0 + 1) }.joined(separator: ".")) + " (\(type))"
         let headers = entity.headers
+        let encodedNonLeaf = entity.kind != .leaf ? headers.last(where: { $0.name.lowercased() == "content-transfer-encoding" })
+            .flatMap { TransferDecoding.isIdentity(FieldReadings.unfolded($0.rawValue)) ? nil : $0 } : nil
+        let (types, encodings) = (Self.meanings(headers, "content-type"), Self.meanings(headers, "content-transfer-encoding"))
+        // A part read other ways too (parsed anew with other fields, or
+        // decoded) holds the same parts in each way: each is read once. Else
+        // every level of such parts nested in one another multiplies the
+        // readings of all below it (exponential in the depth).
+        var written: [UInt8] = []
+        if types.count > 1 || encodings.count > 1 || encodedNonLeaf != nil {
+            written = entity.serialize()
+            var hasher = Hasher()   // keyed per process: a sender cannot make two parts collide
+            hasher.combine(written)
+            hasher.combine(depth)
+            hasher.combine(inDigest)
+            guard readAlready.insert(hasher.finalize()).inserted else { return }
+        }
         fields(headers, prefix: name + " ")
-        if ambiguous(entity, headers: headers, name: name, inDigest: inDigest) { return }
-        if entity.kind != .leaf, let encoding = headers.last(where: { $0.name.lowercased() == "content-transfer-encoding" }),
-           !["", "7bit", "8bit", "binary"].contains(FieldReadings.unfolded(encoding.rawValue).trimmingCharacters(in: .whitespaces).lowercased()) {
+        if ambiguous(entity, types: types, encodings: encodings, written: written, name: name, inDigest: inDigest) { return }
+        if let encoding = encodedNonLeaf {
             // Encoded multiparts and messages are not allowed (RFC 2045 §6.4); some readers decode them anyway.
             note(name + " (transfer encoding on a \(entity.kind == .multipart ? "multipart" : "message"))")
-            let written = entity.serialize()
             let typeField = headers.last { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) } ?? ""
             if let start = Self.bodyStart(written), depth < Self.maxDepth {
                 for decoded in TransferDecoding.readings(Array(written[start...]), encoding: FieldReadings.unfolded(encoding.rawValue)) ?? [] {
@@ -142,23 +170,31 @@ package struct MessageReadings {
         }
     }
 
-    /// Two different Content-Type or Content-Transfer-Encoding fields: readers
-    /// differ in which wins, so the part is read with each (parsed anew with
-    /// only that one), and it counts as not readable with certainty. True
-    /// when so (the part is then read here).
-    private mutating func ambiguous(_ entity: MIMEEntity, headers: [Header], name: String, inDigest: Bool) -> Bool {
-        func values(_ field: String) -> [String] {
-            var seen: [String] = []
-            for header in headers where header.name.lowercased() == field {
-                let value = FieldReadings.unfolded(header.rawValue).trimmingCharacters(in: .whitespaces)
-                if !seen.contains(where: { $0.lowercased() == value.lowercased() }) { seen.append(value) }
-            }
-            return seen
+    /// The different values of the fields named `field` (lower-case), each
+    /// as first written. Values that mean the same differ in case, white
+    /// space and comments; the identity encodings (7bit, 8bit, binary) all
+    /// mean one thing (a forwarded mail often carries two of them).
+    static func meanings(_ headers: [Header], _ field: String) -> [String] {
+        var seen: [String] = [], meanings: [String] = []
+        for header in headers where header.name.lowercased() == field {
+            let value = FieldReadings.unfolded(header.rawValue).trimmingCharacters(in: .whitespaces)
+            let meaning = field == "content-transfer-encoding"
+                ? (TransferDecoding.isIdentity(value) ? "" : TransferDecoding.token(value))
+                : FieldReadings.withoutComments(value).lowercased().split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+            if !meanings.contains(meaning) { meanings.append(meaning); seen.append(value) }
         }
-        let types = values("content-type"), encodings = values("content-transfer-encoding")
+        return seen
+    }
+
+    /// Two different Content-Type or Content-Transfer-Encoding fields
+    /// (`types`, `encodings`: their values): readers differ in which wins,
+    /// so the part (`written`) is read with each (parsed anew with only
+    /// that one), and it counts as not readable with certainty. True when
+    /// so (the part is then read here).
+    private mutating func ambiguous(_ entity: MIMEEntity, types: [String], encodings: [String], written: [UInt8],
+                                    name: String, inDigest: Bool) -> Bool {
         guard types.count > 1 || encodings.count > 1 else { return false }
         note(name + (types.count > 1 ? " (two Content-Type fields)" : " (two Content-Transfer-Encoding fields)"))
-        let written = entity.serialize()
         guard let blank = Self.bodyStart(written) else { return false }
         let body = Array(written[blank...])
         for (typeIndex, contentType) in (types.isEmpty ? [""] : types).prefix(4).enumerated() {
@@ -171,6 +207,25 @@ package struct MessageReadings {
             }
         }
         return false
+    }
+
+    /// A bare CR (not before LF) ends a line for some readers (Python's
+    /// `email`) and not for GMime, which takes what follows as more of the
+    /// same line: header fields, a blank line and a body may all stand in one
+    /// field's value. Every path that reads a mail comes here, so each treats
+    /// it alike: the message is read again with each bare CR as a line end,
+    /// and it counts as not readable with certainty.
+    private mutating func lineEndsAtCR(_ message: MIMEMessage) {
+        note("the message (bare CR line ends)")
+        guard reading else { return }
+        let written = message.serialize()
+        var lines: [UInt8] = []
+        lines.reserveCapacity(written.count)
+        for (index, byte) in written.enumerated() {
+            lines.append(byte == 13 && (index + 1 == written.count || written[index + 1] != 10) ? 10 : byte)
+        }
+        guard let alternative = try? MIMEMessage.parse(lines, options: .unlimited) else { return }
+        self.message(alternative, prefix: "the message read with CR line ends ")
     }
 
     /// A preamble or epilogue with a line like a boundary (`--x`): a reader
@@ -204,9 +259,10 @@ package struct MessageReadings {
     }
 
     /// True for content a reader shows as text: `text/*`, anything that
-    /// names a charset, markup, JSON, scripts, calendars, and `message/*`.
+    /// names a charset (but `binary`, which says it is none), markup, JSON,
+    /// scripts, calendars, and `message/*`.
     package static func isTextLike(_ type: ContentType) -> Bool {
-        type.type == "text" || type.type == "message" || type.parameters["charset"] != nil
+        type.type == "text" || type.type == "message" || type.parameters["charset"].map { !Charsets.saysBinary($0) } == true
             || ["xml", "html", "json", "javascript", "ecmascript", "ics", "calendar", "csv", "x-sh"].contains { type.subtype.contains($0) }
     }
 
@@ -362,5 +418,27 @@ extension MIMEEntity {
         let written = g_mime_stream_write_to_stream(stream, sink.raw)
         g_mime_stream_reset(stream)
         return written < 0 || tooLarge ? nil : bytes
+    }
+}
+
+/// Looks for a CR not followed by LF in bytes that come in pieces.
+struct BareCRScan {
+    private var seen = false
+    private var pendingCR = false
+
+    /// True when a CR stands before anything but LF, or at the end.
+    var found: Bool { seen || pendingCR }
+
+    mutating func feed(_ piece: UnsafeRawBufferPointer) {
+        guard !seen, let base = piece.baseAddress, !piece.isEmpty else { return }
+        if pendingCR && piece[0] != 10 { seen = true; return }
+        pendingCR = false
+        var start = 0
+        while start < piece.count, let hit = memchr(base + start, 13, piece.count - start) {
+            let at = base.distance(to: UnsafeRawPointer(hit))
+            if at + 1 == piece.count { pendingCR = true; return }
+            if piece[at + 1] != 10 { seen = true; return }
+            start = at + 2
+        }
     }
 }

@@ -18,19 +18,27 @@ package enum TransferDecoding {
         }
     }
 
-    /// The encoding's name as a lenient reader takes it: what stands before
-    /// a `;` or a comment, without quotes and white space, lower-cased.
+    /// The encoding's name as a lenient reader takes it: comments dropped,
+    /// what stands before a `;`, without quotes and white space, lower-cased.
     package static func token(_ value: String) -> String {
-        var value = value
-        if let cut = value.firstIndex(where: { $0 == ";" || $0 == "(" }) { value = String(value[..<cut]) }
+        var value = FieldReadings.withoutComments(value)
+        if let cut = value.firstIndex(of: ";") { value = String(value[..<cut]) }
         return value.trimmingCharacters(in: [" ", "\t", "\r", "\n", "\"", "'"]).lowercased()
     }
 
+    /// True for the encodings that leave the bytes as they are (`7bit`,
+    /// `8bit`, `binary`, none): every reader reads them alike, however spelled.
+    package static func isIdentity(_ value: String) -> Bool {
+        ["", "7bit", "8bit", "binary"].contains(token(value))
+    }
+
     /// True when a reader may take `value` otherwise than GMime does: not a
-    /// bare name (`base64; x=1`, `base64 (comment)`, quoted).
+    /// bare name (`base64; x=1`, `base64 (comment)`, quoted). An identity
+    /// encoding, however spelled, leaves the bytes alike for every reader
+    /// (one that knows it and one that does not).
     package static func isOddlySpelled(_ value: String) -> Bool {
         let bare = value.trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
-        return !bare.isEmpty && bare != token(value)
+        return !bare.isEmpty && bare != token(value) && !isIdentity(value)
     }
 
     private static let alphabet: [Int8] = {
@@ -111,8 +119,9 @@ package enum TransferDecoding {
     }
 
     /// Two readings when they differ: `=` followed by white space (or stray
-    /// CRs) and a line end is a soft line break (RFC 2045 says the white
-    /// space is ignored), or it is not (only `=` right before the line end is). `=` not followed
+    /// CRs) and a line end, or by a bare CR, is a soft line break (RFC 2045
+    /// says the white space is ignored; Python ends a line at a bare CR), or
+    /// it is not (only `=` right before the line end is). `=` not followed
     /// by two hex digits stays as it is, as lenient decoders keep it.
     static func quotedPrintable(_ bytes: [UInt8]) -> [[UInt8]] {
         var spaced = false
@@ -148,6 +157,8 @@ package enum TransferDecoding {
             }
             if probe < bytes.count && bytes[probe] == 13 { probe += 1 }
             if probe < bytes.count && bytes[probe] == 10 { index = probe + 1; continue }   // soft line break
+            // A bare CR is a line end to readers that split lines at it (Python's email).
+            if spaceBeforeBreak && probe > index + 1 && bytes[probe - 1] == 13 { index = probe; continue }
             if probe == bytes.count { index = probe; continue }                            // `=` at the very end
             if index + 2 < bytes.count,
                let high = hex(bytes[index + 1]), let low = hex(bytes[index + 2]) {
@@ -163,7 +174,7 @@ package enum TransferDecoding {
 
     /// uuencoded lines (between `begin` and `end`, or all lines when there is
     /// no `begin`), each decoded by its length letter.
-    static func uudecode(_ bytes: [UInt8]) -> [UInt8] {
+    package static func uudecode(_ bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         let lines = bytes.split(separator: 10, omittingEmptySubsequences: true)
         let hasBegin = lines.contains { $0.starts(with: Array("begin".utf8)) }
