@@ -113,11 +113,22 @@ public enum Postcard {
     /// (``PipelineError/Code/unreadable``).
     public static func censored(_ message: MIMEMessage, redactor: Redactor = .standard,
                                 opaque: OpaqueParts = .withhold) throws -> MIMEMessage {
+        try refuseFalseEncryption(message)
         let readings = redactor.readings(of: message)
         let hasSpans = try hasMarkedSpans(message, redactor: redactor, readings: readings)
         if hasSpans, let place = readings.uncertain.first { throw PipelineError(.unreadable, detail: place) }
         guard hasSpans else { return try unchanged(message) }
         return try rebuilt(message, redactor: redactor, mode: .censor, opaque: opaque).message
+    }
+
+    /// Refuses (`falselyEncrypted`, 65) a message labelled encrypted whose
+    /// content is not ciphertext (``EncryptedAlready``): sent on unchanged it
+    /// would pass as encrypted mail, while any reader opens it as plain
+    /// content — markers inside a literal or compressed OpenPGP message
+    /// included, which mailsec does not read.
+    static func refuseFalseEncryption(_ message: MIMEMessage) throws {
+        guard let body = message.body, EncryptedAlready.claimsEncryption(body), !EncryptedAlready.isEncrypted(body) else { return }
+        throw PipelineError(.falselyEncrypted, detail: body.contentType.description)
     }
 
     /// True when `message` has marked spans: in some reading of it

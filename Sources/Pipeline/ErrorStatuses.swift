@@ -31,7 +31,7 @@ extension PipelineError: MailsecError {
     /// The status for this error's code (see the table above).
     public var exitStatus: ExitStatus {
         switch code {
-        case .noRecipients, .noSender, .unredactable, .unreadable, .opaquePartRefused: .dataError
+        case .noRecipients, .noSender, .unredactable, .unreadable, .opaquePartRefused, .falselyEncrypted: .dataError
         case .refused, .signedMailNeedsRedaction, .noticeNeedsLetter, .publishRefused: .refused
         case .notYetSupported, .noPublisher: .refused
         case .noSigningKey, .publishFailed: .temporary
@@ -44,7 +44,7 @@ extension PipelineError.Code {
     /// Every code mailsec throws, for the tests that walk them all.
     package static let all: [PipelineError.Code] = [
         .noRecipients, .noSender, .noSigningKey, .refused, .signedMailNeedsRedaction, .notYetSupported, .unredactable,
-        .unreadable, .noPublisher, .publishFailed, .publishRefused, .noticeNeedsLetter,
+        .unreadable, .opaquePartRefused, .falselyEncrypted, .noPublisher, .publishFailed, .publishRefused, .noticeNeedsLetter,
     ]
 }
 

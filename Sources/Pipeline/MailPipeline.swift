@@ -40,6 +40,8 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
         /// The mail has marked spans and a part mailsec does not read (``PipelineError/detail``:
         /// the place), and `opaque_parts = "refuse"`.
         public static let opaquePartRefused = Code(rawValue: "opaquePartRefused")
+        /// The message is labelled encrypted, and its content is not ciphertext.
+        public static let falselyEncrypted = Code(rawValue: "falselyEncrypted")
         /// Partially encrypted postcards are due but no reading server is configured.
         public static let noPublisher = Code(rawValue: "noPublisher")
         /// The spans could not be published (``PipelineError/detail``: the reason, without
@@ -89,6 +91,8 @@ public struct PipelineError: Error, Sendable, Equatable, CustomStringConvertible
             "the mail has marked spans, and \(detail) cannot be read with certainty, so it is refused; send it to letter recipients only"
         case .opaquePartRefused:
             "the mail has marked spans, and \(detail) is a part mailsec cannot read, so it is refused (opaque_parts = \"refuse\")"
+        case .falselyEncrypted:
+            "the message is labelled encrypted (\(detail)) but its content is not ciphertext, so it is refused"
         case .noPublisher: "partially encrypted postcards need a reading server to publish to (a publish URL and token)"
         case .publishFailed: "the private parts could not be published, so nothing was sent: \(detail)"
         case .publishRefused: "the reading server will not take this mail's private parts, so nothing was sent: \(detail)"
@@ -404,6 +408,7 @@ public struct MailPipeline: Sendable {
         let from = message.addresses(.from).first?.address
         guard let sender = envelopeSender ?? from else { throw PipelineError(.noSender) }
         let alreadyEncrypted = Self.isEncrypted(message)
+        if !alreadyEncrypted { try Postcard.refuseFalseEncryption(message) }
         // A mail has marked spans when any reading of it shows a marker.
         var readings = options.redactor.readings(of: message)
         // Encrypted mail goes out as its bytes came: what GMime's reading

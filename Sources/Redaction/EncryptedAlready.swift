@@ -38,6 +38,21 @@ package enum EncryptedAlready {
         }
     }
 
+    /// True for an entity labelled as ciphertext: `multipart/encrypted`,
+    /// `application/pgp-encrypted`, or S/MIME declared enveloped-data. Such
+    /// an entity that ``isEncrypted(_:)`` does not find to be ciphertext (a
+    /// literal or compressed OpenPGP message dressed as encrypted) says one
+    /// thing and is another: mailsec does not send it on as either.
+    package static func claimsEncryption(_ entity: MIMEEntity) -> Bool {
+        let type = entity.contentType
+        if type.is("multipart", "encrypted") { return true }
+        guard entity.kind == .leaf else { return false }
+        if type.is("application", "pgp-encrypted") { return true }
+        guard type.is("application", "pkcs7-mime") || type.is("application", "x-pkcs7-mime") else { return false }
+        let kind = type.parameters["smime-type"]?.lowercased()
+        return kind == "enveloped-data" || kind == "authenveloped-data"
+    }
+
     /// True for an entity that carries a signature a postcard would break:
     /// `multipart/signed`, S/MIME signed-data or a detached S/MIME signature,
     /// or text that is cleartext-signed (`-----BEGIN PGP SIGNED MESSAGE-----`).
