@@ -168,6 +168,11 @@ func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
 func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
     let value = scalar.value
     if value < 0xA0 { return value < 0x20 ? value != 0x09 && value != 0x0A && value != 0x0D : value >= 0x7F }
+    // U+2028/2029 (line and paragraph separators) and U+FFF9–FFFC (interlinear
+    // annotation marks, object replacement) are not default-ignorable, yet a
+    // browser draws them as nothing inside a line: a hostile review hid
+    // markers with them.
+    if (0xFFF9...0xFFFC).contains(value) || value == 0x2028 || value == 0x2029 { return true }
     return value == 0xAD || scalar.properties.isDefaultIgnorableCodePoint
 }
 

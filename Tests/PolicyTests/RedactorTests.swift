@@ -97,4 +97,26 @@ struct RedactorTests {
         let html = "<p>[[private]]<script>var key = 'k';</script><style>.x{}</style>[[/private]]ok</p>"
         #expect(try redactor.redactHTML(html, mode: .censor) == "<p>█████<script></script><style></style>ok</p>")
     }
+
+    /// A hostile review hid markers with scalars a browser draws as nothing
+    /// but that are not default-ignorable: line and paragraph separators,
+    /// interlinear annotation marks, object replacement. Anywhere inside
+    /// either marker, once or several times, they do not stop it being one.
+    @Test func markersWithDrawnAsNothing() throws {
+        var random = SystemRandomNumberGenerator()   // each failure names its scalars
+        let hiders: [Character] = ["\u{2028}", "\u{2029}", "\u{FFF9}", "\u{FFFA}", "\u{FFFB}", "\u{FFFC}"]
+        for _ in 0..<200 {
+            func hidden(_ marker: String) -> String {
+                var scalars = Array(marker)
+                for _ in 0..<Int.random(in: 1...3, using: &random) {
+                    scalars.insert(hiders.randomElement(using: &random)!, at: Int.random(in: 1..<scalars.count, using: &random))
+                }
+                return String(scalars)
+            }
+            let text = "a " + hidden("[[private]]") + "zqsecret" + hidden("[[/private]]") + " b"
+            #expect(redactor.hasMarkers(text), "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+            let censored = try redactor.redact(text, mode: .censor)
+            #expect(!censored.contains("zqsecret") && censored.hasPrefix("a ") && censored.hasSuffix(" b"), "\(censored)")
+        }
+    }
 }
