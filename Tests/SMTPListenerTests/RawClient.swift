@@ -11,7 +11,7 @@ final class RawClient {
 
     /// Connects to 127.0.0.1:`port`, from the loopback address `source` when
     /// given (127.0.0.2, …: another client address on this machine).
-    init(port: Int, timeout: Duration = .seconds(120), from source: String? = nil) throws {
+    init(port: Int, timeout: Duration = .seconds(300), from source: String? = nil) throws {
         self.timeout = timeout
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawClientError("socket failed") }
