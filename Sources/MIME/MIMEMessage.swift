@@ -343,21 +343,38 @@ extension MailAddress {
 enum HeaderScan {
     /// `bytes` with every line end an LF when there is a bare CR (one not
     /// before LF) among them: a bare CR and a CR LF alike, so the lines are of
-    /// one kind (GMime reads a mix of LF and CR LF lines unevenly). The same
+    /// one kind (GMime reads a mix of LF and CR LF lines unevenly). One
+    /// exception: after a line's last `=` (and any spaces or tabs), a run of
+    /// CRs before an LF is one line end. GMime and RFC 2045's decoders take
+    /// `=` CR CR LF as a quoted-printable soft line break, which joins the
+    /// lines; read as a line end and an empty line it would split a marker
+    /// they show whole, and the rebuild would send the span as text. The same
     /// array when there is no bare CR (nearly all mail). One pass.
     static func bareCRAsLineEnds(_ bytes: [UInt8]) -> [UInt8] {
         guard firstBareCR(bytes[...]) != nil else { return bytes }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
-        for (index, byte) in bytes.enumerated() {
-            if byte == 13 {
-                if index + 1 < bytes.count && bytes[index + 1] == 10 { continue }
-                out.append(10)
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] == 13 else { out.append(bytes[index]); index += 1; continue }
+            var end = index
+            while end < bytes.count && bytes[end] == 13 { end += 1 }
+            if end < bytes.count && bytes[end] == 10 && (end - index == 1 || endsInSoftBreak(out)) {
+                out.append(10)      // CR LF, or `=` CR… LF: one line end
+                index = end + 1
             } else {
-                out.append(byte)
+                out.append(10)      // a bare CR ends a line
+                index += 1
             }
         }
         return out
+    }
+
+    /// True when the line written so far ends in `=`, spaces and tabs aside.
+    private static func endsInSoftBreak(_ out: [UInt8]) -> Bool {
+        var at = out.count - 1
+        while at >= 0 && (out[at] == 32 || out[at] == 9) { at -= 1 }
+        return at >= 0 && out[at] == UInt8(ascii: "=")
     }
 
     /// Where the first CR not followed by LF stands in `bytes`, if anywhere

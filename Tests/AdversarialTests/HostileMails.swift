@@ -676,7 +676,13 @@ struct HostileMailGenerator {
         case 1:
             return envelope(subject: subject, extra: extra, body: "Content-Type: text/plain; charset=us-ascii\n\n" + ciphertext + "\n")
         default:
-            let blob = Encode.base64((0..<300).map { _ in UInt8.random(in: 0...255, using: &random) })
+            // A CMS ContentInfo of type enveloped-data (1.2.840.113549.1.7.3), its content random:
+            // what mailsec reads of S/MIME to call it encrypted (random bytes alone are refused as falsely labelled).
+            let content = (0..<300).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let inner: [UInt8] = [0xA0, 0x82, UInt8(content.count >> 8), UInt8(content.count & 0xFF)] + content
+            let oid: [UInt8] = [0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x03]
+            let length = oid.count + inner.count
+            let blob = Encode.base64([0x30, 0x82, UInt8(length >> 8), UInt8(length & 0xFF)] + oid + inner)
             return envelope(subject: subject, extra: extra,
                             body: "Content-Type: application/pkcs7-mime; smime-type=enveloped-data; name=\"smime.p7m\"\nContent-Transfer-Encoding: base64\n\n" + blob)
         }

@@ -294,6 +294,31 @@ struct BareCRTests {
         }
     }
 
+    @Test("`=` then CRs then LF is one soft line break, as GMime and RFC 2045 read it; a bare CR elsewhere is still a line end")
+    func softBreakBeforeCRs() throws {
+        var random = SeededRandom(seed: 2026_1125_23)
+        for round in 0..<40 {
+            // A word cut by a soft line break written `=`, spaces or tabs, one to four CRs, LF.
+            let pad = String(repeating: " ", count: Int.random(in: 0...1, using: &random)) + (Bool.random(using: &random) ? "\t" : "")
+            let crs = String(repeating: "\r", count: Int.random(in: 1...4, using: &random))
+            let cut = Int.random(in: 1...6, using: &random)
+            let word = "confidential"
+            let body = String(word.prefix(cut)) + "=" + pad + crs + "\n" + String(word.dropFirst(cut)) + "\rnext\n"
+            let mail = "From: a@example.org\nSubject: s\nContent-Type: text/plain\nContent-Transfer-Encoding: quoted-printable\n\n" + body
+            let normalised = String(decoding: HeaderScan.bareCRAsLineEnds(Array(mail.utf8)), as: UTF8.self)
+            #expect(!normalised.contains("\r"), "round \(round)")
+            #expect(normalised.hasSuffix(String(word.prefix(cut)) + "=" + pad + "\n" + String(word.dropFirst(cut)) + "\nnext\n"),
+                    "round \(round): \(normalised.debugDescription)")
+            if pad.isEmpty {
+                let text = try #require(try MIMEMessage.parse(Array(mail.utf8)).body?.text)
+                #expect(text.hasPrefix(word + "\nnext"), "round \(round): \(text.debugDescription)")
+            }
+        }
+        // Without the `=`, CR CR LF is a line end and an empty line, as Python reads it.
+        let plain = Array("Subject: s\n\nab\r\r\ncd\n".utf8)
+        #expect(HeaderScan.bareCRAsLineEnds(plain) == Array("Subject: s\n\nab\n\ncd\n".utf8))
+    }
+
     @Test("a file is judged in pieces: a CR LF across a piece's end is no bare CR, a CR there before other bytes is one")
     func pieceBoundaries() throws {
         let folder = try makePrivateDirectory(prefix: "ms-barecr")
