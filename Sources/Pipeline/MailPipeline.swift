@@ -809,15 +809,30 @@ public struct MailPipeline: Sendable {
     /// The full text with markers removed; a signed body is unwrapped, since
     /// the letter's own signature takes its place.
     func revealed(_ message: MIMEMessage, spans: Bool) throws -> MIMEMessage {
-        let copy = try message.copySharingContent()
-        copy.removeHeader("Bcc")
-        copy.removeHeader("Resent-Bcc")
-        guard spans else { return copy }
-        if let body = copy.body, body.contentType.is("multipart", "signed"), let content = body.children.first {
-            copy.setBody(try content.copySharingContent())
+        func unwrapped() throws -> MIMEMessage {
+            let copy = try message.copySharingContent()
+            copy.removeHeader("Bcc")
+            copy.removeHeader("Resent-Bcc")
+            if spans, let body = copy.body, body.contentType.is("multipart", "signed"), let content = body.children.first {
+                copy.setBody(try content.copySharingContent())
+            }
+            return copy
         }
-        try options.redactor.apply(.reveal, to: copy)
-        return copy
+        let copy = try unwrapped()
+        guard spans else { return copy }
+        do {
+            try options.redactor.apply(.reveal, to: copy)
+            return copy
+        } catch let error as PolicyError {
+            // As ``Postcard/hasMarkedSpans``: markers that pair up in the model the rebuild
+            // reads are spans, whatever the raw text of a part it does not read as text says.
+            // The letter keeps such a part as it came (markers and all), so `encrypt` with a
+            // letter agrees with `redact`; without a model the error stands.
+            guard (try? PostcardRebuild.rebuild(message, redactor: options.redactor)) != nil else { throw error }
+            let lenient = try unwrapped()
+            try options.redactor.apply(.reveal, to: lenient, keepingUnpaired: true)
+            return lenient
+        }
     }
 
     /// The postcard written from the censored copy, with the invitation when

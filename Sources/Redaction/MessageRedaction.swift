@@ -173,10 +173,20 @@ extension Redactor {
     }
 
     /// Applies `mode` to every marked span of `message`, in place.
-    public func apply(_ mode: Mode, to message: MIMEMessage) throws {
+    /// With `keepingUnpaired`, a piece whose markers do not pair up is left as
+    /// it is instead of stopping the whole: for a letter of a mail whose
+    /// markers pair up in the model the rebuild reads, while the raw text of
+    /// a part the rebuild does not read as text (text/richtext with its
+    /// commands inside a marker) does not.
+    public func apply(_ mode: Mode, to message: MIMEMessage, keepingUnpaired: Bool = false) throws {
         try visit(message, prefix: "") { text, name, isHTML in
             guard isHTML ? hasMarkersHTML(text) : hasMarkers(text) else { return nil }
-            return isHTML ? try redactHTML(text, mode: mode, part: name) : try redact(text, mode: mode, part: name)
+            do {
+                return isHTML ? try redactHTML(text, mode: mode, part: name) : try redact(text, mode: mode, part: name)
+            } catch let error as PolicyError {
+                if keepingUnpaired { return nil }
+                throw error
+            }
         }
     }
 

@@ -45,6 +45,12 @@ struct OnePathCLITests {
             parts.append("Content-Type: application/pdf; name=\"r \(span()).pdf\"\nContent-Disposition: attachment; "
                          + "filename=\"r \(span()).pdf\"\nContent-Transfer-Encoding: base64\n\n\(pdf)\n")
         }
+        if Bool.random(using: &random) {
+            // Rich text whose commands cut a marker: paired as a reader renders it, not in the raw
+            // text. The rebuild withholds it; the letter keeps it as it came (encrypt exited 65).
+            let (type, open, close) = Bool.random(using: &random) ? ("richtext", "<bold>", "</bold>") : ("enriched", "<italic>", "</italic>")
+            parts.append("Content-Type: text/\(type); charset=utf-8\n\nSee [[private]]\(open)\(secret())\(close)[[\(open)/pri\(close)vate]] now.\n")
+        }
         let body = parts.count == 1 ? parts[0]
             : "Content-Type: multipart/mixed; boundary=outer\n\n" + parts.map { "--outer\n" + $0 + "\n" }.joined() + "--outer--\n"
         let head = "From: Alice <alice@example.org>\nTo: Bob <bob@example.org>\nCc: Dora <dora@example.net>\n"
