@@ -62,8 +62,12 @@ let package = Package(
             providers: [.apt(["libgumbo-dev"])]
         ),
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
-        // Child processes with a deadline that kill their whole group (no dependencies).
-        .target(name: "Platform"),
+        // What the operating system offers, in one place: child processes with a deadline
+        // that kill their whole group, unnamed files, loopback, netlink, self-zeroing
+        // secrets, digests (on swift-crypto). The only target besides the GPGME, GMime and
+        // Gumbo wrappers that imports Glibc or a C module.
+        .target(name: "CPlatform"),
+        .target(name: "Platform", dependencies: ["CPlatform", .product(name: "Crypto", package: "swift-crypto")]),
         // Crypto: the SHA-1 checksums of GnuPG's keybox, checked before a look-up is believed.
         .target(name: "OpenPGP", dependencies: ["Platform", "CGPGME", "CMailsecShims", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
@@ -86,7 +90,7 @@ let package = Package(
         // AES-GCM, redone by the browser with WebCrypto), the published
         // document and the client that publishes it.
         .target(name: "PartialEncryption", dependencies: [
-            "HTTPRequests",
+            "Platform", "HTTPRequests",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
@@ -94,7 +98,6 @@ let package = Package(
         .target(name: "ReadingServer", dependencies: [
             "Platform", "PartialEncryption", "Store",
             .product(name: "GRDB", package: "GRDB.swift"),
-            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
@@ -111,7 +114,7 @@ let package = Package(
         // AUTH, per-recipient results, RFC 5321 time-outs. MIME only to
         // re-encode 8-bit or long-lined mail for a server without 8BITMIME.
         .target(name: "SMTP", dependencies: [
-            "MIME",
+            "Platform", "MIME",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOTLS", package: "swift-nio"),
@@ -155,7 +158,7 @@ let package = Package(
         // Sending as a person does: the user configuration, the password, the
         // delivery of the outbox, the sender's own copy, the connection state.
         .target(name: "Sending", dependencies: ["Platform", "Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
-                                                "PartialEncryption", "SMTP", "CMailsecShims", "TOMLKit", "Contacts",
+                                                "PartialEncryption", "SMTP", "TOMLKit", "Contacts",
                                                 .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(
             name: "mailsec",
@@ -170,8 +173,8 @@ let package = Package(
         .executableTarget(name: "html-rebuild-probe", dependencies: ["Redaction", "Policy"]),
         .executableTarget(name: "mailsec-bench", dependencies: ["MIME", "Policy"], path: "Benchmarks/Harness"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "TestSupport"]),
-        .testTarget(name: "MIMETests", dependencies: ["MIME", "TestSupport"]),
+        .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "Platform", "TestSupport"]),
+        .testTarget(name: "MIMETests", dependencies: ["MIME", "Platform", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         // The HTML rebuild: Gumbo's reading of hostile HTML, the allow-list, spans across nodes, one reading.
         .testTarget(name: "HTMLRebuildTests", dependencies: ["HTML", "Redaction", "Policy", "TestSupport"], exclude: ["chromium_text.py"]),
@@ -180,7 +183,7 @@ let package = Package(
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Platform", "Policy", "OpenPGP", "MIME", "TestSupport"]),
         .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "Filter", "Pipeline", "OpenPGP", "SMTPListener", "SMTP",
                                                              "TestSupport"]),
-        .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "TestSupport"], exclude: ["Peers"]),
+        .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "Platform", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
         .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "PartialEncryption", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
@@ -189,7 +192,7 @@ let package = Package(
                 path: "Fuzz/Checks"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MailsecFuzzChecks", "MIME", "TestSupport"]),
         .testTarget(name: "PartialEncryptionTests", dependencies: [
-            "PartialEncryption", "HTTPRequests", "TestSupport",
+            "PartialEncryption", "HTTPRequests", "Platform", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),

@@ -1,5 +1,6 @@
 import Foundation
 import OpenPGP
+import Platform
 
 /// A draft as it rests in a store: the whole ``ComposeDraft`` (subject,
 /// recipients, text, attachments and their names, the protected original)
@@ -28,9 +29,9 @@ public enum DraftSeal {
     /// `draft` encrypted to and signed by `key` (armored).
     public static func seal(_ draft: ComposeDraft, key: Key, gnupg: GnuPG) throws -> [UInt8] {
         var encoded = try JSONEncoder().encode(draft)
-        defer { encoded.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        defer { encoded.withUnsafeMutableBytes { zeroize($0) } }
         var plaintext = Array(encoded)
-        defer { wipe(&plaintext) }
+        defer { zeroize(&plaintext) }
         return try gnupg.encrypt(plaintext, to: [key], signer: key)
     }
 
@@ -38,7 +39,7 @@ public enum DraftSeal {
     public static func open(_ sealed: [UInt8], key: Key, gnupg: GnuPG) throws -> ComposeDraft {
         let decrypted = try gnupg.decrypt(sealed)
         var plaintext = decrypted.plaintext
-        defer { wipe(&plaintext) }
+        defer { zeroize(&plaintext) }
         let wanted = Set([key.fingerprint] + key.subkeys.map(\.fingerprint))
         guard decrypted.info.signatures.contains(where: { $0.isGood && wanted.contains($0.fingerprint) }) else {
             throw Failure("the draft is not signed by the sender's own key, so it is not opened")
@@ -52,10 +53,5 @@ public enum DraftSeal {
         } catch {
             throw Failure("the draft cannot be read (it was written by another version, or is damaged)")
         }
-    }
-
-    /// Zeroes a buffer that held a draft in clear, with a call the optimiser keeps.
-    static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import Platform
 import Pipeline
 import Synchronization
 

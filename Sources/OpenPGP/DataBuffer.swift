@@ -1,5 +1,6 @@
 internal import CGPGME
 import Foundation
+import Platform
 
 /// Owns one `gpgme_data_t`, released in `deinit`.
 final class DataBuffer {
@@ -65,7 +66,7 @@ final class DataBuffer {
         guard let mem = gpgme_data_release_and_get_mem(dh, &length) else { return [] }
         defer {
             // explicit_bzero is not optimised away, unlike a memset before free.
-            explicit_bzero(mem, length)
+            zeroize(UnsafeMutableRawBufferPointer(start: mem, count: length))
             gpgme_free(mem)
         }
         return Array(UnsafeRawBufferPointer(start: mem, count: length))

@@ -316,7 +316,7 @@ public struct GnuPG: Sendable {
         let info = try decrypt(DataBuffer.fileDescriptor(input), DataBuffer.fileDescriptor(held))
         guard lseek(held, 0, SEEK_SET) == 0 else { throw GPGMEError(code: .general, .decrypt) }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        defer { explicit_bzero(&buffer, buffer.count) }
+        defer { zeroize(&buffer) }
         while true {
             let count = read(held, &buffer, buffer.count)
             if count < 0 && errno == EINTR { continue }

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// One OpenPGP packet (RFC 4880 §4.2, RFC 9580 §4.2), as it stands in the data.
 package struct Packet: Sendable {
@@ -123,10 +124,6 @@ package enum Packets {
     package static func fingerprint(of packet: Packet) -> String? {
         guard packet.tag == 6 || packet.tag == 14, packet.body.first == 4, packet.body.count < 0x10000 else { return nil }
         let prefix: [UInt8] = [0x99, UInt8(packet.body.count >> 8), UInt8(packet.body.count & 0xFF)]
-        let digits = Array("0123456789ABCDEF".utf8)
-        // By hand, not String(format:): its CVarArg casts cost the filter a
-        // runtime conformance scan of the whole binary on every run.
-        return String(decoding: SHA1.hash(prefix + packet.body).flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] },
-                      as: UTF8.self)
+        return Digest.hex(Digest.sha1(prefix + packet.body), uppercase: true)
     }
 }

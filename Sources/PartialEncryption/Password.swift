@@ -1,3 +1,5 @@
+import Platform
+
 /// The password of a partially encrypted postcard: 16 characters from an
 /// alphabet of 32 without look-alikes (no 0/O, no 1/I), so 80 bits, written
 /// in four groups of four to be read aloud: `K7WD-9MZQ-HX4C-2RPF`.

@@ -1,6 +1,7 @@
 import Crypto
 import _CryptoExtras
 import Foundation
+import Platform
 
 /// The encrypted spans of one postcard, in a format a browser can open with
 /// WebCrypto alone. Version 1, all integers big-endian:

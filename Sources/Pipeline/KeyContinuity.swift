@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import Platform
 import Policy
 
 /// The continuity record cannot be read or written. Temporary (75): a

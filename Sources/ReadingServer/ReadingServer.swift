@@ -1,10 +1,10 @@
-import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
 import PartialEncryption
+import Platform
 import Synchronization
 
 /// How `mailsec serve` runs.
@@ -64,7 +64,7 @@ public final class ReadingServer: Sendable {
         self.boundPort = Mutex(configuration.port)
         self.store = try PostcardStore(path: configuration.storePath)
         self.log = log
-        self.tokenDigest = Array(SHA256.hash(data: Array(configuration.publishToken.utf8)))
+        self.tokenDigest = Digest.sha256(Array(configuration.publishToken.utf8))
     }
 
     /// Serves until SIGTERM or SIGINT. `onListening` gets the bound port.
@@ -123,7 +123,7 @@ public final class ReadingServer: Sendable {
         guard let presented = Self.bearer(request) else {
             return Self.failure(.unauthorized, "publishing needs the publish token (Authorization: Bearer …)")
         }
-        guard Self.equalDigests(Array(SHA256.hash(data: Array(presented.utf8))), tokenDigest) else {
+        guard Digest.constantTimeEqual(Digest.sha256(Array(presented.utf8)), tokenDigest) else {
             return Self.failure(.forbidden, "wrong publish token")
         }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > configuration.maximumDocument {
@@ -148,7 +148,7 @@ public final class ReadingServer: Sendable {
         let deleteToken = Base64URL.random(32)
         var stored = document
         stored.lifetime = nil
-        try store.insert(id: id, document: stored.json(), deleteTokenDigest: Array(SHA256.hash(data: Array(deleteToken.utf8))),
+        try store.insert(id: id, document: stored.json(), deleteTokenDigest: Digest.sha256(Array(deleteToken.utf8)),
                          created: now, expires: now + Int64(lifetime))
         let base = configuration.publicURL ?? "http://\(configuration.host):\(boundPort.withLock { $0 })"
         let publication = Publication(id: id, url: base.trimmingSuffix("/") + "/r/" + id, deleteToken: deleteToken,
@@ -163,7 +163,7 @@ public final class ReadingServer: Sendable {
         guard Self.isIdentifier(id), let digest = try store.deleteTokenDigest(id: id) else {
             return Self.failure(.notFound, "no such postcard: it has expired or was deleted")
         }
-        guard Self.equalDigests(Array(SHA256.hash(data: Array(presented.utf8))), digest) else {
+        guard Digest.constantTimeEqual(Digest.sha256(Array(presented.utf8)), digest) else {
             return Self.failure(.forbidden, "wrong deletion token")
         }
         try store.delete(id: id)
@@ -191,11 +191,6 @@ public final class ReadingServer: Sendable {
     }
 
     /// Compares two digests in time independent of where they differ.
-    static func equalDigests(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
-    }
-
     static let securityHeaders: HTTPFields = [
         .contentSecurityPolicy: "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         .xContentTypeOptions: "nosniff",

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import GRDB
 import PartialEncryption
@@ -183,7 +182,7 @@ public final class PostcardStore: Sendable {
     /// or whose identifier changed in the file (one entry's bytes now
     /// naming another's identifier) no longer matches.
     static func digest(id: String, document: Data) -> Data {
-        Data(SHA256.hash(data: Data(id.utf8) + [0] + document))
+        Data(Digest.sha256(Array(id.utf8) + [0] + Array(document)))
     }
 
     /// Runs `body` on the writer, its database errors as ``StoreError``.

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOSSL
 import NIOTLS
+import Platform
 
 /// The one channel handler of an SMTP session: cuts what the server sends
 /// into replies and hands each to the step waiting for it, in order (so
@@ -98,7 +99,7 @@ final class ReplyHandler: ChannelInboundHandler {
         written.assumeIsolated().whenComplete { _ in
             // NIO has let go of the buffer by now, so this zeroes the memory
             // that was written (best effort: a copy would be zeroed instead).
-            buffer.withUnsafeMutableReadableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+            buffer.withUnsafeMutableReadableBytes { zeroize($0) }
         }
         return written
     }

@@ -1,3 +1,8 @@
+// SecretBytes lives in Platform (with every other secret-holding buffer); a
+// library user of SMTP names it through this module, as before the move.
+@_exported import class Platform.SecretBytes
+import Platform
+
 /// Who we are to the server (RFC 4954 AUTH).
 public struct SMTPCredentials: Sendable {
     /// A SASL mechanism, in the order of preference a caller gives.

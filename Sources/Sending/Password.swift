@@ -109,7 +109,7 @@ public enum Password {
             if count == 0 { failure = "password_command: printed no password" }
         }
         defer {
-            explicit_bzero(buffer.baseAddress!, buffer.count)
+            zeroize(UnsafeMutableRawBufferPointer(buffer))
             buffer.deallocate()
         }
         if let failure { throw PasswordError(description: failure, timedOut: timedOut) }

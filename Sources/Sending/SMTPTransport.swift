@@ -1,5 +1,6 @@
 import Foundation
 import Outbox
+import Platform
 import SMTP
 
 /// The submission server of the configuration, spoken to with the SMTP

@@ -4,6 +4,7 @@ import MIME
 import OpenPGP
 import Outbox
 import Pipeline
+import Platform
 import Policy
 import SMTP
 import Store

@@ -1,6 +1,7 @@
 import Foundation
 import OpenPGP
 import Pipeline
+import Platform
 import Policy
 import Settings
 import SMTP

@@ -2,6 +2,7 @@ import Foundation
 @testable import Filter
 import MIME
 import Pipeline
+import Platform
 import Policy
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Filter
 import MIME
+import Platform
 import Synchronization
 import TestSupport
 import Testing

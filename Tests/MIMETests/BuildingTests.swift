@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import Platform
 import TestSupport
 import Testing
 

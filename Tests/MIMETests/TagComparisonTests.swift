@@ -1,4 +1,5 @@
 @testable import MIME
+import Platform
 import Testing
 
 @Suite("Tag comparison")

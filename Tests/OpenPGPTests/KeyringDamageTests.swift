@@ -1,5 +1,6 @@
 import Foundation
 @testable import OpenPGP
+import Platform
 import TestSupport
 import Testing
 
@@ -183,7 +184,7 @@ struct KeyringDamageTests {
                 var content = Array(bytes[offset..<(offset + length - 20)])
                 return (content[4] == 0 ? [2, 3] : [content[4]]).contains { type in
                     content[4] = type
-                    return SHA1.hash(content) == sum
+                    return Digest.sha1(content) == sum
                 }
             }
             var held = 0, failed = 0

@@ -1,5 +1,6 @@
 import Foundation
 @testable import OpenPGP
+import Platform
 import TestSupport
 import Testing
 
@@ -59,6 +60,6 @@ struct PacketTests {
             let gpgFingerprints = listed.split(separator: "\n").filter { $0.hasPrefix("fpr:") }.map { String($0.split(separator: ":", omittingEmptySubsequences: false)[9]) }
             #expect(keys == gpgFingerprints && keys.count == 2)
         }
-        #expect(SHA1.hash(Array("abc".utf8)).map { String(format: "%02x", $0) }.joined() == "a9993e364706816aba3e25717850c26c9cd0d89d")
+        #expect(Digest.hex(Digest.sha1(Array("abc".utf8))) == "a9993e364706816aba3e25717850c26c9cd0d89d")
     }
 }

@@ -3,6 +3,7 @@ import Crypto
 import _CryptoExtras
 import HTTPRequests
 @testable import PartialEncryption
+import Platform
 import TestSupport
 import Testing
 

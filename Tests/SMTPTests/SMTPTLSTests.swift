@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 import SMTP
 import Testing
 import TestSupport

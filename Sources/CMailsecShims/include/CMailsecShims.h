@@ -31,8 +31,4 @@ int mailsec_is_address_group(void *address);
 typedef void (*mailsec_sink_write)(const char *bytes, size_t length, void *context);
 GMimeStream *mailsec_sink_stream_new(mailsec_sink_write write, void *context);
 
-/* A NETLINK_ROUTE socket joined to the link, address and route groups
- * (struct sockaddr_nl is not in Swift's Glibc module); -1 on failure. */
-int mailsec_netlink_route_socket(void);
-
 #endif

@@ -1,5 +1,5 @@
-import CMailsecShims
-import Foundation
+internal import CPlatform
+import Glibc
 
 // @unchecked Sendable: the socket is only polled and drained, by one waiter
 // at a time (``Submission/watch(interval:report:)``); it is closed in deinit.
@@ -22,9 +22,12 @@ public final class NetworkEvents: @unchecked Sendable {
 
     /// Waits for a change or `timeout` seconds; true when a change came. The
     /// messages themselves are drained, not read: any change means "look again".
-    public func wait(timeout: TimeInterval) -> Bool {
+    public func wait(timeout: Double) -> Bool {
         guard fd >= 0 else {
-            Thread.sleep(forTimeInterval: timeout)
+            let seconds = min(max(0, timeout), 86_400)
+            var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+            var remaining = timespec()
+            while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
             return false
         }
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
