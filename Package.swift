@@ -173,7 +173,7 @@ let package = Package(
         .executableTarget(name: "html-rebuild-probe", dependencies: ["Redaction", "Policy"]),
         .executableTarget(name: "mailsec-bench", dependencies: ["MIME", "Policy"], path: "Benchmarks/Harness"),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "Platform", "TestSupport"]),
+        .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "CGPGME", "Platform", "TestSupport"]),
         .testTarget(name: "MIMETests", dependencies: ["MIME", "Platform", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         // The HTML rebuild: Gumbo's reading of hostile HTML, the allow-list, spans across nodes, one reading.

@@ -14,7 +14,12 @@ public struct GnuPG: Sendable {
     /// The gpg executable; nil means the one GPGME found at build time.
     public let executable: String?
 
-    /// GnuPG with the home `home` and the gpg `executable` (nil: the defaults); set per context with `gpgme_ctx_set_engine_info`.
+    /// GnuPG with the home `home` and the gpg `executable` (nil: the defaults).
+    /// Contexts get them from GPGME's process-wide engine info, switched
+    /// under a lock only when another home is wanted (``EngineSelection``),
+    /// not per context: GPGME runs `gpg --version` whenever engine info is
+    /// set, so `gpgme_ctx_set_engine_info` would cost one process more per
+    /// operation (counted by EngineSelectionTests).
     public init(home: String? = nil, executable: String? = nil) {
         self.home = home
         self.executable = executable

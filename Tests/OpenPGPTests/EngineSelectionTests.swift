@@ -1,0 +1,48 @@
+internal import CGPGME
+import Foundation
+@testable import OpenPGP
+import TestSupport
+import Testing
+
+/// Issue 23, item 6 asks for the GnuPG home per context
+/// (`gpgme_ctx_set_engine_info`) unless a measurement shows the process-wide
+/// switch is needed. Counted here, with a `gpg` that logs each call and runs
+/// the real one: GPGME runs `gpg --version` every time engine info is set, so
+/// engine info per context costs one process more per operation, while the
+/// process-wide selection (``EngineSelection``) pays once per change of home.
+/// The house keeps the process-wide switch, under its lock, for that reason.
+@Suite("GnuPG's home: one gpg --version per change, not per context", .serialized)
+struct EngineSelectionTests {
+    @Test("n look-ups through GnuPG cost one version probe; n contexts with engine info of their own cost n")
+    func probesCounted() throws {
+        try withGnuPGHome(importing: ["bob.pub.asc"]) { home throws in
+            let log = home.path + "/calls.log", wrapper = home.path + "/gpg-counting"
+            let real = try #require(["/usr/bin/gpg", "/bin/gpg"].first { FileManager.default.isExecutableFile(atPath: $0) })
+            try "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '\(log)'\nexec '\(real)' \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+            chmod(wrapper, 0o700)
+            func probes() -> Int {
+                ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains("--version") }.count
+            }
+            let operations = Int.random(in: 3...6)
+            // The house: contexts from the process-wide selection.
+            let gnupg = GnuPG(home: home.path, executable: wrapper)
+            for _ in 0..<operations {
+                let found = try gnupg.lookup(["bob@example.org"])
+                #expect(found.first?.candidates.isEmpty == false)
+            }
+            let house = probes()
+            #expect(house <= 1, "the process-wide selection probes once per change of home, not per operation: \(house)")
+            // The alternative: engine info set on each context.
+            let before = probes()
+            for _ in 0..<operations {
+                var ctx: gpgme_ctx_t?
+                try #require(gpgme_new(&ctx) == 0)
+                defer { gpgme_release(ctx) }
+                #expect(gpgme_ctx_set_engine_info(ctx, GPGME_PROTOCOL_OpenPGP, wrapper, home.path) == 0)
+            }
+            let perContext = probes() - before
+            #expect(perContext == operations, "engine info per context: one gpg --version each (\(perContext) for \(operations))")
+            print("gpg --version probes: process-wide selection \(house) for \(operations) look-ups; per context \(perContext)")
+        }
+    }
+}
