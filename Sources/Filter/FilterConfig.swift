@@ -67,7 +67,7 @@ public enum LogDestination: String, Sendable {
 /// publish_url = "http://127.0.0.1:8080"     # where `mailsec serve` listens
 /// token_file = "/etc/mailsec/publish-token"   # the filter user's own, 0600
 /// lifetime_days = 30           # optional; the server caps it
-/// notice = "letter-preferred"  # or letter-required: the password notice only as a letter
+/// notice = "letter-required"  # the default: the password notice only as a letter; "plain": in clear
 /// timeout = 30                 # seconds for publishing
 ///
 /// [listen]                     # only for the resident filter, `mailsec filter --listen`
@@ -77,6 +77,8 @@ public enum LogDestination: String, Sendable {
 /// max_connections = 100        # one more gets 421 and is closed
 /// parallel = 4                 # mails worked on at once (default: the number of cores)
 /// idle_timeout = 300           # seconds to wait for a client's next command
+/// max_connections_per_address = 32   # from one client address; one more gets 421
+/// first_command_timeout = 30   # seconds a new connection has for its first command
 /// spool_directory = "/var/spool/mailsec/incoming"   # large mails wait here (0700)
 /// drain_timeout = 30           # SIGTERM: seconds for the mails in progress
 /// ```

@@ -57,7 +57,8 @@ public struct ReadingSettings: Sendable {
             switch try table.string("notice") ?? "letter-required" {
             case "plain", "letter-preferred": return false
             case "letter-required": return true
-            default: throw ConfigError("reading.notice: unknown value (allowed: letter-preferred, letter-required)", path: "reading.notice")
+            default:  // the documented names; "letter-preferred" is plain's old spelling, still read
+                throw ConfigError("reading.notice: unknown value (allowed: letter-required, plain)", path: "reading.notice")
             }
         }
         let publisher: HTTPPublisher? = try step { () throws -> HTTPPublisher? in

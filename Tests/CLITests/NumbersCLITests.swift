@@ -30,7 +30,8 @@ struct NumbersCLITests {
           arguments: [("", "timeout"), ("reinject", "timeout"), ("reinject", "final_timeout"), ("reinject", "port"),
                       ("journal", "expire_days"), ("reading", "timeout"), ("reading", "lifetime_days"),
                       ("listen", "idle_timeout"), ("listen", "drain_timeout"), ("listen", "max_message_size"),
-                      ("listen", "max_connections"), ("listen", "parallel")])
+                      ("listen", "max_connections"), ("listen", "parallel"), ("listen", "max_connections_per_address"),
+                      ("listen", "first_command_timeout")])
     func filterNumbers(table: String, key: String) throws {
         let mail = Array("From: alice@example.org\nTo: nobody@example.org\nSubject: s\nMessage-ID: <n.1@example.org>\n\nhello\n".utf8)
         let name = table.isEmpty ? key : "\(table).\(key)"

@@ -141,6 +141,10 @@ struct UserConfigTests {
             let line = lines.firstIndex { $0.hasPrefix(prefix + " =") }.map { $0 + 1 }
             #expect(bad.problems.contains { $0.path == key && $0.line == line }, "\(key): \(bad.problems)")
         }
+        // The refusal of an unknown notice names the documented values, "plain" among them, not "maybe".
+        let notice = try #require(bad.problems.first { $0.path == "reading.notice" })
+        #expect(notice.description.contains("letter-required") && notice.description.contains("plain")
+                && !notice.description.contains("maybe"), "\(notice)")
         // A token file group or others can read: refused, and the token is not in the line.
         for mode in [0o640, 0o604, 0o644] as [Int] {
             chmod(token, mode_t(mode))
