@@ -53,6 +53,35 @@ extension Redactor {
         return readings.map { String(String.UnicodeScalarView($0)) }
     }
 
+    /// How the escapes of ``decodings(_:markup:)`` may start to write
+    /// `scalar` (ASCII), lower-case: every written form's first bytes, enough
+    /// to tell it from other bytes (`&#91`, `&#x5b`, `&#0`, `&lsqb`, `\x5b`,
+    /// `\u005b`, `\u{`, `\n{`, `\133`, `\'5b`, `\u91`, `\5b`, `\[`,
+    /// `%5b`, `=5b`, UTF-7's `+afs`), and the scalar itself followed by any
+    /// escape's first character. A marker that shows only through these
+    /// readings starts at one of them (or after a bidirectional control), so
+    /// a byte search looks for them first and decodes only from there.
+    package static func escapeStarts(of scalar: Unicode.Scalar) -> [[UInt8]] {
+        guard scalar.isASCII else { return [] }
+        let value = scalar.value
+        let hex2 = String(value, radix: 16).count == 1 ? "0" + String(value, radix: 16) : String(value, radix: 16)
+        var forms = ["&#\(value)", "&#0", "&#x" + String(value, radix: 16), "&#x0", "\\x" + hex2, "\\x{", "\\u00" + hex2, "\\u{",
+                     "\\u" + String(value), "\\u0", "\\U000000" + hex2, "\\N{", "\\" + String(value, radix: 8), "\\0", "\\'" + hex2,
+                     "\\" + String(value, radix: 16), "\\" + String(Character(scalar)), "%" + hex2, "=" + hex2]
+        // UTF-7: `+` and the base64 of the scalar as the first UTF-16 unit of a run (its first two letters, which hold its first 12 bits).
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        forms.append("+" + String([alphabet[Int(value >> 10 & 63)], alphabet[Int(value >> 4 & 63)]]))
+        // The named references that stand for it.
+        for line in htmlEntityTable.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            if fields.count == 2, UInt32(fields[1], radix: 16) == value { forms.append("&" + fields[0].prefix(4)) }
+        }
+        // The scalar itself, then an escape or something a viewer shows as nothing.
+        for lead in ["&", "\\", "%", "=", "+", "{", "}", "*", "_", "~", "`"] { forms.append(String(Character(scalar)) + lead) }
+        var seen = Set<[UInt8]>()
+        return forms.map { Array($0.lowercased().utf8) }.filter { seen.insert($0).inserted }
+    }
+
     /// True when some reading of `text` (``decodings(_:markup:)``) shows a marker.
     package func hasMarkersInDecodings(_ text: String, markup: Bool = false) -> Bool {
         decodings(text, markup: markup).contains { hasMarkers($0) }

@@ -73,6 +73,10 @@ extension Redactor {
         private let needles: [[UInt8]]?
         private var buffer: [UInt8] = []
         private var found = false
+        /// Where an escaped marker may start (``Redactor/escapeStarts(of:)``), by their first byte.
+        private let startsByLead: [[[UInt8]]]
+        /// How a marker's second scalar may be written: as itself or escaped.
+        private let seconds: [[UInt8]]
         /// Bytes kept from one window to the next: enough for a marker in UTF-16, and even.
         private let overlap: Int
         private static let window = 1 << 20
@@ -84,6 +88,23 @@ extension Redactor {
             let plain = markers.allSatisfy { $0.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: "k") } }
             needles = plain ? markers : nil
             overlap = 2 * (markers.map(\.count).max() ?? 0) + 2
+            var firsts: [Unicode.Scalar] = []
+            for marker in [redactor.open, redactor.close] {
+                for first in [marker.lowercased(), marker.uppercased()].compactMap(\.unicodeScalars.first) where !firsts.contains(first) {
+                    firsts.append(first)
+                }
+            }
+            let starts = firsts.flatMap(Redactor.escapeStarts(of:))
+            var byLead = [[[UInt8]]](repeating: [], count: 256)
+            for start in starts { byLead[Int(start[0])].append(start) }
+            startsByLead = byLead
+            var seconds: [[UInt8]] = []
+            for marker in [redactor.open, redactor.close] {
+                let scalars = Array(marker.lowercased().unicodeScalars)
+                guard scalars.count > 1 else { continue }
+                seconds += [Array(String(scalars[1]).utf8)] + Redactor.escapeStarts(of: scalars[1])
+            }
+            self.seconds = seconds
         }
 
         package mutating func feed(_ piece: UnsafeRawBufferPointer) {
@@ -129,35 +150,93 @@ extension Redactor {
         }
 
         /// Looks for either marker through the escapes and bidirectional
-        /// overrides a viewer of the content may resolve (``Redactor/decodings(_:markup:)``):
-        /// the bytes read as Latin-1 (as UTF-8 when they hold a bidirectional
-        /// control), and in both byte orders of UTF-16 when they look like it.
-        /// Bytes without a backslash, `&`, `%`, `=`, `+`, emphasis or a bidirectional
-        /// control cost one pass.
+        /// overrides a viewer of the content may resolve (``Redactor/decodings(_:markup:)``).
+        /// Such a marker starts where one of its first scalar's escaped forms
+        /// starts (``Redactor/escapeStarts(of:)``), or after a bidirectional
+        /// control: only from there are the bytes decoded (read as Latin-1, or
+        /// as UTF-8 when they hold a control), up to ``reach`` bytes on, or to
+        /// the line's end after a control. So bytes with none of them (nearly
+        /// every attachment) cost one pass, and every byte is decoded a bounded
+        /// number of times. UTF-16 (many zero bytes) is narrowed to bytes and
+        /// searched the same way.
         private func decodedShowsMarker(_ bytes: [UInt8]) -> Bool {
-            var lead = false, bidi = false, zeros = 0
+            var zeros = 0
+            for byte in bytes where byte == 0 { zeros += 1 }
+            if regionsShowMarker(bytes) { return true }
+            guard zeros * 8 >= bytes.count, bytes.count >= 2 else { return false }
+            for littleEndian in [true, false] {
+                var narrowed: [UInt8] = []
+                narrowed.reserveCapacity(bytes.count / 2)
+                for index in stride(from: 0, to: bytes.count - 1, by: 2) {
+                    let unit = littleEndian ? UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8 : UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])
+                    if unit < 0x80 {
+                        narrowed.append(UInt8(unit))
+                    } else if (0x202A...0x202E).contains(unit) || (0x2066...0x2069).contains(unit) {
+                        narrowed += Array(String(Unicode.Scalar(unit)!).utf8)
+                    } else {
+                        narrowed.append(0xFF)
+                    }
+                }
+                if regionsShowMarker(narrowed) { return true }
+            }
+            return false
+        }
+
+        /// How far past a place where an escaped marker may start it is decoded:
+        /// a marker of a dozen scalars, each in its longest escape (`\N{LEFT SQUARE BRACKET}`) and then some.
+        static let reach = 512
+
+        private func regionsShowMarker(_ bytes: [UInt8]) -> Bool {
+            var regions: [Range<Int>] = []
+            var bidi = false
             bytes.withUnsafeBufferPointer { buffer in
                 let count = buffer.count
+                func add(_ start: Int, _ end: Int) {
+                    if let last = regions.last, last.upperBound >= start {
+                        regions[regions.count - 1] = last.lowerBound..<max(last.upperBound, end)
+                    } else {
+                        regions.append(start..<end)
+                    }
+                }
+                func matches(_ forms: [[UInt8]], at index: Int) -> Bool {
+                    forms.contains { start in
+                        guard index + start.count <= count else { return false }
+                        for (k, expected) in start.enumerated() {
+                            var actual = buffer[index + k]
+                            if actual >= 0x41 && actual <= 0x5A { actual += 32 }
+                            if actual != expected { return false }
+                        }
+                        return true
+                    }
+                }
                 var index = 0
                 while index < count {
-                    switch buffer[index] {
-                    case 0x5C, 0x26, 0x25, 0x3D, 0x2A, 0x5F, 0x7E, 0x60, 0x2B: lead = true
-                    case 0: zeros += 1
-                    case 0xE2:
-                        if index + 2 < count, (buffer[index + 1] == 0x80 && (0xAA...0xAE).contains(buffer[index + 2]))
-                            || (buffer[index + 1] == 0x81 && (0xA6...0xA9).contains(buffer[index + 2])) { bidi = true }
-                    default: break
+                    let byte = buffer[index]
+                    let forms = startsByLead[Int(byte)]
+                    if !forms.isEmpty {
+                        // A marker's first scalar escaped (or followed by an escape), and its
+                        // second, escaped or not, soon after; decoded from a little before, where
+                        // a literal first scalar (and invisibles) may stand.
+                        if matches(forms, at: index), (index + 1..<min(count, index + 48)).contains(where: { matches(seconds, at: $0) }) {
+                            add(max(0, index - 64), min(count, index + Self.reach))
+                        }
+                    } else if byte == 0xE2, index + 2 < count,
+                              buffer[index + 1] == 0x80 && (0xAA...0xAE).contains(buffer[index + 2])
+                                || buffer[index + 1] == 0x81 && (0xA6...0xA9).contains(buffer[index + 2]) {
+                        bidi = true
+                        var end = index + 3
+                        while end < count && buffer[end] != 10 && end - index < 1 << 16 { end += 1 }
+                        add(index, end)
                     }
                     index += 1
                 }
             }
-            if lead || bidi {
-                let text = bidi ? String(decoding: bytes, as: UTF8.self) : String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) }))
+            for region in regions {
+                let slice = Array(bytes[region])
+                let text = bidi ? String(decoding: slice, as: UTF8.self) : String(String.UnicodeScalarView(slice.map { Unicode.Scalar($0) }))
                 if redactor.hasMarkersInDecodings(text) { return true }
             }
-            // UTF-16 (every other byte zero in ASCII text): its own readings.
-            guard zeros * 8 >= bytes.count else { return false }
-            return Self.utf16Readings(bytes).contains { redactor.hasMarkersInDecodings($0) }
+            return false
         }
     }
 
