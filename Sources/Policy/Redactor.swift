@@ -165,7 +165,7 @@ func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
 /// or a reader that drops controls shows as nothing too): inside a marker
 /// they do not stop it from being one.
 @inline(__always)
-func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+package func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
     let value = scalar.value
     if value < 0xA0 { return value < 0x20 ? value != 0x09 && value != 0x0A && value != 0x0D : value >= 0x7F }
     // U+2028/2029 (line and paragraph separators) and U+FFF9–FFFC (interlinear

@@ -8,8 +8,12 @@ extension Redactor {
     /// Header fields are plain text (`text/plain`).
     public func hasMarkersInAnyRendering(_ text: String, type: String, subtype: String,
                                          parameters: [String: String] = [:]) -> Bool {
-        renderings(text, type: type, subtype: subtype, parameters: parameters).contains { hasMarkers($0) }
-            || (Self.isMarkup(type: type, subtype: subtype) && hasMarkersHTML(text))
+        let markup = Self.isMarkup(type: type, subtype: subtype)
+        // Each rendering also through the escapes and overrides a viewer may
+        // resolve whatever the type says (``decodings(_:markup:)``).
+        return renderings(text, type: type, subtype: subtype, parameters: parameters).contains {
+            hasMarkers($0) || hasMarkersInDecodings($0, markup: markup)
+        } || (markup && hasMarkersHTML(text))
     }
 
     /// True for media types read as HTML or XML, character references and all.
@@ -38,6 +42,7 @@ extension Redactor {
             if decoded.contains("&") { out.append(String(String.UnicodeScalarView(decodeEntities(decoded)))) }
             out.append(Self.cssUnescaped(decoded))
             out.append(Self.percentDecoded(decoded))
+            if let directed = Self.withDirectionsAsControls(decoded) { out.append(directed) }
             for payload in Self.dataURLPayloads(decoded) {
                 out.append(payload)
                 let inner = String(String.UnicodeScalarView(decodeEntities(payload)))
@@ -45,6 +50,34 @@ extension Redactor {
             }
         }
         return out
+    }
+
+    /// HTML whose tags set a direction (`<bdo dir=rtl>`, `dir="rtl"`,
+    /// `direction: rtl` in a style) with each such start tag written as a
+    /// RIGHT-TO-LEFT OVERRIDE, `</bdo>` as POP DIRECTIONAL FORMATTING and
+    /// other tags taken out, so that ``decodings(_:markup:)`` reads it in its
+    /// visual order. Taken as an override even without one, and up to the line's
+    /// end: it reads more than a browser shows, never less. Nil without `rtl`.
+    static func withDirectionsAsControls(_ html: String) -> String? {
+        guard html.lowercased().contains("rtl") else { return nil }
+        var out = String.UnicodeScalarView()
+        let scalars = Array(html.unicodeScalars)
+        var index = 0
+        while index < scalars.count {
+            guard scalars[index] == "<", let end = scalars[index...].prefix(4096).firstIndex(of: ">") else {
+                out.append(scalars[index])
+                index += 1
+                continue
+            }
+            let tag = String(String.UnicodeScalarView(scalars[index...end])).lowercased()
+            if tag.hasPrefix("</bdo") {
+                out.append("\u{202C}")
+            } else if !tag.hasPrefix("</") && tag.contains("rtl") {
+                out.append("\u{202E}")
+            }
+            index = end + 1
+        }
+        return String(out)
     }
 
     /// Flowed lines (RFC 3676) joined: a line ending in a space continues on

@@ -73,6 +73,10 @@ extension Redactor {
         private let needles: [[UInt8]]?
         private var buffer: [UInt8] = []
         private var found = false
+        /// Where an escaped marker may start (``Redactor/escapeStarts(of:)``), by their first byte.
+        private let startsByLead: [[[UInt8]]]
+        /// How a marker's second scalar may be written: as itself or escaped.
+        private let seconds: [[UInt8]]
         /// Bytes kept from one window to the next: enough for a marker in UTF-16, and even.
         private let overlap: Int
         private static let window = 1 << 20
@@ -84,6 +88,23 @@ extension Redactor {
             let plain = markers.allSatisfy { $0.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: "k") } }
             needles = plain ? markers : nil
             overlap = 2 * (markers.map(\.count).max() ?? 0) + 2
+            var firsts: [Unicode.Scalar] = []
+            for marker in [redactor.open, redactor.close] {
+                for first in [marker.lowercased(), marker.uppercased()].compactMap(\.unicodeScalars.first) where !firsts.contains(first) {
+                    firsts.append(first)
+                }
+            }
+            let starts = firsts.flatMap(Redactor.escapeStarts(of:))
+            var byLead = [[[UInt8]]](repeating: [], count: 256)
+            for start in starts { byLead[Int(start[0])].append(start) }
+            startsByLead = byLead
+            var seconds: [[UInt8]] = []
+            for marker in [redactor.open, redactor.close] {
+                let scalars = Array(marker.lowercased().unicodeScalars)
+                guard scalars.count > 1 else { continue }
+                seconds += [Array(String(scalars[1]).utf8)] + Redactor.escapeStarts(of: scalars[1])
+            }
+            self.seconds = seconds
         }
 
         package mutating func feed(_ piece: UnsafeRawBufferPointer) {
@@ -102,22 +123,118 @@ extension Redactor {
 
         private func scan(_ bytes: [UInt8]) -> Bool {
             if let needles {
-                return needles.contains { needle in
+                if needles.contains(where: { needle in
                     Redactor.containsFolded(bytes, needle, stride: 1, offset: 0)
                         || encodings && (Redactor.containsFolded(bytes, needle, stride: 2, offset: 0)
                                          || Redactor.containsFolded(bytes, needle, stride: 2, offset: 1))
-                }
+                }) { return true }
+                return encodings && decodedShowsMarker(bytes)
             }
+            if encodings && decodedShowsMarker(bytes) { return true }
             if redactor.hasMarkers(String(decoding: bytes, as: UTF8.self)) { return true }
             guard encodings else { return false }
             if redactor.hasMarkers(String(bytes.map { Character(Unicode.Scalar($0)) })) { return true }
-            guard bytes.count >= 2 else { return false }
-            for littleEndian in [true, false] {
+            return Self.utf16Readings(bytes).contains(where: redactor.hasMarkers)
+        }
+
+        /// `bytes` read as UTF-16 in each byte order (none for fewer than two bytes).
+        private static func utf16Readings(_ bytes: [UInt8]) -> [String] {
+            guard bytes.count >= 2 else { return [] }
+            return [true, false].map { littleEndian in
                 let units = stride(from: 0, to: bytes.count - 1, by: 2).map { index in
                     littleEndian ? UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8
                         : UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])
                 }
-                if redactor.hasMarkers(String(decoding: units, as: UTF16.self)) { return true }
+                return String(decoding: units, as: UTF16.self)
+            }
+        }
+
+        /// Looks for either marker through the escapes and bidirectional
+        /// overrides a viewer of the content may resolve (``Redactor/decodings(_:markup:)``).
+        /// Such a marker starts where one of its first scalar's escaped forms
+        /// starts (``Redactor/escapeStarts(of:)``), or after a bidirectional
+        /// control: only from there are the bytes decoded (read as Latin-1, or
+        /// as UTF-8 when they hold a control), up to ``reach`` bytes on, or to
+        /// the line's end after a control. So bytes with none of them (nearly
+        /// every attachment) cost one pass, and every byte is decoded a bounded
+        /// number of times. UTF-16 (many zero bytes) is narrowed to bytes and
+        /// searched the same way.
+        private func decodedShowsMarker(_ bytes: [UInt8]) -> Bool {
+            var zeros = 0
+            for byte in bytes where byte == 0 { zeros += 1 }
+            if regionsShowMarker(bytes) { return true }
+            guard zeros * 8 >= bytes.count, bytes.count >= 2 else { return false }
+            for littleEndian in [true, false] {
+                var narrowed: [UInt8] = []
+                narrowed.reserveCapacity(bytes.count / 2)
+                for index in stride(from: 0, to: bytes.count - 1, by: 2) {
+                    let unit = littleEndian ? UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8 : UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])
+                    if unit < 0x80 {
+                        narrowed.append(UInt8(unit))
+                    } else if (0x202A...0x202E).contains(unit) || (0x2066...0x2069).contains(unit) {
+                        narrowed += Array(String(Unicode.Scalar(unit)!).utf8)
+                    } else {
+                        narrowed.append(0xFF)
+                    }
+                }
+                if regionsShowMarker(narrowed) { return true }
+            }
+            return false
+        }
+
+        /// How far past a place where an escaped marker may start it is decoded:
+        /// a marker of a dozen scalars, each in its longest escape (`\N{LEFT SQUARE BRACKET}`) and then some.
+        static let reach = 512
+
+        private func regionsShowMarker(_ bytes: [UInt8]) -> Bool {
+            var regions: [Range<Int>] = []
+            var bidi = false
+            bytes.withUnsafeBufferPointer { buffer in
+                let count = buffer.count
+                func add(_ start: Int, _ end: Int) {
+                    if let last = regions.last, last.upperBound >= start {
+                        regions[regions.count - 1] = last.lowerBound..<max(last.upperBound, end)
+                    } else {
+                        regions.append(start..<end)
+                    }
+                }
+                func matches(_ forms: [[UInt8]], at index: Int) -> Bool {
+                    forms.contains { start in
+                        guard index + start.count <= count else { return false }
+                        for (k, expected) in start.enumerated() {
+                            var actual = buffer[index + k]
+                            if actual >= 0x41 && actual <= 0x5A { actual += 32 }
+                            if actual != expected { return false }
+                        }
+                        return true
+                    }
+                }
+                var index = 0
+                while index < count {
+                    let byte = buffer[index]
+                    let forms = startsByLead[Int(byte)]
+                    if !forms.isEmpty {
+                        // A marker's first scalar escaped (or followed by an escape), and its
+                        // second, escaped or not, soon after; decoded from a little before, where
+                        // a literal first scalar (and invisibles) may stand.
+                        if matches(forms, at: index), (index + 1..<min(count, index + 48)).contains(where: { matches(seconds, at: $0) }) {
+                            add(max(0, index - 64), min(count, index + Self.reach))
+                        }
+                    } else if byte == 0xE2, index + 2 < count,
+                              buffer[index + 1] == 0x80 && (0xAA...0xAE).contains(buffer[index + 2])
+                                || buffer[index + 1] == 0x81 && (0xA6...0xA9).contains(buffer[index + 2]) {
+                        bidi = true
+                        var end = index + 3
+                        while end < count && buffer[end] != 10 && end - index < 1 << 16 { end += 1 }
+                        add(index, end)
+                    }
+                    index += 1
+                }
+            }
+            for region in regions {
+                let slice = Array(bytes[region])
+                let text = bidi ? String(decoding: slice, as: UTF8.self) : String(String.UnicodeScalarView(slice.map { Unicode.Scalar($0) }))
+                if redactor.hasMarkersInDecodings(text) { return true }
             }
             return false
         }
@@ -126,31 +243,76 @@ extension Redactor {
     /// True when `needle` (lower-case ASCII) occurs in `bytes` with its
     /// characters `stride` bytes apart, starting at byte `offset` modulo the
     /// stride, ASCII letters in either case, and (for UTF-16) zero bytes in
-    /// between.
+    /// between. Invisible characters inside an occurrence are passed over, as
+    /// ``Redactor/hasMarkers(_:)`` passes them over (the same ``isInvisible(_:)``):
+    /// C0 and C1 controls, and every invisible character in UTF-8 (one byte at
+    /// a time) or UTF-16 (one unit or surrogate pair at a time).
     fileprivate static func containsFolded(_ bytes: [UInt8], _ needle: [UInt8], stride: Int, offset: Int) -> Bool {
         guard let first = needle.first, bytes.count >= (needle.count - 1) * stride + 1 else { return false }
         let upperFirst = first >= 0x61 && first <= 0x7A ? first - 32 : first
         return bytes.withUnsafeBufferPointer { buffer in
+            let count = buffer.count
+            /// The ASCII byte of the character at `at` (its low byte in UTF-16), if it is ASCII.
+            func ascii(_ at: Int) -> UInt8? {
+                guard at >= 0, at < count else { return nil }
+                if stride == 1 { return buffer[at] < 0x80 ? buffer[at] : nil }
+                let partner = offset == 0 ? at + 1 : at - 1
+                guard partner >= 0, partner < count, buffer[partner] == 0, buffer[at] < 0x80 else { return nil }
+                return buffer[at]
+            }
+            /// How many bytes the invisible character at `at` takes; 0 when it is not invisible.
+            func invisible(_ at: Int) -> Int {
+                guard at >= 0, at < count else { return 0 }
+                if stride == 1 {
+                    let byte = buffer[at]
+                    if byte < 0x80 { return isInvisible(Unicode.Scalar(byte)) ? 1 : 0 }
+                    // A C1 control or soft hyphen as Latin-1 …
+                    if byte < 0xA0 || byte == 0xAD {
+                        return 1
+                    }
+                    // … or an invisible character in UTF-8.
+                    let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 0
+                    guard length > 0, at + length <= count else { return 0 }
+                    var value = UInt32(byte) & (0xFF >> (length + 1))
+                    for k in 1..<length {
+                        let next = buffer[at + k]
+                        guard next & 0xC0 == 0x80 else { return 0 }
+                        value = value << 6 | UInt32(next & 0x3F)
+                    }
+                    return Unicode.Scalar(value).map(isInvisible) == true ? length : 0
+                }
+                // UTF-16: the unit whose low byte stands at `at`.
+                let start = offset == 0 ? at : at - 1
+                func unit(_ from: Int) -> UInt32? {
+                    guard from >= 0, from + 1 < count else { return nil }
+                    return offset == 0 ? UInt32(buffer[from]) | UInt32(buffer[from + 1]) << 8
+                        : UInt32(buffer[from]) << 8 | UInt32(buffer[from + 1])
+                }
+                guard let high = unit(start) else { return 0 }
+                if (0xD800..<0xDC00).contains(high) {
+                    guard let low = unit(start + 2), (0xDC00..<0xE000).contains(low) else { return 0 }
+                    return Unicode.Scalar(0x10000 + (high - 0xD800) << 10 + (low - 0xDC00)).map(isInvisible) == true ? 4 : 0
+                }
+                return Unicode.Scalar(high).map(isInvisible) == true ? 2 : 0
+            }
             var index = offset
             // The last place a match can start: the needle's last letter, and for
             // little-endian UTF-16 the zero byte after it, must fit.
-            let last = buffer.count - (needle.count - 1) * stride - (stride == 2 && offset == 0 ? 2 : 1)
+            let last = count - (needle.count - 1) * stride - (stride == 2 && offset == 0 ? 2 : 1)
             while index <= last {
-                let byte = buffer[index]
+                let byte = ascii(index)
                 if byte == first || byte == upperFirst {
-                    var matched = true
-                    for (k, expected) in needle.enumerated() {
-                        let at = index + k * stride
-                        var actual = buffer[at]
-                        if actual >= 0x41 && actual <= 0x5A { actual += 32 }
-                        if actual != expected { matched = false; break }
-                        if stride == 2 {
-                            // The other byte of the UTF-16 unit must be zero.
-                            let partner = offset == 0 ? at + 1 : at - 1
-                            if partner < 0 || partner >= buffer.count || buffer[partner] != 0 { matched = false; break }
+                    var at = index + stride, k = 1
+                    while k < needle.count, at < count {
+                        if var actual = ascii(at) {
+                            if actual >= 0x41 && actual <= 0x5A { actual += 32 }
+                            if actual == needle[k] { k += 1; at += stride; continue }
                         }
+                        let skip = invisible(at)
+                        guard skip > 0 else { break }
+                        at += skip
                     }
-                    if matched { return true }
+                    if k == needle.count { return true }
                 }
                 index += stride
             }

@@ -588,7 +588,19 @@ struct HostileMailGenerator {
 
     /// A6: format=flowed, iCalendar folding, text/enriched, invisible characters.
     mutating func hostileRendering() -> String {
-        switch number(0...4) {
+        switch number(0...6) {
+        case 5:
+            // A marker only an escape-decoding viewer shows, in a mail with no other span (issue 21).
+            let hidden = HiddenMarkerMails.escapedMail(&random)
+            variant = "escaped markers alone: " + hidden.variant
+            tokens.append(hidden.secret)
+            return hidden.mail
+        case 6:
+            // A marker written reversed after a right-to-left override: shown forwards.
+            let hidden = HiddenMarkerMails.bidiMail(&random, refusedOnly: true)
+            variant = "bidi-reversed markers: " + hidden.variant
+            tokens.append(hidden.shown)
+            return hidden.mail
         case 0:
             variant = "format=flowed; delsp=yes, marker cut by a soft break"
             // Every soft break's space is deleted by the reader: cut anywhere, even inside a marker.
@@ -650,7 +662,19 @@ struct HostileMailGenerator {
     }
 
     mutating func friendlyRendering() -> String {
-        switch number(0...1) {
+        switch number(0...2) {
+        case 2:
+            // Escapes and right-to-left text that show no marker, beside a real span: censored, not refused.
+            variant = "escapes and right-to-left text beside a span (friendly)"
+            let hebrew = pick(["\u{202B}שלום [x] עולם\u{202C}", "\u{2067}مرحبا (1)\u{2069}", "\u{202E}olleh\u{202C}"])
+            let json = "{\"name\": \"Jos\\u00e9\", \"path\": \"C:\\\\temp\\\\x\", \"list\": \"[1, 2]\"}\n"
+            let html = "<p>Fish &amp; chips &lt;b&gt; &#169; 100% [draft]</p>\n"
+            let rtf = "{\\rtf1\\ansi Caf\\'e9 \\u233? [note]\\par }\n"
+            var parts = [textLeaf(prose() + hebrew + "\n")]
+            if chance(2) { parts.append(leaf("application/json", cte: "7bit", body: json)) }
+            if chance(2) { parts.append(leaf("application/octet-stream; name=\"page.html\"", cte: "base64", body: Encode.base64(Array(html.utf8)))) }
+            if chance(2) { parts.append(leaf("application/rtf", cte: "7bit", body: rtf)) }
+            return envelope(subject: Encode.encodedWords(Array(("Notes " + hebrew).utf8), charset: "utf-8", using: &random), body: multipart("mixed", parts))
         case 0:
             variant = "format=flowed with whole markers (friendly)"
             let (cte, body) = friendlyBody("Hello, \nsee " + span() + " \nand more.\n")

@@ -73,31 +73,56 @@ struct OnePathCLITests {
         return text
     }
 
+    /// A pipe filter's configuration whose MTA (a script in `mta`) files each
+    /// copy it is handed (`n.eml`) and its arguments (`n.args`).
+    static func recordingFilter(_ home: TemporaryGnuPGHome) throws -> (config: String, mta: String) {
+        let mta = home.path + "/mta"
+        mkdir(mta, 0o700)
+        let sendmail = mta + "/sendmail"
+        try """
+            #!/bin/sh
+            n=$(ls '\(mta)' | grep -c '\\.eml$')
+            cat > '\(mta)'/$n.eml
+            printf '%s\\n' "$*" > '\(mta)'/$n.args
+            """.write(toFile: sendmail, atomically: true, encoding: .utf8)
+        chmod(sendmail, 0o700)
+        let config = home.path + "/filter.toml"
+        try """
+            gnupg_home = "\(home.path)"
+            log = "none"
+            [reinject]
+            method = "sendmail"
+            sendmail = ["\(sendmail)"]
+            [journal]
+            directory = "\(home.path)/journal"
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        return (config, mta)
+    }
+
+    /// `mail` through the pipe filter (``recordingFilter(_:)``) from alice to
+    /// bob (a key) and dora (none): its result, and the copy handed on for dora
+    /// (the postcard), if any. The MTA's folder is emptied first.
+    static func filtered(_ mail: [UInt8], config: String, mta: String, home: TemporaryGnuPGHome) throws -> (ProcessResult, [UInt8]?) {
+        for name in try FileManager.default.contentsOfDirectory(atPath: mta) where name != "sendmail" {
+            try FileManager.default.removeItem(atPath: mta + "/" + name)
+        }
+        let result = try mailsec(["filter", "--config", config, "-f", "alice@example.org", "--", "bob@example.org", "dora@example.net"],
+                                 input: mail, home: home)
+        var handed: [UInt8]?
+        for number in 0..<2 {
+            guard let arguments = try? String(contentsOfFile: mta + "/\(number).args", encoding: .utf8) else { continue }
+            if arguments.hasSuffix("dora@example.net\n") && !arguments.contains("bob@") {
+                handed = Array(try Data(contentsOf: URL(fileURLWithPath: mta + "/\(number).eml")))
+            }
+        }
+        return (result, handed)
+    }
+
     @Test("generated mails with marked spans: the postcard of redact, of encrypt --out and the one the pipe filter hands on are the same bytes (boundaries aside)")
     func samePostcard() throws {
         var random = SeededRandom(seed: 2611)
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
-            // The MTA's re-injection command: files each copy and its arguments.
-            let mta = home.path + "/mta"
-            mkdir(mta, 0o700)
-            let sendmail = mta + "/sendmail"
-            try """
-                #!/bin/sh
-                n=$(ls '\(mta)' | grep -c '\\.eml$')
-                cat > '\(mta)'/$n.eml
-                printf '%s\\n' "$*" > '\(mta)'/$n.args
-                """.write(toFile: sendmail, atomically: true, encoding: .utf8)
-            chmod(sendmail, 0o700)
-            let config = home.path + "/filter.toml"
-            try """
-                gnupg_home = "\(home.path)"
-                log = "none"
-                [reinject]
-                method = "sendmail"
-                sendmail = ["\(sendmail)"]
-                [journal]
-                directory = "\(home.path)/journal"
-                """.write(toFile: config, atomically: true, encoding: .utf8)
+            let (config, mta) = try Self.recordingFilter(home)
             for index in 0..<8 {
                 let (mail, secrets) = Self.mail(&random, index: index)
                 let what = "mail \(index):\n\(String(decoding: mail, as: UTF8.self))"
@@ -115,19 +140,8 @@ struct OnePathCLITests {
                 let postcardFile = try #require(copies.first { $0["kind"] as? String == "postcard" }?["file"] as? String)
                 let encryptedPostcard = Array(try Data(contentsOf: URL(fileURLWithPath: out + "/" + postcardFile)))
 
-                for name in try FileManager.default.contentsOfDirectory(atPath: mta) where name != "sendmail" {
-                    try FileManager.default.removeItem(atPath: mta + "/" + name)
-                }
-                let filtered = try mailsec(["filter", "--config", config, "-f", "alice@example.org", "--", "bob@example.org", "dora@example.net"],
-                                           input: mail, home: home)
+                let (filtered, handed) = try Self.filtered(mail, config: config, mta: mta, home: home)
                 try #require(filtered.status == 0, "\(what)\n\(filtered.errors)")
-                var handed: [UInt8]?
-                for number in 0..<2 {
-                    let arguments = try String(contentsOfFile: mta + "/\(number).args", encoding: .utf8)
-                    if arguments.hasSuffix("dora@example.net\n") && !arguments.contains("bob@") {
-                        handed = Array(try Data(contentsOf: URL(fileURLWithPath: mta + "/\(number).eml")))
-                    }
-                }
                 var filterPostcard = try #require(handed, "the filter handed a postcard to dora")
                 // The filter's loop tag comes first, a line of its own.
                 let firstLine = try #require(filterPostcard.firstIndex(of: 10))

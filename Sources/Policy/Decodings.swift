@@ -1,0 +1,327 @@
+/// Readings of a text that some reader shows and the text as written does not,
+/// whatever the part's declared type: escapes that a viewer of the content
+/// (a JSON or RTF viewer, a Markdown renderer, a browser opening a file
+/// named `.html`, a reader decoding a charset such as Python's
+/// `unicode_escape`) resolves, and the visual order of text under a
+/// right-to-left override. Whether a mail has marked spans is decided by a
+/// search that includes them (issue 21: a mail whose only markers show
+/// through such a reading went out unchanged), and the same search decides
+/// whether a part passed unread may go.
+extension Redactor {
+    /// The readings of `text` beyond the text itself: C-like escapes
+    /// (`\x5b`, `\u005b`, `\u{5b}`, `\U0000005b`, `\N{LEFT SQUARE BRACKET}`,
+    /// octal `\133`, `\[`; JSON, JavaScript, Python's `unicode_escape`,
+    /// Markdown), RTF (`\'5b`, `\u91?`, control words and groups taken out),
+    /// CSS (`\5b `), HTML character references (unless `markup`: its
+    /// renderings decode them already), `%HH` and `=HH`, Markdown emphasis
+    /// taken out, and for each of these and the text the visual order under
+    /// bidirectional overrides (``visualReadings(_:)``). Only the readings
+    /// whose escape character stands in the text are made, so ordinary text
+    /// costs one pass over it.
+    package func decodings(_ text: String, markup: Bool = false) -> [String] {
+        let scalars = Array(text.unicodeScalars)
+        var hasBackslash = false, hasAmpersand = false, hasPercent = false, hasEquals = false
+        var hasEmphasis = false, hasBidi = false, hasPlus = false
+        for scalar in scalars {
+            switch scalar.value {
+            case 0x5C: hasBackslash = true
+            case 0x26: hasAmpersand = true
+            case 0x25: hasPercent = true
+            case 0x3D: hasEquals = true
+            case 0x2B: hasPlus = true
+            case 0x2A, 0x5F, 0x7E, 0x60: hasEmphasis = true
+            case 0x202A...0x202E, 0x2066...0x2069: hasBidi = true
+            default: break
+            }
+        }
+        var readings: [[Unicode.Scalar]] = []
+        if hasBackslash {
+            readings.append(cEscapesDecoded(scalars))
+            readings.append(Self.rtfDecoded(scalars))
+            readings.append(Array(Self.cssUnescaped(text).unicodeScalars))
+        }
+        if hasAmpersand && !markup { readings.append(decodeEntities(text)) }
+        if hasPercent || hasEquals { readings.append(Self.hexEscapesDecoded(scalars)) }
+        if hasPlus { readings.append(Self.utf7Decoded(scalars)) }
+        if hasEmphasis || hasBackslash {
+            // Markdown: `\[` is `[`, and emphasis inside a word shows no mark.
+            readings.append(cEscapesDecoded(scalars).filter { !["*", "_", "~", "`"].contains($0) })
+        }
+        if hasBidi || readings.contains(where: { $0.contains { (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) } }) {
+            for reading in [scalars] + readings { readings += Self.visualReadings(reading) }
+        }
+        return readings.map { String(String.UnicodeScalarView($0)) }
+    }
+
+    /// How the escapes of ``decodings(_:markup:)`` may start to write
+    /// `scalar` (ASCII), lower-case: every written form's first bytes, enough
+    /// to tell it from other bytes (`&#91`, `&#x5b`, `&#0`, `&lsqb`, `\x5b`,
+    /// `\u005b`, `\u{`, `\n{`, `\133`, `\'5b`, `\u91`, `\5b`, `\[`,
+    /// `%5b`, `=5b`, UTF-7's `+afs`), and the scalar itself followed by any
+    /// escape's first character. A marker that shows only through these
+    /// readings starts at one of them (or after a bidirectional control), so
+    /// a byte search looks for them first and decodes only from there.
+    package static func escapeStarts(of scalar: Unicode.Scalar) -> [[UInt8]] {
+        guard scalar.isASCII else { return [] }
+        let value = scalar.value
+        let hex2 = String(value, radix: 16).count == 1 ? "0" + String(value, radix: 16) : String(value, radix: 16)
+        var forms = ["&#\(value)", "&#0", "&#x" + String(value, radix: 16), "&#x0", "\\x" + hex2, "\\x{", "\\u00" + hex2, "\\u{",
+                     "\\u" + String(value), "\\u0", "\\U000000" + hex2, "\\N{", "\\" + String(value, radix: 8), "\\0", "\\'" + hex2,
+                     "\\" + String(value, radix: 16), "\\" + String(Character(scalar)), "%" + hex2, "=" + hex2]
+        // UTF-7: `+` and the base64 of the scalar as the first UTF-16 unit of a run (its first two letters, which hold its first 12 bits).
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        forms.append("+" + String([alphabet[Int(value >> 10 & 63)], alphabet[Int(value >> 4 & 63)]]))
+        // The named references that stand for it.
+        for line in htmlEntityTable.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            if fields.count == 2, UInt32(fields[1], radix: 16) == value { forms.append("&" + fields[0].prefix(4)) }
+        }
+        // The scalar itself, then an escape or something a viewer shows as nothing.
+        for lead in ["&", "\\", "%", "=", "+", "{", "}", "*", "_", "~", "`"] { forms.append(String(Character(scalar)) + lead) }
+        var seen = Set<[UInt8]>()
+        return forms.map { Array($0.lowercased().utf8) }.filter { seen.insert($0).inserted }
+    }
+
+    /// True when some reading of `text` (``decodings(_:markup:)``) shows a marker.
+    package func hasMarkersInDecodings(_ text: String, markup: Bool = false) -> Bool {
+        decodings(text, markup: markup).contains { hasMarkers($0) }
+    }
+
+    /// C, JSON, JavaScript and Python escapes resolved (Python's
+    /// `unicode_escape` and `raw_unicode_escape` codecs read text this way);
+    /// any other escaped character stands for itself (Markdown, CSS).
+    func cEscapesDecoded(_ s: [Unicode.Scalar]) -> [Unicode.Scalar] {
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(s.count)
+        var index = 0
+        func hex(_ from: Int, max: Int, exact: Bool) -> (UInt32, Int)? {
+            var at = from, value: UInt32 = 0
+            while at < s.count, at - from < max, let digit = hexValue(s[at]) { value = value << 4 | digit; at += 1 }
+            guard at > from, !exact || at - from == max else { return nil }
+            return (value, at)
+        }
+        while index < s.count {
+            guard s[index] == "\\", index + 1 < s.count else { out.append(s[index]); index += 1; continue }
+            let next = s[index + 1]
+            var decoded: (UInt32, Int)?
+            switch next {
+            case "x":
+                if index + 2 < s.count, s[index + 2] == "{", let (value, end) = hex(index + 3, max: 8, exact: false),
+                   end < s.count, s[end] == "}" {
+                    decoded = (value, end + 1)
+                } else {
+                    decoded = hex(index + 2, max: 2, exact: false)
+                }
+            case "u":
+                if index + 2 < s.count, s[index + 2] == "{", let (value, end) = hex(index + 3, max: 8, exact: false),
+                   end < s.count, s[end] == "}" {
+                    decoded = (value, end + 1)
+                } else {
+                    decoded = hex(index + 2, max: 4, exact: true)
+                }
+            case "U": decoded = hex(index + 2, max: 8, exact: true)
+            case "N":
+                if index + 2 < s.count, s[index + 2] == "{", let close = s[(index + 3)...].prefix(80).firstIndex(of: "}") {
+                    let name = String(String.UnicodeScalarView(s[(index + 3)..<close])).uppercased()
+                    if let scalar = markerScalarNames[name] { decoded = (scalar.value, close + 1) }
+                }
+            case "0"..."7":
+                var at = index + 1, value: UInt32 = 0
+                while at < s.count, at - index <= 3, ("0"..."7").contains(s[at]) { value = value << 3 | (s[at].value - 48); at += 1 }
+                decoded = (value, at)
+            case "n", "r": decoded = (0x0A, index + 2)
+            case "t": decoded = (0x09, index + 2)
+            default: decoded = (next.value, index + 2)
+            }
+            if let (value, end) = decoded {
+                out.append(Unicode.Scalar(value) ?? "\u{FFFD}")
+                index = end
+            } else {
+                out.append(s[index])
+                index += 1
+            }
+        }
+        return out
+    }
+
+    /// The names (as Python's `\N{…}` spells them) of the scalars of both
+    /// markers, in either case.
+    private var markerScalarNames: [String: Unicode.Scalar] {
+        var names: [String: Unicode.Scalar] = [:]
+        for scalar in (open + close + open.uppercased() + open.lowercased() + close.uppercased() + close.lowercased()).unicodeScalars {
+            if let name = scalar.properties.name { names[name] = scalar }
+        }
+        return names
+    }
+
+    /// RTF as a reader shows it: `\'HH` (a byte, read as Windows-1252, which
+    /// agrees with ASCII), `\uN` (a signed decimal, then its one fallback
+    /// character skipped), `\{`, `\}`, `\\`; other control words and the
+    /// group braces show nothing.
+    static func rtfDecoded(_ s: [Unicode.Scalar]) -> [Unicode.Scalar] {
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(s.count)
+        var index = 0
+        func isLetter(_ scalar: Unicode.Scalar) -> Bool { ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) }
+        while index < s.count {
+            let scalar = s[index]
+            if scalar == "{" || scalar == "}" { index += 1; continue }
+            guard scalar == "\\", index + 1 < s.count else { out.append(scalar); index += 1; continue }
+            let next = s[index + 1]
+            if next == "'", index + 3 < s.count, let high = hexValue(s[index + 2]), let low = hexValue(s[index + 3]) {
+                out.append(Unicode.Scalar(UInt8(high << 4 | low)))
+                index += 4
+            } else if isLetter(next) {
+                // A control word: letters, an optional signed number, an optional space.
+                var at = index + 1
+                while at < s.count, isLetter(s[at]), at - index < 33 { at += 1 }
+                let word = String(String.UnicodeScalarView(s[(index + 1)..<at]))
+                let negative = at < s.count && s[at] == "-"
+                if negative { at += 1 }
+                var number = 0, digits = 0
+                while at < s.count, ("0"..."9").contains(s[at]), digits < 7 { number = number * 10 + Int(s[at].value - 48); at += 1; digits += 1 }
+                if at < s.count && s[at] == " " { at += 1 }
+                if word == "u" && digits > 0 {
+                    let value = negative ? 65536 - number : number
+                    out.append(Unicode.Scalar(UInt32(max(0, value))) ?? "\u{FFFD}")
+                    // The fallback for readers without Unicode: one character (or one \'HH).
+                    if at < s.count {
+                        at += s[at] == "\\" && at + 3 < s.count && s[at + 1] == "'" ? 4 : (s[at] == "\\" ? 0 : 1)
+                    }
+                } else if word == "par" || word == "line" {
+                    out.append("\n")
+                }
+                index = at
+            } else {
+                if next != "\n" && next != "\r" { out.append(next) }
+                index += 2
+            }
+        }
+        return out
+    }
+
+    /// `%HH` and `=HH` decoded as bytes, the result read as UTF-8 (URLs,
+    /// quoted-printable inside a part that does not say so).
+    static func hexEscapesDecoded(_ s: [Unicode.Scalar]) -> [Unicode.Scalar] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.count)
+        var index = 0
+        while index < s.count {
+            if s[index] == "%" || s[index] == "=", index + 2 < s.count, let high = hexValue(s[index + 1]), let low = hexValue(s[index + 2]) {
+                bytes.append(UInt8(high << 4 | low))
+                index += 3
+            } else {
+                bytes += Array(String(s[index]).utf8)
+                index += 1
+            }
+        }
+        return Array(String(decoding: bytes, as: UTF8.self).unicodeScalars)
+    }
+
+    /// UTF-7 (RFC 2152) decoded: `+` and base64 of UTF-16 up to the first
+    /// other character (a `-` there is taken out), `+-` is `+`. Some readers
+    /// guess UTF-7 whatever the part declares.
+    static func utf7Decoded(_ s: [Unicode.Scalar]) -> [Unicode.Scalar] {
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(s.count)
+        var index = 0
+        func sextet(_ scalar: Unicode.Scalar) -> UInt32? {
+            switch scalar {
+            case "A"..."Z": scalar.value - 65
+            case "a"..."z": scalar.value - 71
+            case "0"..."9": scalar.value + 4
+            case "+": 62
+            case "/": 63
+            default: nil
+            }
+        }
+        while index < s.count {
+            guard s[index] == "+", index + 1 < s.count else { out.append(s[index]); index += 1; continue }
+            var at = index + 1
+            if s[at] == "-" { out.append("+"); index = at + 1; continue }
+            var bits: UInt32 = 0, count = 0
+            var units: [UInt16] = []
+            while at < s.count, let value = sextet(s[at]) {
+                bits = bits << 6 | value
+                count += 6
+                if count >= 16 {
+                    count -= 16
+                    units.append(UInt16(truncatingIfNeeded: bits >> UInt32(count)))
+                }
+                at += 1
+            }
+            guard !units.isEmpty else { out.append(s[index]); index += 1; continue }
+            out += String(decoding: units, as: UTF16.self).unicodeScalars
+            if at < s.count && s[at] == "-" { at += 1 }
+            index = at
+        }
+        return out
+    }
+
+    /// The visual order of `s` as a browser or terminal shows it under the
+    /// explicit bidirectional controls: after RLO, RLE, RLI or FSI the text
+    /// (up to the matching PDF or PDI, or the line's end) is taken as
+    /// right-to-left, after LRO, LRE or LRI as left-to-right, nested; each
+    /// run at an odd level is shown reversed (Unicode's rule L2). Letters
+    /// inside an embedding that does not override keep their own direction
+    /// in a real reader; reversing them anyway reads more, never less. Two
+    /// readings: brackets mirrored (rule L4, browsers) and not (terminals).
+    /// Empty when `s` holds no such control.
+    static func visualReadings(_ s: [Unicode.Scalar]) -> [[Unicode.Scalar]] {
+        guard s.contains(where: { (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) }) else { return [] }
+        var kept: [Unicode.Scalar] = [], levels: [UInt8] = []
+        kept.reserveCapacity(s.count)
+        levels.reserveCapacity(s.count)
+        var stack: [UInt8] = []
+        var level: UInt8 = 0
+        // Deeper levels read as the deepest: the cost stays linear.
+        let deepest: UInt8 = 15
+        for scalar in s {
+            switch scalar.value {
+            case 0x202B, 0x202E, 0x2067, 0x2068:   // RLE, RLO, RLI, FSI (taken as right-to-left)
+                stack.append(level)
+                level = min(deepest, level | 1 == level ? level + 2 : level | 1)
+            case 0x202A, 0x202D, 0x2066:   // LRE, LRO, LRI
+                stack.append(level)
+                level = min(deepest - 1, level & 1 == 0 ? level + 2 : level + 1)
+            case 0x202C, 0x2069:   // PDF, PDI
+                level = stack.popLast() ?? 0
+            case 0x0A, 0x0D, 0x2029:
+                stack.removeAll()
+                level = 0
+                kept.append(scalar)
+                levels.append(0)
+            default:
+                kept.append(scalar)
+                levels.append(level)
+            }
+        }
+        guard let highest = levels.max(), highest > 0 else { return [] }
+        var mirrored = kept
+        for index in mirrored.indices where levels[index] & 1 == 1 {
+            if let mirror = mirrors[mirrored[index]] { mirrored[index] = mirror }
+        }
+        func reordered(_ text: [Unicode.Scalar]) -> [Unicode.Scalar] {
+            var text = text, levels = levels
+            for threshold in stride(from: highest, through: 1, by: -1) {
+                var index = 0
+                while index < text.count {
+                    guard levels[index] >= threshold else { index += 1; continue }
+                    var end = index
+                    while end < text.count && levels[end] >= threshold { end += 1 }
+                    text[index..<end].reverse()
+                    levels[index..<end].reverse()
+                    index = end
+                }
+            }
+            return text
+        }
+        return [reordered(mirrored), reordered(kept)]
+    }
+
+    /// Bidi-mirrored pairs a marker may be made of.
+    private static let mirrors: [Unicode.Scalar: Unicode.Scalar] = [
+        "[": "]", "]": "[", "(": ")", ")": "(", "{": "}", "}": "{", "<": ">", ">": "<",
+        "\u{AB}": "\u{BB}", "\u{BB}": "\u{AB}", "\u{2039}": "\u{203A}", "\u{203A}": "\u{2039}",
+    ]
+}

@@ -1,0 +1,245 @@
+import Foundation
+
+/// Mails whose only markers show through a decoding a viewer applies and a
+/// plain search does not (issue 21, the classes of the hostile review after
+/// the rebuild): escapes in a file a browser, JSON, RTF or Markdown viewer
+/// opens, escape charsets (Python's `unicode_escape`), UTF-7, and markers
+/// written reversed after a bidirectional override. Each has no other marked
+/// span unless `anchor`. The secret inside is plain (or, for the bidi
+/// class, reversed) lower-case ASCII, so a reader of the postcard that sees
+/// it shows the span.
+public enum HiddenMarkerMails {
+    /// One generated mail: what it tries, the secret, and the text a reader shows when it leaks.
+    public struct Mail: Sendable {
+        public let variant: String
+        public let mail: String
+        public let secret: String
+        /// What stands in the postcard when the span leaks: the secret, or for
+        /// the bidi class the secret reversed (shown forwards by the reader).
+        public let shown: String
+        /// True for the bidi class: the leak is the reversed secret beside an override.
+        public let reversed: Bool
+    }
+
+    static func secret(_ random: inout SeededRandom) -> String {
+        "zq" + String((0..<Int.random(in: 7...10, using: &random)).map { _ in "bcdfghjkmnpqrstvwxz".randomElement(using: &random)! })
+    }
+
+    static func pick<T>(_ choices: [T], _ random: inout SeededRandom) -> T { choices.randomElement(using: &random)! }
+
+    /// `text` with a random non-empty set of its characters in `escapable`
+    /// (at least one of each marker's brackets) written by `escape`.
+    static func escaped(_ text: String, _ escapable: String, _ random: inout SeededRandom, _ escape: (Character, inout SeededRandom) -> String) -> String {
+        var out = "", any = false
+        for character in text {
+            if escapable.contains(character) && (Bool.random(using: &random) || !any && character == "[") {
+                out += escape(character, &random)
+                any = true
+            } else {
+                out += String(character)
+            }
+        }
+        return out
+    }
+
+    static func code(_ character: Character) -> UInt32 { character.unicodeScalars.first!.value }
+
+    /// The marked span with some brackets as HTML character references (decimal,
+    /// hex, named, with and without `;`, leading zeros).
+    static func htmlReferences(_ span: String, _ random: inout SeededRandom) -> String {
+        escaped(span, "[]/p", &random) { character, random in
+            let value = code(character)
+            let named: [Character: [String]] = ["[": ["&lsqb;", "&lbrack;"], "]": ["&rsqb;", "&rbrack;"], "/": ["&sol;"], "p": ["&#112;"]]
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: return "&#\(value);"
+            case 1: return "&#x" + String(value, radix: 16, uppercase: Bool.random(using: &random)) + ";"
+            case 2: return "&#000\(value)" + (Bool.random(using: &random) ? ";" : "")
+            default: return pick(named[character]!, &random)
+            }
+        }
+    }
+
+    static func cEscapes(_ span: String, _ random: inout SeededRandom, python: Bool) -> String {
+        escaped(span, "[]/pv", &random) { character, random in
+            let value = code(character)
+            let forms = ["\\u" + String(format: "%04x", value), "\\u" + String(format: "%04X", value)]
+                + (python ? ["\\x" + String(format: "%02x", value), "\\" + String(value, radix: 8), "\\U" + String(format: "%08x", value)]
+                          + (character == "[" ? ["\\N{LEFT SQUARE BRACKET}"] : character == "]" ? ["\\N{right square bracket}"] : [])
+                          : [])
+            return pick(forms, &random)
+        }
+    }
+
+    static func rtfEscapes(_ span: String, _ random: inout SeededRandom) -> String {
+        escaped(span, "[]/", &random) { character, random in
+            let value = code(character)
+            return pick(["\\'" + String(format: "%02x", value), "\\u\(value)?", "\\u\(value) ?", "{\\u\(value)\\'3f}"], &random)
+        }
+    }
+
+    /// A mail of one class chosen at random (`anchor`: with another, plain marked span).
+    public static func escapedMail(_ random: inout SeededRandom, anchor: Bool = false) -> Mail {
+        let secret = Self.secret(&random)
+        let span = pick(["[[private]]", "[[PRIVATE]]"], &random) + secret + "[[/private]]"
+        let variant: String, part: String, subject: String
+        var subjectLine: String?
+        switch Int.random(in: 0..<9, using: &random) {
+        case 0:
+            let name = "report" + pick([".html", ".htm", ".shtml", ".xht", ".xhtml", ".mht", ".svg", ".HTML"], &random)
+            let type = pick(["application/octet-stream", "application/pdf", "application/zip", "application/x-unknown"], &random)
+            variant = "\(type) named \(name), HTML references"
+            let html = "<html><body><p>Notes</p><p>" + htmlReferences(span, &random) + "</p></body></html>\n"
+            part = leaf(type + "; name=\"\(name)\"", disposition: name, content: html, &random)
+        case 1:
+            let (type, name) = pick([("application/json", "data.json"), ("application/octet-stream", "data.json"), ("text/json", "x.json"),
+                                     ("application/x-ndjson", "log.ndjson")], &random)
+            variant = "\(type), JSON escapes"
+            part = leaf(type, disposition: Bool.random(using: &random) ? name : nil,
+                        content: "{\"note\": \"" + cEscapes(span, &random, python: false) + "\"}\n", &random)
+        case 2:
+            let type = pick(["application/rtf", "text/rtf", "application/octet-stream; name=\"memo.rtf\"", "application/msword"], &random)
+            variant = "\(type), RTF escapes"
+            part = leaf(type, disposition: "memo.rtf", content: "{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Arial;}}\\f0 Notes\\par " + rtfEscapes(span, &random) + "\\par }\n", &random)
+        case 3:
+            let type = pick(["text/markdown", "text/x-markdown", "application/octet-stream; name=\"notes.md\""], &random)
+            variant = "\(type), Markdown escapes"
+            part = leaf(type, disposition: "notes.md", content: "# Notes\n\n" + escaped(span, "[]", &random) { character, _ in "\\" + String(character) } + "\n", &random)
+        case 4:
+            let charset = pick(["unicode_escape", "raw_unicode_escape", "unicode-escape", "UNICODE_ESCAPE"], &random)
+            variant = "text/plain; charset=\(charset)"
+            part = leaf("text/plain; charset=\(charset)", disposition: nil, content: "Notes: " + cEscapes(span, &random, python: true) + "\n", &random)
+        case 5:
+            let charset = pick(["unicode_escape", "raw_unicode_escape"], &random)
+            variant = "Subject in charset \(charset)"
+            let escapedSpan = cEscapes(span, &random, python: true)
+            subjectLine = "=?\(charset)?Q?" + escapedSpan.replacingOccurrences(of: "?", with: "=3F").replacingOccurrences(of: " ", with: "_") + "?="
+            part = "Content-Type: text/plain; charset=utf-8\n\nNothing in the body.\n"
+        case 6:
+            variant = "text/plain in UTF-7 labelled otherwise"
+            let utf7 = escaped(span, "[]/", &random) { character, random in
+                let units = Array(String(character).utf16).flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+                return "+" + Data(units).base64EncodedString().replacingOccurrences(of: "=", with: "") + "-"
+            }
+            part = leaf("text/plain; charset=" + pick(["us-ascii", "utf-7", "utf-8"], &random), disposition: nil, content: "Notes " + utf7 + "\n", &random)
+        case 7:
+            variant = "CSS escapes in text/css"
+            let css = escaped(span, "[]/", &random) { character, _ in "\\" + String(code(character), radix: 16) + " " }
+            part = leaf(pick(["text/css", "application/octet-stream; name=\"site.css\""], &random), disposition: "site.css",
+                        content: "p::after { content: \"" + css + "\"; }\n", &random)
+        default:
+            variant = "percent-encoding in a .url file"
+            let url = escaped(span, "[]/", &random) { character, _ in "%" + String(format: "%02X", code(character)) }
+            part = leaf("application/octet-stream; name=\"link.url\"", disposition: "link.url",
+                        content: "[InternetShortcut]\nURL=https://example.org/?q=" + url + "\n", &random)
+        }
+        subject = subjectLine ?? "notes \(Int.random(in: 1...999, using: &random))"
+        return Mail(variant: variant, mail: envelope(subject: subject, parts: [part], anchor: anchor, &random),
+                    secret: secret, shown: secret, reversed: false)
+    }
+
+    /// Bidirectional controls that make what follows right-to-left.
+    static let overrides = ["\u{202E}", "\u{202B}", "\u{2067}"]
+
+    /// A mail with a marked span written reversed after a right-to-left override
+    /// (in the text, the Subject or HTML), mirrored brackets or not.
+    /// `refusedOnly`: only the forms that keep their override in a rebuilt
+    /// postcard (the text, the Subject, the override in HTML as a character or
+    /// a reference), which must be refused; not `<bdo>` and `dir=rtl`, which
+    /// the rebuild drops, leaving the reversed text harmless.
+    public static func bidiMail(_ random: inout SeededRandom, anchor: Bool = false, refusedOnly: Bool = false) -> Mail {
+        let secret = Self.secret(&random)
+        let visual = "[[private]]" + secret + "[[/private]]"
+        let reversed = String(visual.reversed())
+        let mirrored = String(reversed.map { $0 == "[" ? "]" : $0 == "]" ? "[" : $0 })
+        let logical = Bool.random(using: &random) ? reversed : mirrored
+        let control = pick(overrides, &random)
+        let end = pick(["\u{202C}", "\u{2069}", "", "\n"], &random)
+        let variant: String, part: String
+        var subject = "notes \(Int.random(in: 1...999, using: &random))"
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0:
+            variant = "text/plain, override U+\(String(code(Character(control)), radix: 16, uppercase: true))"
+            part = leaf("text/plain; charset=utf-8", disposition: nil, content: "hello " + control + logical + end + " bye\n", &random)
+        case 1:
+            variant = "Subject, override U+\(String(code(Character(control)), radix: 16, uppercase: true))"
+            let word = Array((control + logical).utf8).map { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    ? String(UnicodeScalar(byte)) : String(format: "=%02X", byte)
+            }.joined()
+            subject = "=?utf-8?Q?hi_" + word + "?="
+            part = "Content-Type: text/plain; charset=utf-8\n\nNothing in the body.\n"
+        default:
+            let form = Int.random(in: refusedOnly ? 2..<4 : 0..<4, using: &random)
+            variant = ["HTML, <bdo dir=rtl>", "HTML, dir=rtl with bidi-override", "HTML, &#x202E;", "HTML, the override itself"][form]
+            let html: String
+            switch form {
+            case 0: html = "<bdo dir=\"rtl\">" + mirrored + "</bdo>"
+            case 1: html = "<span dir=\"rtl\" style=\"unicode-bidi: bidi-override\">" + mirrored + "</span>"
+            case 2: html = "&#x202E;" + logical + "&#x202C;"
+            default: html = control + logical + "\u{202C}"
+            }
+            part = leaf("text/html; charset=utf-8", disposition: nil, content: "<html><body><p>hello " + html + " bye</p></body></html>\n", &random)
+        }
+        return Mail(variant: variant, mail: envelope(subject: subject, parts: [part], anchor: anchor, &random),
+                    secret: secret, shown: String(secret.reversed()), reversed: true)
+    }
+
+    static func leaf(_ type: String, disposition: String?, content: String, _ random: inout SeededRandom) -> String {
+        var head = "Content-Type: " + type + "\n"
+        if let disposition { head += "Content-Disposition: attachment; filename=\"\(disposition)\"\n" }
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0: return head + "Content-Transfer-Encoding: 8bit\n\n" + content
+        case 1: return head + "Content-Transfer-Encoding: base64\n\n"
+            + Data(content.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed]) + "\n"
+        default: return head + "Content-Transfer-Encoding: quoted-printable\n\n" + quotedPrintable(Array(content.utf8))
+        }
+    }
+
+    static func envelope(subject: String, parts: [String], anchor: Bool, _ random: inout SeededRandom) -> String {
+        var all = parts
+        if anchor || Bool.random(using: &random) {
+            let text = anchor ? "Hi, [[private]]zqanchor[[/private]] here.\n" : "Hi, nothing private here.\n"
+            let sibling = "Content-Type: text/plain; charset=utf-8\n\n" + text
+            all.insert(sibling, at: Bool.random(using: &random) ? 0 : all.count)
+        }
+        let body = all.count == 1 ? all[0]
+            : "Content-Type: multipart/mixed; boundary=\"hb\"\n\n" + all.map { "--hb\n" + $0 + ($0.hasSuffix("\n") ? "" : "\n") }.joined() + "--hb--\n"
+        return "From: Alice <alice@example.org>\nTo: Bob <bob@example.org>\nCc: Dora <dora@example.net>\nSubject: \(subject)\n"
+            + "Date: Wed, 25 Nov 2026 10:00:00 +0000\nMessage-ID: <hidden.\(random.next())@example.org>\nMIME-Version: 1.0\n" + body
+    }
+
+    /// Python's `email` (policy.default) reading `bytes` as a recipient's
+    /// reader does: every header field, file name and part (decoded; bytes as
+    /// Latin-1), each also through `html.unescape` and the `unicode_escape`
+    /// codec. One text, parts separated by lines of their own.
+    public static let pythonReader = """
+        import sys, email, email.policy, html, codecs
+        m = email.message_from_bytes(sys.stdin.buffer.read(), policy=email.policy.default)
+        out = []
+        def add(s):
+            out.append(s); out.append(html.unescape(s))
+            try: out.append(codecs.decode(s.encode('latin-1', 'replace'), 'unicode_escape'))
+            except Exception: pass
+        for part in m.walk():
+            for k, v in part.items(): add(str(v))
+            add(part.get_filename() or '')
+            if part.is_multipart(): continue
+            try: c = part.get_content()
+            except Exception: c = part.get_payload(decode=True) or b''
+            if isinstance(c, bytes): c = c.decode('latin-1')
+            if isinstance(c, str): add(c)
+            else: add(str(c))
+        sys.stdout.write('\\n----\\n'.join(out))
+        """
+
+    /// True when `reading` (``pythonReader``'s output) shows `mail`'s span:
+    /// the secret, or for the bidi class the reversed secret in a piece that
+    /// still holds an override or an `rtl` direction.
+    public static func leaks(_ mail: Mail, in reading: String) -> Bool {
+        let lower = reading.lowercased()
+        guard mail.reversed else { return lower.contains(mail.secret) }
+        return lower.components(separatedBy: "\n----\n").contains { piece in
+            piece.contains(mail.shown) && (overrides.contains { piece.contains($0) } || piece.contains("\u{2068}") || piece.contains("rtl"))
+        }
+    }
+}
