@@ -105,6 +105,9 @@ package struct HTMLNesting: Sendable, Equatable {
         // through its own end tag or a start tag that ends it, never because another ended
         // (what Gumbo pops with that one, it may reopen or keep: the bound stays high).
         var stack: [String] = []
+        // How many of each name the stack holds: a search down the stack for a kind that is
+        // not there is skipped (else each `<div>` under 1,000 others walks all of them).
+        var held: [String: Int] = [:]
         // The ignored region: end tags before `quiet` count for nothing.
         var quiet = 0
         let count = bytes.count
@@ -149,6 +152,8 @@ package struct HTMLNesting: Sendable, Equatable {
             for index in removed.dropFirst() where Self.formattingNames.contains(stack[index]) || Self.doubtfulNames.contains(stack[index]) {
                 kept.append(stack[index])
             }
+            for index in removed { held[stack[index], default: 1] -= 1 }
+            for name in kept { held[name, default: 0] += 1 }
             if removed.count > 1 { stack.removeSubrange(at...); stack += kept } else { stack.remove(at: at) }
         }
         var index = 0
@@ -207,11 +212,11 @@ package struct HTMLNesting: Sendable, Equatable {
             let quieted = index < quiet
             index = max(cursor, index + 1)
             if isEnd {
-                guard !quieted, let at = stack.lastIndex(of: name) else { continue }
+                guard !quieted, held[name, default: 0] > 0, let at = stack.lastIndex(of: name) else { continue }
                 // Gumbo ignores an end tag whose element is out of scope (a formatting element's,
                 // through the adoption agency) or below a special element (any other).
                 if Self.formattingNames.contains(name) {
-                    if !bounded(above: at + 1, by: Self.scopeNames) { stack.remove(at: at) }
+                    if !bounded(above: at + 1, by: Self.scopeNames) { held[name, default: 1] -= 1; stack.remove(at: at) }
                     continue
                 }
                 if bounded(above: at + 1, by: Self.boundaryNames) { continue }
@@ -219,21 +224,23 @@ package struct HTMLNesting: Sendable, Equatable {
                 continue
             }
             if Self.voidNames.contains(name) { continue }
-            if name == "a", let at = stack.lastIndex(of: "a"), !bounded(above: at + 1, by: Self.markerNames) {
+            if name == "a", held["a", default: 0] > 0, let at = stack.lastIndex(of: "a"), !bounded(above: at + 1, by: Self.markerNames) {
+                held["a", default: 1] -= 1
                 stack.remove(at: at)   // `<a>` with an `a` open since the last marker ends it first
             }
-            if Self.closesParagraph.contains(name), let rule = Self.closing["p"] {
+            if Self.closesParagraph.contains(name), held["p", default: 0] > 0, let rule = Self.closing["p"] {
                 // A block start tag closes a `p` in button scope, as `<p>` does.
                 var at = stack.count - 1
                 while at >= 0, stack[at] != "p", !rule.stops.contains(stack[at]) { at -= 1 }
                 if at >= 0, stack[at] == "p" { pop(from: at) }
             }
-            if let rule = Self.closing[name] {
+            if let rule = Self.closing[name], rule.kinds.contains(where: { held[$0, default: 0] > 0 }) {
                 var at = stack.count - 1
                 while at >= 0, !rule.kinds.contains(stack[at]), !rule.stops.contains(stack[at]) { at -= 1 }
                 if at >= 0, rule.kinds.contains(stack[at]) { pop(from: at) }
             }
             stack.append(name)
+            held[name, default: 0] += 1
             note()
             if name == "plaintext" { quiet = count; continue }
             if Self.rawTextNames.contains(name), !quieted {
