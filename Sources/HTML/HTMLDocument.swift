@@ -64,6 +64,9 @@ package struct HTMLDocument: Sendable {
     /// The document, in order: the `html` element first.
     package let nodes: [Node]
 
+    /// The most elements open at once in the tree Gumbo built (the `html` element counts one).
+    package let depth: Int
+
     /// How many bytes Gumbo may allocate in all for each byte of input, and
     /// for any input: about three times what the densest ordinary markup
     /// takes (`a<b>` repeated, 82 bytes a byte). Markup that makes the HTML5
@@ -74,13 +77,16 @@ package struct HTMLDocument: Sendable {
     package static let budgetBase = 16 << 20
 
     /// Parses `html` as a browser does (no scripting, no fragment context).
-    /// Throws ``HTMLError`` when the parse needs more than its budget
+    /// Throws ``HTMLError`` when the document may nest deeper than
+    /// ``HTMLNesting/limit`` (checked before the parse, whose work grows with
+    /// the square of the depth), when the parse needs more than its budget
     /// (``budgetPerByte``), or Gumbo returns no tree.
     package init(parsing html: String) throws(HTMLError) {
         var bytes = Array(html.utf8)
+        if HTMLNesting(bytes).depth > HTMLNesting.limit { throw HTMLError(.tooDeep) }
         if bytes.isEmpty { bytes = [0x20] }   // Gumbo needs a buffer; a space parses as the empty document does
         let budget = bytes.count.multipliedReportingOverflow(by: Self.budgetPerByte)
-        let result: Result<[Node], HTMLError> = bytes.withUnsafeBufferPointer { buffer in
+        let result: Result<([Node], Int), HTMLError> = bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
                 var exceeded: Int32 = 0
                 var arena: UnsafeMutableRawPointer?
@@ -93,13 +99,14 @@ package struct HTMLDocument: Sendable {
                 return .success(Self.flatten(root))
             }
         }
-        nodes = try result.get()
+        (nodes, depth) = try result.get()
     }
 
     /// The tree under `root` in document order, walked with a stack of our
     /// own rather than by recursion.
-    private static func flatten(_ root: UnsafeMutablePointer<GumboNode>) -> [Node] {
+    private static func flatten(_ root: UnsafeMutablePointer<GumboNode>) -> ([Node], Int) {
         var nodes: [Node] = []
+        var depth = 0
         // Each open element and the index of its next child.
         var stack: [(node: UnsafeMutablePointer<GumboNode>, next: Int)] = []
         func visit(_ node: UnsafeMutablePointer<GumboNode>) {
@@ -107,6 +114,7 @@ package struct HTMLDocument: Sendable {
             case GUMBO_NODE_ELEMENT, GUMBO_NODE_TEMPLATE:
                 nodes.append(.start(element(node)))
                 stack.append((node, 0))
+                depth = max(depth, stack.count)
             case GUMBO_NODE_TEXT, GUMBO_NODE_WHITESPACE, GUMBO_NODE_CDATA:
                 if let text = node.pointee.v.text.text { nodes.append(.text(String(cString: text))) }
             case GUMBO_NODE_COMMENT:
@@ -128,7 +136,7 @@ package struct HTMLDocument: Sendable {
                 nodes.append(.end)
             }
         }
-        return nodes
+        return (nodes, depth)
     }
 
     private static func element(_ node: UnsafeMutablePointer<GumboNode>) -> Element {
@@ -181,6 +189,8 @@ package struct HTMLError: Error, Sendable, Equatable, CustomStringConvertible {
         case unreadable
         /// The tree HTML5 builds from it would be far larger than the document (``HTMLDocument/budgetPerByte``).
         case tooComplex
+        /// Its elements may nest deeper than ``HTMLNesting/limit``.
+        case tooDeep
     }
 
     /// Why.
@@ -194,6 +204,7 @@ package struct HTMLError: Error, Sendable, Equatable, CustomStringConvertible {
         switch reason {
         case .unreadable: "the HTML could not be parsed"
         case .tooComplex: "the HTML is too complex to read (its HTML5 tree would be far larger than the document)"
+        case .tooDeep: "the HTML nests its elements too deep to read"
         }
     }
 }

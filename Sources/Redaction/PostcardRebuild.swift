@@ -1,4 +1,5 @@
 import Foundation
+import HTML
 import MIME
 import OpenPGP
 import Policy
@@ -321,8 +322,14 @@ public enum PostcardRebuild {
             let attachment = entity.disposition == "attachment"
             if isHTML {
                 let html = Cleaning.cleaned(decoded, singleLine: false)
+                let written: String
+                do { written = try rebuildHTML(html, place: place) } catch is HTMLError {
+                    // Nested deeper than a browser nests, or a tree far larger than the document:
+                    // not read completely, so opaque (HTMLNesting says why a parse is not tried).
+                    return try opaquePart(entity, type: type, place: place, filename: filename)
+                }
                 if !attachment && htmlText == nil { htmlText = html }
-                let rebuilt = MIMEEntity.quotedPrintableText(try rebuildHTML(html, place: place), subtype: "html")
+                let rebuilt = MIMEEntity.quotedPrintableText(written, subtype: "html")
                 try partFields(of: entity, onto: rebuilt, place: place, filename: filename)
                 return rebuilt
             }

@@ -170,6 +170,28 @@ struct PostcardRebuildTests {
         #expect(parsed.addresses(.from).first?.name == "Jörg")
     }
 
+    @Test("HTML nested deeper than the pre-scan's limit is an opaque part: withheld, passed unread, or refused as set")
+    func deepHTMLIsOpaque() throws {
+        func mail(_ body: String) -> String {
+            "From: alice@example.org\nTo: bob@example.org\nSubject: s\nContent-Type: multipart/mixed; boundary=b\n\n"
+                + "--b\nContent-Type: text/plain\n\nhi [[private]]zqtext[[/private]]\n"
+                + "--b\nContent-Type: text/html\n\n\(body)\n--b--\n"
+        }
+        let deep = mail(String(repeating: "<div>", count: 3_000) + "zqdeep")
+        let withheld = String(decoding: try Postcard.censored(try parse(deep), redactor: .standard, opaque: .withhold).serialize(), as: UTF8.self)
+        #expect(withheld.contains("held back") && !withheld.contains("zqdeep") && !withheld.contains("zqtext"), "\(withheld.prefix(600))")
+        let passed = String(decoding: try Postcard.censored(try parse(deep), redactor: .standard, opaque: .pass).serialize(), as: UTF8.self)
+        #expect(passed.contains("zqdeep") && !passed.contains("zqtext"))
+        #expect(throws: PipelineError.self) { try Postcard.censored(try parse(deep), redactor: .standard, opaque: .refuse) }
+        // A marker in the deep HTML: never passed unread.
+        let marked = mail(String(repeating: "<div>", count: 3_000) + "[[private]]zqdeep[[/private]]")
+        #expect(throws: PipelineError.self) { try Postcard.censored(try parse(marked), redactor: .standard, opaque: .pass) }
+        // Below the limit the HTML is rebuilt, its span censored.
+        let shallow = String(decoding: try Postcard.censored(try parse(mail(String(repeating: "<div>", count: 500)
+            + "[[private]]zqdeep[[/private]]"))).serialize(), as: UTF8.self)
+        #expect(!shallow.contains("held back") && !shallow.contains("zqdeep") && shallow.contains("text/html"))
+    }
+
     @Test("inline uuencode, yEnc and BinHex blocks are cut out of text as opaque parts: withheld by default")
     func inlineBlocks() throws {
         let mail = """
