@@ -75,6 +75,8 @@ extension Redactor {
         private var found = false
         /// Where an escaped marker may start (``Redactor/escapeStarts(of:)``), by their first byte.
         private let startsByLead: [[[UInt8]]]
+        /// Whether a byte leads any of them: looked up at every byte, without touching the arrays.
+        private let isLead: [Bool]
         /// How a marker's second scalar may be written: as itself or escaped.
         private let seconds: [[UInt8]]
         /// Bytes kept from one window to the next: enough for a marker in UTF-16, and even.
@@ -98,6 +100,7 @@ extension Redactor {
             var byLead = [[[UInt8]]](repeating: [], count: 256)
             for start in starts { byLead[Int(start[0])].append(start) }
             startsByLead = byLead
+            isLead = byLead.map { !$0.isEmpty }
             var seconds: [[UInt8]] = []
             for marker in [redactor.open, redactor.close] {
                 let scalars = Array(marker.lowercased().unicodeScalars)
@@ -198,26 +201,42 @@ extension Redactor {
                         regions.append(start..<end)
                     }
                 }
+                // Plain loops, no closures or iterators: this runs at every byte of every attachment.
                 func matches(_ forms: [[UInt8]], at index: Int) -> Bool {
-                    forms.contains { start in
-                        guard index + start.count <= count else { return false }
-                        for (k, expected) in start.enumerated() {
+                    var f = 0
+                    while f < forms.count {
+                        let start = forms[f]
+                        f += 1
+                        guard index + start.count <= count else { continue }
+                        var k = 0
+                        while k < start.count {
                             var actual = buffer[index + k]
                             if actual >= 0x41 && actual <= 0x5A { actual += 32 }
-                            if actual != expected { return false }
+                            if actual != start[k] { break }
+                            k += 1
                         }
-                        return true
+                        if k == start.count { return true }
                     }
+                    return false
+                }
+                func secondSoonAfter(_ index: Int) -> Bool {
+                    var at = index + 1
+                    let end = min(count, index + 48)
+                    while at < end {
+                        if matches(seconds, at: at) { return true }
+                        at += 1
+                    }
+                    return false
                 }
                 var index = 0
                 while index < count {
                     let byte = buffer[index]
-                    let forms = startsByLead[Int(byte)]
-                    if !forms.isEmpty {
+                    if isLead[Int(byte)] {
+                        let forms = startsByLead[Int(byte)]
                         // A marker's first scalar escaped (or followed by an escape), and its
                         // second, escaped or not, soon after; decoded from a little before, where
                         // a literal first scalar (and invisibles) may stand.
-                        if matches(forms, at: index), (index + 1..<min(count, index + 48)).contains(where: { matches(seconds, at: $0) }) {
+                        if matches(forms, at: index), secondSoonAfter(index) {
                             add(max(0, index - 64), min(count, index + Self.reach))
                         }
                     } else if byte == 0xE2, index + 2 < count,
@@ -300,6 +319,9 @@ extension Redactor {
             // little-endian UTF-16 the zero byte after it, must fit.
             let last = count - (needle.count - 1) * stride - (stride == 2 && offset == 0 ? 2 : 1)
             while index <= last {
+                // The first letter is looked for inline (no call per byte); only a hit is read closely.
+                let raw = buffer[index]
+                guard raw == first || raw == upperFirst else { index += stride; continue }
                 let byte = ascii(index)
                 if byte == first || byte == upperFirst {
                     var at = index + stride, k = 1
