@@ -238,6 +238,73 @@ struct SamePathTests {
     }
 }
 
+/// Issue 22, item 6: the HTML a hostile sender writes costs the filter what it
+/// costs `redact` (HostileGrowthCLITests counts that cost), in both modes,
+/// because both write the postcard through the one rebuild: the same bytes.
+@Suite("Hostile HTML: redact, the pipe filter and the resident filter write the same postcard", .serialized)
+struct HostileHTMLModesTests {
+    /// Spans crossing tags, nesting deeper than a browser nests, formatting
+    /// elements reopened in every block: each shape repeated `units` times.
+    static func html(_ shape: Int, units: Int) -> String {
+        switch shape {
+        case 0: String(repeating: "<p>Hi [[private]]sec<b>ret</b> <i>more</p><div>te&amp;xt[[/pri<span>vate]] after</i> ok</div>\n", count: units)
+        case 1: String(repeating: "<div>", count: units) + "deep [[private]]x[[/private]]" + String(repeating: "</div>", count: units)
+        default: (0..<units).map { "<b id=\($0)><p>x" }.joined() + "[[private]]y[[/private]]"
+        }
+    }
+
+    /// A postcard with what differs by design made plain (boundaries, the loop tag) and LF line ends.
+    static func plain(_ bytes: String) -> String {
+        SamePathTests.normalised(bytes.replacingOccurrences(of: "\r\n", with: "\n"))
+            .split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("X-Mailsec-Copy:") }
+            .joined(separator: "\n").trimmingCharacters(in: .newlines)  // SMTP's DATA ends the last line itself
+    }
+
+    @Test("three hostile shapes at random sizes: one postcard, byte for byte, from all three; no span in it")
+    func samePostcard() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            var random = SeededRandom(seed: UInt64.random(in: 0...UInt64.max))
+            let viaPipe = try RecordingSMTPServer(), viaDaemon = try RecordingSMTPServer()
+            let daemonConfig = try filterConfig(home, reinjectPort: viaDaemon.port)
+            let pipeConfig = home.path + "/pipe.toml"
+            try String(contentsOfFile: daemonConfig, encoding: .utf8)
+                .replacingOccurrences(of: "port = \(viaDaemon.port)", with: "port = \(viaPipe.port)")
+                .replacingOccurrences(of: "/state/journal", with: "/pipe/journal")
+                .write(toFile: pipeConfig, atomically: true, encoding: .utf8)
+            let daemon = try ResidentProcess(config: daemonConfig, home: home)
+            let connection = try daemon.connect()
+            defer { connection.quit() }
+            let recipients = ["bob@example.org", "dora@example.net"]
+            for shape in 0..<3 {
+                let units = [Int.random(in: 800...1600, using: &random), Int.random(in: 1500...4000, using: &random),
+                             Int.random(in: 1500...3000, using: &random)][shape]
+                let mail = Array(("From: Alice <alice@example.org>\nTo: Bob <bob@example.org>\nCc: Dora <dora@example.net>\n"
+                    + "Subject: shape \(shape)\nMessage-ID: <hostile-html.\(shape).\(UUID())@example.org>\nMIME-Version: 1.0\n"
+                    + "Content-Type: text/html; charset=utf-8\n\n" + Self.html(shape, units: units) + "\n").utf8)
+                let what = "shape \(shape), \(units) units"
+                let redacted = try run(Paths.mailsecExecutable.path, ["redact", "-"], input: mail, environment: home.environment)
+                try #require(redacted.status == 0, "\(what): \(redacted.errors)")
+                let pipeBefore = viaPipe.transactions.count, daemonBefore = viaDaemon.transactions.count
+                let piped = try run(Paths.mailsecExecutable.path, ["filter", "--config", pipeConfig, "-f", "alice@example.org", "--"] + recipients,
+                                    input: mail, environment: home.environment)
+                try #require(piped.status == 0, "\(what): \(piped.errors)")
+                #expect(send(connection, mail, to: recipients).code == 250, "\(what)")
+                func postcard(_ server: RecordingSMTPServer, after: Int) -> String? {
+                    server.transactions.dropFirst(after).first { $0.recipients.contains { $0.contains("dora@") } }?.data
+                }
+                let fromPipe = try #require(postcard(viaPipe, after: pipeBefore), "\(what): the pipe filter's postcard")
+                let fromDaemon = try #require(postcard(viaDaemon, after: daemonBefore), "\(what): the resident filter's postcard")
+                let reference = Self.plain(String(decoding: redacted.stdout, as: UTF8.self))
+                #expect(!reference.contains("[[") && !reference.contains("secret") && !reference.contains("ret</b>"), "\(what)")
+                for (who, copy) in [("the pipe filter", Self.plain(fromPipe)), ("the resident filter", Self.plain(fromDaemon))] {
+                    let difference = zip(copy.split(separator: "\n"), reference.split(separator: "\n")).first { $0 != $1 }
+                    #expect(copy == reference, "\(what): \(who) differs from redact: \(difference.map { "\($0.0) | \($0.1)" } ?? "in length")")
+                }
+            }
+        }
+    }
+}
+
 @Suite("mailsec filter --listen --check-config and its arguments")
 struct CheckConfigTests {
     @Test("a good configuration: 0, silent; each problem: one line, 78; a wrong argument: 64")
