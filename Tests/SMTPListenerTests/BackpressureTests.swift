@@ -3,7 +3,7 @@ import SMTPListener
 import Testing
 import TestSupport
 
-@Suite struct BackpressureTests {
+@Suite(.promptly) struct BackpressureTests {
     /// While the handler runs the connection reads nothing: a client that
     /// pipelines 64 MB behind the final "." gets only the kernel's buffers
     /// filled; once the answer is out, the rest is read and answered in order.

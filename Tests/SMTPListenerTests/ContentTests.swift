@@ -3,7 +3,7 @@ import SMTPListener
 import Testing
 import TestSupport
 
-@Suite struct ContentTests {
+@Suite(.promptly) struct ContentTests {
     /// Random content (8-bit, NUL, bare CR/LF, dot lines) sent in random cuts
     /// arrives byte-exact, in memory and spooled alike.
     @Test(arguments: [1 << 20, 0, 100])

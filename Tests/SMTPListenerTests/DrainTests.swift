@@ -3,7 +3,7 @@ import SMTPListener
 import Testing
 import TestSupport
 
-@Suite struct DrainTests {
+@Suite(.promptly) struct DrainTests {
     /// stopAccepting, then drain: the mail whose handler runs gets its answer,
     /// idle sessions get 421 4.3.2, no new connection is taken, drain says true.
     @Test func drainWaitsForTheMailInProgress() async throws {

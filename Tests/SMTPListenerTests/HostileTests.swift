@@ -7,7 +7,7 @@ import TestSupport
 /// the connection cap: the listener never crashes, every reply is a
 /// well-formed SMTP reply, the handler sees only whole mails (each exactly as
 /// sent, and each acknowledged to its sender), and no spool file is left.
-@Suite struct HostileTests {
+@Suite(.promptly) struct HostileTests {
     /// What a session sent and heard.
     struct Outcome: Sendable {
         var replies: [String] = []

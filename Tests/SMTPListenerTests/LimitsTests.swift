@@ -3,7 +3,7 @@ import SMTPListener
 import Testing
 import TestSupport
 
-@Suite struct LimitsTests {
+@Suite(.promptly) struct LimitsTests {
     /// A mail that grows over maxMessageSize is read to its end, refused with
     /// 552 5.3.4, never handed over; the session goes on.
     @Test func tooBigIsReadToTheEndThenRefused() async throws {

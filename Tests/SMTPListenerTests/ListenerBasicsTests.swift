@@ -1,8 +1,9 @@
 import Foundation
 import SMTPListener
+import TestSupport
 import Testing
 
-@Suite struct ListenerBasicsTests {
+@Suite(.promptly) struct ListenerBasicsTests {
     /// A mail through EHLO, MAIL, RCPT, DATA is handed over and answered.
     @Test func oneMail() async throws {
         try await withListener { running in

@@ -3,7 +3,7 @@ import SMTPListener
 import Testing
 import TestSupport
 
-@Suite struct ProtocolTests {
+@Suite(.promptly) struct ProtocolTests {
     /// Every command, in and out of order, with the reply RFC 5321 asks for.
     @Test func repliesInOrder() async throws {
         try await withListener { running in

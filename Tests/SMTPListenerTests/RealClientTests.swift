@@ -5,7 +5,7 @@ import TestSupport
 
 /// Real clients against the listener: Python's smtplib (SMTP and LMTP) and
 /// Postfix's smtp-source.
-@Suite struct RealClientTests {
+@Suite(.promptly) struct RealClientTests {
     static let sendScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Clients/send.py").path
 

@@ -92,7 +92,7 @@ final class PrivatePostfix {
     var log: String { (try? String(contentsOfFile: folder + "/maillog", encoding: .utf8)) ?? "" }
 }
 
-@Suite(.serialized, .enabled(if: PrivatePostfix.available, "needs root, Postfix and smtp-sink (scripts/bootstrap --postfix)"))
+@Suite(.promptly, .serialized, .enabled(if: PrivatePostfix.available, "needs root, Postfix and smtp-sink (scripts/bootstrap --postfix)"))
 struct PostfixTests {
     static let message = "From: a@example.org\r\nTo: b@example.org\r\nSubject: through Postfix\r\n\r\nline\r\n.leading dot\r\n.\r\n..\r\nend\r\n"
 

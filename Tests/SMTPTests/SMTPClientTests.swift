@@ -6,7 +6,7 @@ import TestSupport
 
 /// The client against a scripted peer (plain protocol, per-recipient
 /// replies, stalls, missing extensions) — every test starts its own peer.
-@Suite(.serialized) struct SMTPClientTests {
+@Suite(.promptly, .serialized) struct SMTPClientTests {
     static func plain(_ peer: Peer, timeouts: SMTPTimeouts = .uniform(step: 10, finalReply: 20)) -> SMTPServer {
         SMTPServer(host: "127.0.0.1", port: peer.port, security: .none, heloName: "client.test", timeouts: timeouts)
     }

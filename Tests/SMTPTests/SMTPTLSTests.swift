@@ -7,7 +7,7 @@ import TestSupport
 /// TLS and AUTH against a peer with throwaway certificates: nothing of a
 /// transaction (no MAIL FROM) and no password ever leaves unless TLS with a
 /// verified certificate for the right name is up.
-@Suite(.serialized) struct SMTPTLSTests {
+@Suite(.promptly, .serialized) struct SMTPTLSTests {
     static let message = Array("From: a@example.org\nSubject: hi\n\nbody\n".utf8)
 
     static func server(_ peer: Peer, _ security: SMTPServer.Security, ca: String?, host: String = "localhost") -> SMTPServer {
