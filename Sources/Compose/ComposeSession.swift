@@ -236,21 +236,8 @@ public actor ComposeSession {
             let (ids, notice) = try await Task.detached {
                 let pipeline = MailPipeline(gnupg: gnupg, options: options)
                 let prepared = try pipeline.prepare(try draft.message(), keys: book)
-                try pipeline.checkNotice(prepared)
-                let written = try pipeline.write(prepared)
-                do {
-                    // The password notice goes into the same transaction as the copies.
-                    let outgoing = try pipeline.outgoing(prepared, written)
-                    let ids = try outbox.queue(outgoing, draft: draft)
-                    guard ids.count == outgoing.copies.count else {
-                        throw ComposeError(.notSendable("the outbox returned \(ids.count) ids for \(outgoing.copies.count) copies"))
-                    }
-                    return (ids, outgoing.notice.map { ids[$0] })
-                } catch {
-                    // Nothing queued: nobody has a link to the page.
-                    pipeline.withdraw(written)
-                    throw error
-                }
+                // The password notice goes into the same transaction as the copies.
+                return try pipeline.send(prepared, to: QueueDestination(outbox: outbox, draft: draft))
             }.value
             if let draftID { try? drafts?.delete(draftID) }
             noticeID = notice
@@ -263,6 +250,21 @@ public actor ComposeSession {
     }
 
     // MARK: Inside
+
+    /// The session's outbox as a destination of ``MailPipeline/send(_:to:)``:
+    /// every copy queued at once (all or none); the ids of the copies and of the notice.
+    private struct QueueDestination: CopyDestination {
+        let outbox: any ComposeOutbox
+        let draft: ComposeDraft
+
+        func finish(_ outgoing: OutgoingMail) throws -> (ids: [String], notice: String?) {
+            let ids = try outbox.queue(outgoing, draft: draft)
+            guard ids.count == outgoing.copies.count else {
+                throw ComposeError(.notSendable("the outbox returned \(ids.count) ids for \(outgoing.copies.count) copies"))
+            }
+            return (ids, outgoing.notice.map { ids[$0] })
+        }
+    }
 
     private var pipelineOptions: PipelineOptions {
         var options = base

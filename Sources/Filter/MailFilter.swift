@@ -189,76 +189,30 @@ public struct MailFilter: Sendable {
             let keys = try resources.keys?.book(for: wanted, pipeline: pipeline) ?? pipeline.lookUp(wanted)
             let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
                                                 envelopeRecipients: remaining, keys: keys)
-            try pipeline.checkNotice(prepared)
-            let written = try pipeline.write(prepared)  // all crypto before the first hand-over
-            // Letters first, postcards last: the password notice goes out just
-            // before the first postcard, so the sender has it before anyone
-            // has a link, and a retry after a failed letter sends no second notice.
-            let copies = written.copies.filter { $0.kind != .postcard } + written.copies.filter { $0.kind == .postcard }
-            var notice: (copy: WrittenCopy, messageID: String)?
-            do {
-                notice = try pipeline.passwordNotice(prepared, written, mustBeLetter: config.noticeMustBeLetter)
-                // The intent for every recipient, with the key of each one's letter, is
-                // on disk before anything is handed on: a full disk defers here, with nothing sent.
-                try record.commit(recipients, keys: Self.letterKeys(copies))
-            } catch {
-                pipeline.withdraw(written)
-                throw error
-            }
-
-            var handed = 0
+            // All crypto before the first hand-over; letters first, the password
+            // notice just before the first postcard (so the sender has it before
+            // anyone has a link, and a retry after a failed letter sends no second
+            // notice); the journal's intent on disk before anything goes.
             let handover = Handover(config, pool: resources.reinjection)
             defer { handover.close() }
-            func stopped() -> FilterResult {
-                result(Self.deferred, "deferred: stopped by a signal after \(handed) of \(copies.count) copies; "
+            func stopped(_ destination: MTADestination) -> FilterResult {
+                result(Self.deferred, "deferred: stopped by a signal after \(destination.handed) of \(destination.total) copies; "
                        + "the mail stays queued and only the rest is sent on retry", "deferred")
             }
-            for copy in copies {
-                // A signal stops the hand-over between copies: what went out is in the journal.
-                if Stop.isRequested { return stopped() }
-                if copy.kind == .postcard, let pending = notice {
-                    let noticeBytes = try pending.copy.bytes
-                    let tag = Self.tag(secret, pending.messageID, pending.copy.recipients, Self.body(of: noticeBytes))
-                    do {
-                        try handover.send(Array("\(Self.tagHeader): \(tag)\n".utf8) + noticeBytes, sender: sender,
-                                          recipients: pending.copy.recipients)
-                    } catch {
-                        pipeline.withdraw(written)
-                        if Stop.isRequested { return stopped() }
-                        return result(Self.deferred, "deferred: \(error.description) (the password notice) after \(handed) of "
-                                      + "\(copies.count) copies; the mail stays queued and only the rest is sent on retry", "deferred")
-                    }
-                    notice = nil
-                    counts.notices += 1
-                }
-                var out = try copy.bytes
-                if copy.kind != .unchanged {
-                    let tag = Self.tag(secret, message.messageID ?? "", copy.recipients, Self.body(of: out))
-                    out = Array("\(Self.tagHeader): \(tag)\n".utf8) + out
-                }
-                do {
-                    try handover.send(out, sender: sender, recipients: copy.recipients)
-                } catch {
-                    // A page no recipient has a link to yet serves nobody: the retry publishes anew.
-                    if !copies[..<handed].contains(where: { $0.kind == .postcard }) { pipeline.withdraw(written) }
-                    if Stop.isRequested { return stopped() }
-                    return result(Self.deferred, "deferred: \(error.description) after \(handed) of \(copies.count) copies; "
-                                  + "the mail stays queued and only the rest is sent on retry", "deferred")
-                }
-                try record.markSent(copy.recipients)
-                // Key continuity remembers a key only once its letter was handed on
-                // (when that fails, the mail defers and its retry writes it from the journal).
-                for (address, fingerprint) in copy.letterKeys {
-                    try continuity.record(address, fingerprint: fingerprint)
-                }
-                handed += 1
-                switch copy.kind {
-                case .letter: counts.letters += 1
-                case .postcard: counts.postcards += 1
-                case .unchanged: counts.unchanged += 1
-                }
+            let destination = MTADestination(handover: handover, record: record, recipients: recipients, secret: secret,
+                                             messageID: message.messageID ?? "", sender: sender)
+            do {
+                try pipeline.send(prepared, to: destination)
+                counts = destination.counts
+            } catch {
+                counts = destination.counts
+                if error is MTADestination.Stopped { return stopped(destination) }
+                guard let failure = error as? CopyNotHanded else { throw error }
+                if Stop.isRequested { return stopped(destination) }
+                return result(Self.deferred, "deferred: \(failure.error)" + (failure.isNotice ? " (the password notice)" : "")
+                              + " after \(destination.handed) of \(destination.total) copies; "
+                              + "the mail stays queued and only the rest is sent on retry", "deferred")
             }
-            handover.close()
             finished(record)
             return result(0, nil, "sent")
         } catch {

@@ -4,9 +4,9 @@ import Policy
 /// notice in its place: letters (and a mail passed on unchanged) first, then
 /// the notice, then the postcards, so that the sender has the password
 /// before anybody has a link to the reading page. Without a notice the
-/// copies keep the plan's order. One arrangement for every way a mail is
-/// queued (`send`, `sendmail`, a compose session); the filter hands on in
-/// the same order.
+/// copies keep that order too (the plan's own: it puts the postcard last).
+/// One arrangement for every destination of ``MailPipeline/send(_:to:)``:
+/// the filter's hand-over, the outbox, a folder, a caller's closure.
 public struct OutgoingMail: Sendable {
     /// The mail as the pipeline wrote it (the notice is not one of its copies).
     public let written: WrittenMail
@@ -15,22 +15,27 @@ public struct OutgoingMail: Sendable {
     /// Where the password notice stands in ``copies``; nil when the mail
     /// published nothing.
     public let notice: Int?
+    /// The password notice's own Message-ID (what the filter's loop tag
+    /// covers); nil without a notice.
+    package let noticeMessageID: String?
     /// For each of ``copies``, its index in `written.copies` (nil for the notice).
     private let origin: [Int?]
 
     /// `written` with `notice` (made by ``MailPipeline/passwordNotice(_:_:mustBeLetter:)``)
     /// placed just before the first postcard.
-    init(_ written: WrittenMail, notice: WrittenCopy?) {
+    init(_ written: WrittenMail, notice: WrittenCopy?, messageID: String? = nil) {
         self.written = written
         let indices = Array(written.copies.indices)
+        // Letters first, postcards last (stable: the plan's order within each).
+        let first = indices.filter { written.copies[$0].kind != .postcard }
+        let last = indices.filter { written.copies[$0].kind == .postcard }
+        noticeMessageID = notice == nil ? nil : messageID
         guard let notice else {
-            copies = written.copies
-            origin = indices
+            origin = (first + last).map(Optional.some)
+            copies = origin.map { written.copies[$0!] }
             self.notice = nil
             return
         }
-        let first = indices.filter { written.copies[$0].kind != .postcard }
-        let last = indices.filter { written.copies[$0].kind == .postcard }
         origin = first.map(Optional.some) + [nil] + last.map(Optional.some)
         copies = origin.map { $0.map { written.copies[$0] } ?? notice }
         self.notice = first.count
@@ -72,6 +77,6 @@ extension MailPipeline {
             return OutgoingMail(written, notice: nil)
         }
         let notice = try passwordNotice(prepared, written, mustBeLetter: options.noticeMustBeLetter)
-        return OutgoingMail(written, notice: notice?.copy)
+        return OutgoingMail(written, notice: notice?.copy, messageID: notice?.messageID)
     }
 }

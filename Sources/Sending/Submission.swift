@@ -79,7 +79,8 @@ public final class Submission: Sendable {
     }
 
     /// Plans and writes every copy of the mail in `bytes`, and stores them
-    /// all in the outbox (or none). Recipients: `envelopeRecipients` when
+    /// all in the outbox (or none). A missing From (the envelope sender,
+    /// named `fullName`), Date or Message-ID is added first, as sendmail does. Recipients: `envelopeRecipients` when
     /// given (those not in To/Cc are Bcc), else To, Cc and Bcc. The envelope
     /// sender: `envelopeSender`, else `from` of the configuration. Throws the
     /// pipeline's errors (bad message, refused by policy, ``KeyLossError`` when
@@ -95,31 +96,45 @@ public final class Submission: Sendable {
     /// or without one refuses the mail before anything is published; any
     /// failure after publishing withdraws the page.
     public func queue(_ bytes: [UInt8], envelopeSender: String? = nil, envelopeRecipients: [String]? = nil,
-                      origin: String = "library", parseOptions: ParseOptions = .standard,
+                      origin: String = "library", parseOptions: ParseOptions = .standard, fullName: String? = nil,
                       showPassword: (@Sendable (String) throws -> Void)? = nil) throws -> QueuedMail {
-        let message = try MIMEMessage.parse(bytes, options: parseOptions)
+        let sender = envelopeSender ?? config.from
+        var bytes = bytes
+        var message = try MIMEMessage.parse(bytes, options: parseOptions)
+        if let completed = Self.completedHeaders(bytes, message: message, sender: sender, fullName: fullName) {
+            bytes = completed
+            message = try MIMEMessage.parse(bytes, options: parseOptions)
+        }
         var options = pipeline.options
         options.showPassword = showPassword
         let pipeline = MailPipeline(gnupg: pipeline.gnupg, options: options)
         let prepared = try pipeline.prepare(message, original: MailPipeline.withoutBcc(bytes),
-                                            envelopeSender: envelopeSender ?? config.from,
-                                            envelopeRecipients: envelopeRecipients)
+                                            envelopeSender: sender, envelopeRecipients: envelopeRecipients)
+        // A held or refused plan says so before the notice's refusal can.
         try MailPipeline.checkNotRefused(prepared.plan)
-        try pipeline.checkNotice(prepared)
-        let written = try pipeline.write(prepared)
-        do {
-            let outgoing = try pipeline.outgoing(prepared, written)
-            let bcc = Set(prepared.plan.decisions.filter { $0.recipient.role == .bcc }.map(\.recipient.address))
-            let copies = try Self.newCopies(outgoing, ownCopy: config.sentMaildir != nil ? outgoing.ownCopy(bcc: bcc) : nil)
-            let note = SentNote(written: written, named: [.to, .cc, .bcc].flatMap(message.addresses))
-            let ids = try outbox.enqueue(sender: prepared.envelopeSender, messageID: message.messageID, origin: origin,
-                                         copies: copies, alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
-            return QueuedMail(plan: prepared.plan, copies: ids, notice: outgoing.notice.map { ids[$0] },
-                              envelopeSender: prepared.envelopeSender)
-        } catch {
-            // Nobody has a link to the page yet: it serves nobody.
-            pipeline.withdraw(written)
-            throw error
+        return try pipeline.send(prepared, to: OutboxDestination(
+            submission: self, message: message, origin: origin, plan: prepared.plan, sender: prepared.envelopeSender,
+            bcc: Set(prepared.plan.decisions.filter { $0.recipient.role == .bcc }.map(\.recipient.address))))
+    }
+
+    /// The outbox as a destination of ``MailPipeline/send(_:to:)``: every
+    /// copy stored in one transaction (all or none), the recipients noted in
+    /// the contacts and each letter's key in key continuity in the same one.
+    struct OutboxDestination: CopyDestination {
+        let submission: Submission
+        let message: MIMEMessage
+        let origin: String
+        let plan: Plan
+        let sender: String
+        let bcc: Set<String>
+
+        func finish(_ outgoing: OutgoingMail) throws -> QueuedMail {
+            let config = submission.config
+            let copies = try Submission.newCopies(outgoing, ownCopy: config.sentMaildir != nil ? outgoing.ownCopy(bcc: bcc) : nil)
+            let note = SentNote(written: outgoing.written, named: [.to, .cc, .bcc].flatMap(message.addresses))
+            let ids = try submission.outbox.enqueue(sender: sender, messageID: message.messageID, origin: origin, copies: copies,
+                                                    alongside: { db in try ContactBook.noteSent(note, at: Date(), in: db) })
+            return QueuedMail(plan: plan, copies: ids, notice: outgoing.notice.map { ids[$0] }, envelopeSender: sender)
         }
     }
 

@@ -295,31 +295,10 @@ struct Encrypt: ParsableCommand {
         let prepared = try pipeline.prepare(parsed, original: original, envelopeSender: policy.from)
         let passwordFile = prepared.publishesSpans ? try reading.openPasswordFile() : nil
         let written: WrittenMail
-        do { written = try pipeline.write(prepared) } catch {  // all crypto (and publishing) done before any file exists
-            reading.discardPasswordFile(passwordFile)
-            throw error
-        }
-        var files: [(String, Pieces)] = []
-        var manifest = Manifest(envelopeSender: prepared.envelopeSender, copies: [],
-                                readingPage: written.publication.map { .init(url: $0.url, expires: $0.expires) })
-        for (index, copy) in written.copies.enumerated() {
-            let name = "\(index + 1)-\(copy.kind.rawValue).eml"
-            files.append((name, copy.forEachPiece))
-            manifest.copies.append(.init(file: name, kind: copy.kind.rawValue, recipients: copy.recipients,
-                                         fingerprints: copy.fingerprints))
-        }
-        let manifestBytes = try encodeJSON(manifest)
-        // Key continuity: each letter recipient's key is remembered before the letters exist as files.
-        do {
-            for (address, fingerprint) in written.copies.flatMap(\.letterKeys) { try continuity.record(address, fingerprint: fingerprint) }
+        do {  // all crypto (and publishing) done before any file exists
+            written = try pipeline.send(prepared, to: FolderDestination(folder: output.out, sender: prepared.envelopeSender,
+                                                                              continuity: continuity))
         } catch {
-            pipeline.withdraw(written)
-            reading.discardPasswordFile(passwordFile)
-            throw error
-        }
-        files.append(("manifest.json", { try manifestBytes.withUnsafeBytes($0) }))
-        do { try writeFolder(output.out, files) } catch {
-            pipeline.withdraw(written)
             reading.discardPasswordFile(passwordFile)
             throw error
         }
@@ -328,6 +307,37 @@ struct Encrypt: ParsableCommand {
         } else {
             reading.discardPasswordFile(passwordFile)
         }
+    }
+}
+
+/// A folder as a destination of ``MailPipeline/send(_:to:)`` (`encrypt
+/// --out`): DIR/N-KIND.eml per copy in the plan's order and DIR/manifest.json,
+/// all at once or none. The password is no copy: `encrypt` hands it to
+/// `--password-to` itself.
+struct FolderDestination: CopyDestination {
+    let folder: String
+    let sender: String
+    let continuity: any KeyContinuityStore
+
+    var mailsNotice: Bool { false }
+
+    func finish(_ outgoing: OutgoingMail) throws -> WrittenMail {
+        let written = outgoing.written
+        var files: [(String, Pieces)] = []
+        var manifest = Manifest(envelopeSender: sender, copies: [],
+                                readingPage: written.publication.map { .init(url: $0.url, expires: $0.expires) })
+        for (index, copy) in outgoing.copies.enumerated() {
+            let name = "\(index + 1)-\(copy.kind.rawValue).eml"
+            files.append((name, copy.forEachPiece))
+            manifest.copies.append(.init(file: name, kind: copy.kind.rawValue, recipients: copy.recipients,
+                                         fingerprints: copy.fingerprints))
+        }
+        let manifestBytes = try encodeJSON(manifest)
+        // Key continuity: each letter recipient's key is remembered before the letters exist as files.
+        for (address, fingerprint) in written.copies.flatMap(\.letterKeys) { try continuity.record(address, fingerprint: fingerprint) }
+        files.append(("manifest.json", { try manifestBytes.withUnsafeBytes($0) }))
+        try writeFolder(folder, files)
+        return written
     }
 }
 

@@ -37,8 +37,7 @@ struct SendCommand: ParsableCommand {
     func run() throws {
         let submission = try configOption.submission()
         let input = try readInput(message, limit: size.parseOptions.maxSize)
-        let bytes = try completedHeaders(input, sender: submission.config.from, fullName: nil)
-        let queued = try submission.queue(bytes, origin: "send", parseOptions: size.parseOptions,
+        let queued = try submission.queue(input, origin: "send", parseOptions: size.parseOptions,
                                           showPassword: terminalPasswordDisplay())
         let report = try runAsync { try await submission.deliver(only: Set(queued.copies), ignoringSchedule: true) }
         warnFilingProblems(report)

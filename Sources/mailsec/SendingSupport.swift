@@ -128,30 +128,3 @@ func deliveryLine(_ report: DeliveryReport, queuedCopies: Int? = nil) -> String?
     return nil
 }
 
-/// A mail as a mail client hands it: a missing From (from the envelope
-/// sender, with `-F`'s name), Date or Message-ID is added, as sendmail does.
-/// Everything else is left as it is.
-func completedHeaders(_ bytes: [UInt8], sender: String, fullName: String?) throws -> [UInt8] {
-    let message = try MIMEMessage.parse(bytes)
-    var added = ""
-    if message.header("From") == nil {
-        let name = fullName.map { "\"\($0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\" " } ?? ""
-        added += "From: \(name)<\(sender)>\r\n"
-    }
-    if message.header("Date") == nil {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
-        added += "Date: \(formatter.string(from: Date()))\r\n"
-    }
-    if message.header("Message-ID") == nil {
-        var random = [UInt8](repeating: 0, count: 12)
-        _ = getentropy(&random, random.count)
-        let domain = sender.split(separator: "@").last.map(String.init) ?? "localhost"
-        added += "Message-ID: <\(random.map { String(format: "%02x", $0) }.joined())@\(domain)>\r\n"
-    }
-    guard !added.isEmpty else { return bytes }
-    // Line endings as the mail has them.
-    let lf = !bytes.prefix(4096).contains(13)
-    return Array((lf ? added.replacingOccurrences(of: "\r\n", with: "\n") : added).utf8) + bytes
-}

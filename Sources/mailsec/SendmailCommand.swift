@@ -117,18 +117,18 @@ enum SendmailCommand {
             var input = try readInput("-", limit: ParseOptions.standard.maxSize)
             if !invocation.ignoreDots { input = cutAtDot(input) }
             let sender = invocation.sender ?? submission.config.from
-            let bytes = try completedHeaders(input, sender: sender, fullName: invocation.fullName)
             // With -t, recipients on the command line are added (as Postfix does).
             var envelope: [String]?
             if invocation.readRecipientsFromHeaders {
                 if !invocation.recipients.isEmpty {
-                    let fromHeaders = MailPipeline.recipients(of: try MIMEMessage.parse(bytes)).map(\.address)
+                    let fromHeaders = MailPipeline.recipients(of: try MIMEMessage.parse(input)).map(\.address)
                     envelope = fromHeaders + invocation.recipients
                 }
             } else {
                 envelope = invocation.recipients
             }
-            let queued = try submission.queue(bytes, envelopeSender: sender, envelopeRecipients: envelope, origin: "sendmail")
+            let queued = try submission.queue(input, envelopeSender: sender, envelopeRecipients: envelope, origin: "sendmail",
+                                              fullName: invocation.fullName)
             queuedCopies = queued.copies
             notice = queued.notice.map { noticeClause(sender: queued.envelopeSender, copy: String($0)) }
         } catch {

@@ -75,6 +75,27 @@ struct ReadingCLITests {
         #expect(!everything.contains("saffron") && !everything.contains("Zqxwv"))
     }
 
+    @Test("encrypt --out: a folder that cannot be made after publishing (its parent is a file): 73, one line, the page withdrawn, no password file, no password on stderr")
+    func folderFailsAfterPublishing() throws {
+        let server = try ReadingServerProcess()
+        defer { server.remove() }
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            FileManager.default.createFile(atPath: home.path + "/token", contents: Data(server.token.utf8))
+            FileManager.default.createFile(atPath: home.path + "/file", contents: Data("not a folder\n".utf8))
+            let result = try mailsec(["encrypt", "--gnupg-home", home.path, "--out", home.path + "/file/out", "--extension",
+                                      "partially-encrypted", "--publish-url", server.url, "--publish-token-file", home.path + "/token",
+                                      "--password-to", home.path + "/pw", "-"],
+                                     input: dinnerMail, home: home)
+            #expect(result.status == 73, "\(result.status) \(result.errors)")
+            expectOneLine(result)
+            #expect(!result.errors.contains("password") && !result.errors.contains("saffron"), "\(result.errors)")
+            #expect(!FileManager.default.fileExists(atPath: home.path + "/pw"), "the password of a withdrawn page is not kept")
+            let lines = try String(contentsOfFile: server.logPath, encoding: .utf8).split(separator: "\n")
+            #expect(lines.filter { $0.contains("POST /api/postcards 201") }.count == 1, "published: the folder fails after the crypto")
+            #expect(lines.filter { $0.contains("DELETE /api/postcards/") && $0.hasSuffix(" 204") }.count == 1, "and withdrawn")
+        }
+    }
+
     @Test("https: publish and reveal through a TLS proxy whose CA is given; refused (75) without it; an empty password is a usage error before any request")
     func overTLS() throws {
         let server = try ReadingServerProcess()

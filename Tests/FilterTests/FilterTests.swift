@@ -354,9 +354,10 @@ struct FilterReadingTests {
 
         """.utf8)
 
-    func config(_ home: TemporaryGnuPGHome, publish url: String, mustBeLetter: Bool = false) throws -> FilterConfig {
+    func config(_ home: TemporaryGnuPGHome, publish url: String, mustBeLetter: Bool = false,
+                token: String = "a-publish-token") throws -> FilterConfig {
         let tokenFile = home.path + "/token"
-        FileManager.default.createFile(atPath: tokenFile, contents: Data("a-publish-token\n".utf8), attributes: [.posixPermissions: 0o600])
+        FileManager.default.createFile(atPath: tokenFile, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
         var config = try FilterConfig.parse("""
             gnupg_home = "\(home.path)"
             extension = "partially-encrypted"
