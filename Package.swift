@@ -191,7 +191,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",
                                                          "HTTPRequests", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Platform", "Policy", "OpenPGP", "MIME", "TestSupport"]),
-        .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "Filter", "Pipeline", "OpenPGP", "SMTPListener", "SMTP",
+        .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "HTTPRequests", "Filter", "Pipeline", "OpenPGP", "SMTPListener", "SMTP",
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "Platform", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),

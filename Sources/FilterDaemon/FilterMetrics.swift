@@ -12,6 +12,8 @@ package final class FilterMetrics: Sendable {
     /// Every metric below, as `GET /metrics` shows it.
     package let registry = PrometheusCollectorRegistry()
     private let duration: DurationHistogram
+    private let censored: Counter
+    private let withheld: Counter
     private let gpgStarted: Counter
     private let gpgSeen = Mutex(0)
     private let inProgress: Gauge
@@ -24,10 +26,11 @@ package final class FilterMetrics: Sendable {
         // Every fixed series exists from the start, at 0: a rate needs a first value.
         for outcome in Self.outcomes { _ = Self.mails(registry, outcome) }
         for kind in Self.kinds { _ = Self.copies(registry, kind) }
-        _ = registry.makeCounter(name: "mailsec_filter_censored_postcards_total",
-                                 help: "Postcards handed on with the sender's marked spans taken out")
-        _ = registry.makeCounter(name: "mailsec_filter_withheld_parts_total",
-                                 help: "Parts the postcards handed on withheld (opaque_parts = withhold)")
+        // Kept: swift-prometheus stops the process when a metric is made again with another help text.
+        censored = registry.makeCounter(name: "mailsec_filter_censored_postcards_total",
+                                        help: "Postcards handed on with the sender's marked spans taken out")
+        withheld = registry.makeCounter(name: "mailsec_filter_withheld_parts_total",
+                                        help: "Parts the postcards handed on withheld (opaque_parts = withhold)")
         duration = registry.makeDurationHistogram(
             name: "mailsec_filter_mail_duration_seconds",
             buckets: [.milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
@@ -56,12 +59,8 @@ package final class FilterMetrics: Sendable {
         for (kind, count) in zip(Self.kinds, [handed.letters, handed.postcards, handed.unchanged, handed.notices]) where count > 0 {
             Self.copies(registry, kind).increment(by: Int64(count))
         }
-        if result.censoredPostcards > 0 {
-            registry.makeCounter(name: "mailsec_filter_censored_postcards_total").increment(by: Int64(result.censoredPostcards))
-        }
-        if result.withheldParts > 0 {
-            registry.makeCounter(name: "mailsec_filter_withheld_parts_total").increment(by: Int64(result.withheldParts))
-        }
+        if result.censoredPostcards > 0 { censored.increment(by: Int64(result.censoredPostcards)) }
+        if result.withheldParts > 0 { withheld.increment(by: Int64(result.withheldParts)) }
         for (decision, reason) in result.decisions {
             registry.makeCounter(name: "mailsec_filter_recipient_decisions_total", labels: [("decision", decision), ("reason", reason)],
                                  help: "Recipients' decisions in the plans made, by decision and reason (as mailsec plan --json names them)")
