@@ -59,6 +59,15 @@ struct ReadingMetricsTests {
         #expect(after.sum("mailsec_serve_requests_total") == Double(published + 1 + opened + missing + 1 + 1 + 1))
     }
 
+    @Test("--metrics-listen that is not ADDRESS:PORT, or a port out of range: a usage error (64) naming the option")
+    func badAddress() throws {
+        for address in ["127.0.0.1", "127.0.0.1:65536", "127.0.0.1:-1", "[::1]9125", "a b:1"] {
+            let result = try run(Paths.mailsecExecutable.path, ["serve", "--token-file", "/nonexistent", "--metrics-listen", address])
+            let errors = String(decoding: result.stderr, as: UTF8.self)
+            #expect(result.status == 64 && errors.contains("--metrics-listen"), "\(address): \(errors)")
+        }
+    }
+
     @Test("open connections: idle clients held open are counted while open, and not after they closed")
     func connections() throws {
         let server = try ReadingServerProcess(extraArguments: ["--metrics-listen", "127.0.0.1:0"])
