@@ -152,6 +152,26 @@ struct ResidentMetricsTests {
         }
     }
 
+    @Test("the pipe filter writes the same JSON line: it parses with python3's json, and holds no address, subject or body")
+    func pipeFilterJSON() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            let peer = try RecordingSMTPServer()
+            let config = try filterConfig(home, reinjectPort: peer.port, extra: "log_format = \"json\"")
+            let to = Self.word() + "@" + Self.word() + ".test", subject = Self.word(), body = Self.word()
+            let result = try run(Paths.mailsecExecutable.path, ["filter", "--config", config, "-f", "alice@example.org", "--", to, "bob@example.org"],
+                                 input: Self.mail(to: [to], subject: subject, body: "[[private]]\(body)[[/private]]"),
+                                 environment: home.environment)
+            let errors = String(decoding: result.stderr, as: UTF8.self)
+            try #require(result.status == 0, "\(errors)")
+            let lines = errors.split(separator: "\n").filter { $0.hasPrefix("mailsec: {") }.map { String($0.dropFirst(9)) }
+            #expect(lines.count == 1, "\(errors)")
+            let check = try run("/usr/bin/env", ["python3", "-c", "import json,sys\nr=json.loads(sys.stdin.read())\nassert r['status']=='sent' and r['letters']==1 and r['postcards']==1 and r['censored_postcards']==1, r\n"],
+                                input: Array((lines.first ?? "").utf8))
+            #expect(check.status == 0, "\(String(decoding: check.stderr, as: UTF8.self))")
+            for secret in [to, subject, body] { #expect(!errors.contains(secret)) }
+        }
+    }
+
     @Test("a scrape under load answers: mails on four connections at once while the endpoint is scraped again and again")
     func scrapeUnderLoad() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
