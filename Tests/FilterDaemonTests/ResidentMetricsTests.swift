@@ -172,6 +172,19 @@ struct ResidentMetricsTests {
         }
     }
 
+    @Test("a metrics address already in use: the daemon says so in one line and exits 75, taking no mail")
+    func metricsAddressInUse() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let peer = try RecordingSMTPServer()  // holds its port
+            let config = try filterConfig(home, reinjectPort: peer.port, listen: "metrics_address = \"127.0.0.1:\(peer.port)\"")
+            let result = try run(Paths.mailsecExecutable.path, ["filter", "--listen", "127.0.0.1:0", "--config", config],
+                                 environment: home.environment)
+            let errors = String(decoding: result.stderr, as: UTF8.self)
+            #expect(result.status == 75, "\(errors)")
+            #expect(errors.contains("metrics address 127.0.0.1:\(peer.port)") && !errors.contains("listening on"), "\(errors)")
+        }
+    }
+
     @Test("a scrape under load answers: mails on four connections at once while the endpoint is scraped again and again")
     func scrapeUnderLoad() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in

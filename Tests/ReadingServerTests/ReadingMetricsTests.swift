@@ -68,6 +68,21 @@ struct ReadingMetricsTests {
         }
     }
 
+    @Test("a metrics port already in use: mailsec serve fails with 75, one line")
+    func metricsPortInUse() throws {
+        let other = try ReadingServerProcess()
+        defer { other.remove() }
+        let folder = try makePrivateDirectory(prefix: "ms-serve-busy")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        FileManager.default.createFile(atPath: folder + "/token", contents: Data(String(repeating: "t", count: 32).utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        let result = try run(Paths.mailsecExecutable.path, ["serve", "--port", "0", "--store", folder + "/store.sqlite",
+                                                            "--token-file", folder + "/token", "--metrics-listen", "127.0.0.1:\(other.port)"])
+        let errors = String(decoding: result.stderr, as: UTF8.self)
+        #expect(result.status == 75, "\(errors)")
+        #expect(errors.split(separator: "\n").filter { $0.contains("cannot serve") }.count == 1, "\(errors)")
+    }
+
     @Test("open connections: idle clients held open are counted while open, and not after they closed")
     func connections() throws {
         let server = try ReadingServerProcess(extraArguments: ["--metrics-listen", "127.0.0.1:0"])
