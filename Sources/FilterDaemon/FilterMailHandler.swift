@@ -60,6 +60,7 @@ public final class FilterMailHandler: MailHandler {
         let bytes: [UInt8]
         do { bytes = Self.unixLines(try mail.bytes()) } catch {
             log("mailsec: message-id=<-> status=deferred reason=the received mail cannot be read back")
+            metrics?.record(FilterResult(status: MailFilter.deferred, errorLine: nil, logLine: ""), elapsed: ContinuousClock.now - started)
             return .temporary("deferred: the received mail cannot be read back; try again")
         }
         let filter = current.withLock { $0 }
