@@ -44,6 +44,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // Hummingbird's own: the reading server's connection limits are NIO channel handlers.
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // The Prometheus exposition of the resident filter's and the reading server's metrics.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -94,9 +96,17 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
+        // The Prometheus endpoint (`GET /metrics`, served by Hummingbird as the reading
+        // server is) and the per-mail log line, shared by the resident filter and `mailsec serve`.
+        .target(name: "Monitoring", dependencies: [
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         // `mailsec serve`: the HTTP server, its SQLite store and the reading page.
         .target(name: "ReadingServer", dependencies: [
-            "Platform", "PartialEncryption", "Store",
+            "Platform", "PartialEncryption", "Store", "Monitoring",
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -139,7 +149,7 @@ let package = Package(
         .target(name: "Filter", dependencies: ["Platform", "Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
         // The resident filter (`mailsec filter --listen`): the filter's decision
         // path behind the SMTP/LMTP listener, on worker threads; reload, drain, sd_notify.
-        .target(name: "FilterDaemon", dependencies: ["Filter", "Pipeline", "OpenPGP", "SMTPListener"]),
+        .target(name: "FilterDaemon", dependencies: ["Filter", "Pipeline", "OpenPGP", "SMTPListener", "Monitoring"]),
         // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
         // the folder, the file modes and the migrations every feature adds to.
         .target(name: "Store", dependencies: ["Platform", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -181,7 +191,7 @@ let package = Package(
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",
                                                          "HTTPRequests", "TestSupport"]),
         .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Platform", "Policy", "OpenPGP", "MIME", "TestSupport"]),
-        .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "Filter", "Pipeline", "OpenPGP", "SMTPListener", "SMTP",
+        .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "HTTPRequests", "Filter", "Pipeline", "OpenPGP", "SMTPListener", "SMTP",
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "Platform", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),

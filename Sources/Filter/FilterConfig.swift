@@ -36,6 +36,8 @@ public enum LogDestination: String, Sendable {
 /// min_validity = "marginal"    # optional: marginal | full | ultimate
 /// timeout = 120                # seconds for one mail, all included
 /// log = "syslog"               # syslog | stderr | none
+/// log_format = "plain"         # or json: one JSON object per mail
+/// log_addresses = false        # true: the envelope sender and recipients in the line
 /// on_key_loss = "defer"        # or postcard: a remembered key now revoked or expired
 /// on_key_change = "accept-certified"  # or defer | accept: a key other than the remembered one
 ///
@@ -81,6 +83,7 @@ public enum LogDestination: String, Sendable {
 /// first_command_timeout = 30   # seconds a new connection has for its first command
 /// spool_directory = "/var/spool/mailsec/incoming"   # large mails wait here (0700)
 /// drain_timeout = 30           # SIGTERM: seconds for the mails in progress
+/// metrics_address = "127.0.0.1:9125"   # Prometheus' GET /metrics; off when absent
 /// ```
 ///
 /// SIGHUP makes the resident filter read this file again; a file that cannot
@@ -101,6 +104,10 @@ public struct FilterConfig: Sendable {
     public var timeout: TimeInterval
     /// `log`: syslog, standard error, or none.
     public var log: LogDestination
+    /// `log_format`: the line per mail as words or as JSON.
+    public var logFormat: LogFormat
+    /// `log_addresses`: the envelope sender and recipients in the line per mail (default: not).
+    public var logAddresses: Bool
     /// `[reinject]`: how copies are handed back (sendmail or SMTP to a loopback port).
     public var reinjection: Reinjection
     /// `[reinject] timeout`: seconds for one hand-over (SMTP: for each step).
@@ -141,6 +148,8 @@ public struct FilterConfig: Sendable {
         minimumValidity = nil
         timeout = 120
         log = .syslog
+        logFormat = .plain
+        logAddresses = false
         reinjection = .sendmail(["/usr/sbin/sendmail", "-G", "-i"])
         reinjectionTimeout = 60
         journalDirectory = "/var/spool/mailsec/journal"
@@ -189,7 +198,7 @@ public struct FilterConfig: Sendable {
         let root = try TOMLKeys.document(text)
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
-        try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "reading", "reinject", "journal",
+        try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "log_format", "log_addresses", "reading", "reinject", "journal",
                                                  "on_key_loss", "on_key_change", "continuity", "listen"]))
         config.gnupgHome = try top.string("gnupg_home")
         let policy = try PolicySettings.read(top)
@@ -217,6 +226,11 @@ public struct FilterConfig: Sendable {
             guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value (allowed: syslog, stderr, none)") }
             config.log = log
         }
+        if let value = try top.string("log_format") {
+            guard let format = LogFormat(rawValue: value) else { throw ConfigError("log_format: unknown value (allowed: plain, json)") }
+            config.logFormat = format
+        }
+        config.logAddresses = try top.bool("log_addresses") ?? false
 
         if let reinject = try top.table("reinject") {
             try reinject.allow(["method", "sendmail", "host", "port", "timeout", "final_timeout"])

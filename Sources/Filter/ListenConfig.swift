@@ -35,6 +35,9 @@ public struct ListenConfig: Sendable, Equatable {
     public var spoolDirectory: String?
     /// Seconds SIGTERM waits for the mails in progress before it cuts them off.
     public var drainTimeout: Int
+    /// Where Prometheus scrapes `GET /metrics` (`metrics_address`); nil: no endpoint.
+    /// Unlike the listener it may be any address: it takes nothing in.
+    public var metrics: (host: String, port: Int)?
 
     /// The defaults: 127.0.0.1:10025, SMTP, 10 MB, 100 connections, one mail per core.
     public init() {
@@ -49,6 +52,7 @@ public struct ListenConfig: Sendable, Equatable {
         firstCommandTimeout = 30
         spoolDirectory = nil
         drainTimeout = 30
+        metrics = nil
     }
 
     /// `HOST:PORT`, `[IPv6]:PORT`, or `:PORT` for 127.0.0.1.
@@ -80,12 +84,14 @@ public struct ListenConfig: Sendable, Equatable {
             && a.maxConnections == b.maxConnections && a.parallel == b.parallel && a.idleTimeout == b.idleTimeout
             && a.spoolDirectory == b.spoolDirectory && a.drainTimeout == b.drainTimeout
             && a.maxConnectionsPerAddress == b.maxConnectionsPerAddress && a.firstCommandTimeout == b.firstCommandTimeout
+            && a.metrics?.host == b.metrics?.host && a.metrics?.port == b.metrics?.port
     }
 
     /// Reads the `[listen]` table.
     static func read(_ table: TOMLKeys) throws -> ListenConfig {
         try table.allow(["address", "lmtp", "max_message_size", "max_connections", "parallel", "idle_timeout",
-                         "spool_directory", "drain_timeout", "max_connections_per_address", "first_command_timeout"])
+                         "spool_directory", "drain_timeout", "max_connections_per_address", "first_command_timeout",
+                         "metrics_address"])
         var listen = ListenConfig()
         if let address = try table.string("address") { (listen.host, listen.port) = try Self.address(address) }
         listen.lmtp = try table.bool("lmtp") ?? false
@@ -98,6 +104,11 @@ public struct ListenConfig: Sendable, Equatable {
         listen.firstCommandTimeout = try table.positiveInt("first_command_timeout", atMost: TOMLKeys.day) ?? listen.firstCommandTimeout
         listen.spoolDirectory = try table.string("spool_directory")
         listen.drainTimeout = try table.positiveInt("drain_timeout", atMost: TOMLKeys.day) ?? listen.drainTimeout
+        if let address = try table.string("metrics_address") {
+            do { listen.metrics = try Self.address(address) } catch {
+                throw ConfigError("\(table.name("metrics_address")): \(error.description)", path: table.name("metrics_address"))
+            }
+        }
         return listen
     }
 }

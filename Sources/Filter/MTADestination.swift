@@ -23,7 +23,7 @@ final class MTADestination: CopyDestination {
     /// The mail's copies (the notice not counted), known once it was written.
     private(set) var total = 0
     /// What went, by kind, for the log line.
-    private(set) var counts = (letters: 0, postcards: 0, unchanged: 0, notices: 0)
+    private(set) var counts = HandedCopies()
 
     init(handover: Handover, record: MailRecord, recipients: [String], secret: [UInt8], messageID: String, sender: String) {
         self.handover = handover

@@ -22,11 +22,20 @@ public struct FilterResult: Sendable {
     /// heard this result (nil when there is none to clear).
     public var clearance: RecordClearance?
 
-    package init(status: Int32, errorLine: String?, logLine: String, clearance: RecordClearance? = nil) {
+    /// The copies handed on, by kind (for the metrics and the structured log line).
+    public var handed = HandedCopies()
+    /// The mail's plan, when one was made: the recipients' decisions and what
+    /// the postcard withheld (for the metrics and the structured log line).
+    public var plan: Plan?
+
+    package init(status: Int32, errorLine: String?, logLine: String, clearance: RecordClearance? = nil,
+                 handed: HandedCopies = HandedCopies(), plan: Plan? = nil) {
         self.status = status
         self.errorLine = errorLine
         self.logLine = logLine
         self.clearance = clearance
+        self.handed = handed
+        self.plan = plan
     }
 
     /// The result for a mail not finished within `seconds` (the resident
@@ -114,13 +123,14 @@ public struct MailFilter: Sendable {
     public func run(_ bytes: [UInt8], sender: String, recipients: [String],
                     answering: () -> Bool = { true }, keepingRecord: Bool = false) -> FilterResult {
         var messageID = "-"
-        var counts = (letters: 0, postcards: 0, unchanged: 0, notices: 0)
+        var counts = HandedCopies()
+        var plan: Plan?
         var clearance: RecordClearance?
         func result(_ status: Int32, _ line: String?, _ outcome: String) -> FilterResult {
             FilterResult(status: status, errorLine: line,
                          logLine: "message-id=<\(messageID)> letters=\(counts.letters) postcards=\(counts.postcards) "
                             + "unchanged=\(counts.unchanged)" + (counts.notices > 0 ? " password-notices=\(counts.notices)" : "")
-                            + " status=\(outcome)", clearance: clearance)
+                            + " status=\(outcome)", clearance: clearance, handed: counts, plan: plan)
         }
         func finished(_ record: MailRecord) {
             guard answering() else { return }
@@ -189,6 +199,7 @@ public struct MailFilter: Sendable {
             let keys = try resources.keys?.book(for: wanted, pipeline: pipeline) ?? pipeline.lookUp(wanted)
             let prepared = try pipeline.prepare(message, original: original, envelopeSender: sender,
                                                 envelopeRecipients: remaining, keys: keys)
+            plan = prepared.plan
             // All crypto before the first hand-over; letters first, the password
             // notice just before the first postcard (so the sender has it before
             // anyone has a link, and a retry after a failed letter sends no second

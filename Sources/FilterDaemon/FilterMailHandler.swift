@@ -16,13 +16,26 @@ public final class FilterMailHandler: MailHandler {
     private let unanswered = Mutex([UInt64: RecordClearance]())
     /// What is kept between mails: key look-ups and re-injection sessions.
     public let resources: FilterResources
+    /// What `GET /metrics` shows; nil without `[listen] metrics_address`.
+    let metrics: FilterMetrics?
 
-    /// `parallel` mails at once; `log` gets one line per mail.
-    public init(config: FilterConfig, parallel: Int, log: @escaping @Sendable (String) -> Void) {
+    /// `parallel` mails at once; `log` gets one line per mail; `metrics` counts each.
+    public convenience init(config: FilterConfig, parallel: Int, log: @escaping @Sendable (String) -> Void) {
+        self.init(config: config, parallel: parallel, metrics: nil, log: log)
+    }
+
+    init(config: FilterConfig, parallel: Int, metrics: FilterMetrics?, log: @escaping @Sendable (String) -> Void) {
         resources = FilterResources(keys: KeyCache(), reinjection: ReinjectionPool(capacity: parallel))
         current = Mutex(MailFilter(config: config, resources: resources))
         workers = WorkerPool(threads: parallel, name: "mailsec-filter")
+        self.metrics = metrics
         self.log = log
+    }
+
+    /// Before a scrape: the metrics read rather than counted.
+    func refreshMetrics() {
+        let (busy, waiting) = workers.counts
+        metrics?.refresh(busy: busy, waiting: waiting)
     }
 
     /// The configuration mails are filtered with now.
@@ -43,9 +56,11 @@ public final class FilterMailHandler: MailHandler {
 
     /// Filters `mail` on a worker and answers with its verdict for the client.
     public func handle(_ mail: ReceivedMail) async -> Verdict {
+        let started = ContinuousClock.now
         let bytes: [UInt8]
         do { bytes = Self.unixLines(try mail.bytes()) } catch {
             log("mailsec: message-id=<-> status=deferred reason=the received mail cannot be read back")
+            metrics?.record(FilterResult(status: MailFilter.deferred, errorLine: nil, logLine: ""), elapsed: ContinuousClock.now - started)
             return .temporary("deferred: the received mail cannot be read back; try again")
         }
         let filter = current.withLock { $0 }
@@ -63,8 +78,13 @@ public final class FilterMailHandler: MailHandler {
         if let clearance = result.clearance {
             if result.status == 0 { unanswered.withLock { $0[mail.serial] = clearance } } else { clearance.clear() }
         }
-        if filter.config.log != .none {
-            log("mailsec: " + result.logLine + (result.errorLine.map { " (\($0))" } ?? ""))
+        let elapsed = ContinuousClock.now - started
+        metrics?.record(result, elapsed: elapsed)
+        let config = filter.config
+        if config.log != .none {
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            log("mailsec: " + result.line(format: config.logFormat, addresses: config.logAddresses, sender: mail.sender,
+                                          recipients: mail.recipients, seconds: seconds, queueID: mail.serial))
         }
         return Self.verdict(result)
     }

@@ -1,5 +1,6 @@
 import Filter
 import Foundation
+import Monitoring
 import OpenPGP
 import SMTPListener
 
@@ -57,7 +58,8 @@ public enum ResidentFilter {
 
     private static func serve(_ initial: FilterConfig, configPath: String, address: (host: String, port: Int)?) async -> Int32 {
         let listen = initial.listen
-        let handler = FilterMailHandler(config: initial, parallel: listen.parallel, log: say)
+        let metrics = listen.metrics.map { _ in FilterMetrics() }
+        let handler = FilterMailHandler(config: initial, parallel: listen.parallel, metrics: metrics, log: say)
         var settings = ListenerSettings(
             host: address?.host ?? listen.host, port: address?.port ?? listen.port,
             dialect: listen.lmtp ? .lmtp : .smtp, maxMessageSize: listen.maxMessageSize,
@@ -72,7 +74,17 @@ public enum ResidentFilter {
             say("mailsec filter: \(error)")
             return 75
         }
-        let shown = settings.host.contains(":") ? "[\(settings.host)]:\(port)" : "\(settings.host):\(port)"
+        let shown = MetricsEndpoint.shown(settings.host, port)
+        var scrapes: Task<Void, Never>?
+        if let metrics, let address = listen.metrics {
+            let endpoint = MetricsEndpoint(registry: metrics.registry) { handler.refreshMetrics() }
+            let bound = await startMetrics(endpoint, address)
+            guard let bound else {
+                await listener.stopAccepting()
+                return 75
+            }
+            scrapes = bound
+        }
         say("mailsec filter: listening on \(shown)")
         SystemdNotify.send("READY=1")
 
@@ -95,8 +107,32 @@ public enum ResidentFilter {
         }
         let idle = handler.waitIdle(timeout: clean ? 5 : 5 + 3)
         handler.resources.reinjection?.closeAll()
+        scrapes?.cancel()
+        await scrapes?.value
         say("mailsec filter: stopped" + (clean && idle ? "" : " (mails cut off: the MTA retries them)"))
         return 0
+    }
+
+    /// Starts the metrics endpoint on `address`; once it listens says where, and
+    /// returns its task (cancelled to stop it). Nil, with one line said, when
+    /// the address cannot be listened on.
+    private static func startMetrics(_ endpoint: MetricsEndpoint, _ address: (host: String, port: Int)) async -> Task<Void, Never>? {
+        let (bound, continuation) = AsyncStream<Int?>.makeStream()
+        let task = Task {
+            do {
+                try await endpoint.run(host: address.host, port: address.port) { port in
+                    say("mailsec filter: metrics on http://\(MetricsEndpoint.shown(address.host, port))/metrics")
+                    continuation.yield(port)
+                }
+            } catch {
+                say("mailsec filter: metrics address \(MetricsEndpoint.shown(address.host, address.port)): \(error)")
+            }
+            continuation.yield(nil)
+            continuation.finish()
+        }
+        var iterator = bound.makeAsyncIterator()
+        guard case .some(.some) = await iterator.next() else { return nil }
+        return task
     }
 
     /// SIGHUP: the file read again; one that cannot be used keeps the running one.

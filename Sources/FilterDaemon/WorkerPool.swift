@@ -47,9 +47,15 @@ final class WorkerPool: @unchecked Sendable {
 
     /// Mails being worked on or waiting.
     var load: Int {
+        let (busy, waiting) = counts
+        return busy + waiting
+    }
+
+    /// Mails being worked on, and mails waiting for a thread.
+    var counts: (busy: Int, waiting: Int) {
         condition.lock()
         defer { condition.unlock() }
-        return busy + jobs.count
+        return (busy, jobs.count)
     }
 
     /// Waits until no job runs or waits, or `timeout`; true when idle.

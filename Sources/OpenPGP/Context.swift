@@ -31,6 +31,7 @@ enum EngineSelection {
                 // What is recorded is what GPGME gets: nil means $GNUPGHOME as gpg finds it then.
                 let err = gpgme_set_engine_info(GPGME_PROTOCOL_OpenPGP, wanted.executable, wanted.home)
                 if err != 0 { return (err, 0) }
+                ProcessCount.add()  // GPGME's `gpg --version` for the new engine info
                 choice = wanted
             }
             var ctx: gpgme_ctx_t?
@@ -65,6 +66,7 @@ final class Context {
     init(home: String?, executable: String? = nil, armor: Bool = false) throws(GPGMEError) {
         try GPGMELibrary.initialise()
         raw = try EngineSelection.newContext(home: home, executable: executable)
+        ProcessCount.add()  // the operation's one gpg
         // From here on deinit runs if a step below throws, so the context is released.
         try check(gpgme_set_protocol(raw, GPGME_PROTOCOL_OpenPGP), .context)
         gpgme_set_armor(raw, armor ? 1 : 0)

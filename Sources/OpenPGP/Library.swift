@@ -1,6 +1,7 @@
 internal import CGPGME
 internal import CMailsecShims
 import Foundation
+import Synchronization
 
 /// GPGME's one-time initialisation (`gpgme_check_version`), done lazily and
 /// exactly once: a Swift `static let` is initialised once, thread-safely.
@@ -23,8 +24,12 @@ enum GPGMELibrary {
         return String(cString: version)
     }()
 
+    /// GPGME probes `gpg --version` at its first engine check only (it keeps the answer).
+    private static let probed = Atomic<Bool>(false)
+
     static func initialise() throws(GPGMEError) {
         guard version != nil else { throw GPGMEError(code: .invalidEngine, .initialise) }
+        if !probed.exchange(true, ordering: .relaxed) { ProcessCount.add() }
         try check(gpgme_engine_check_version(GPGME_PROTOCOL_OpenPGP), .initialise)
     }
 }

@@ -47,6 +47,9 @@ final class AddressCounts: Sendable {
         }
     }
 
+    /// The connections counted now, from every address (for the metrics).
+    var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+
     /// One fewer from `address`.
     func release(_ address: String) {
         counts.withLock { counts in

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
+import Monitoring
 import PartialEncryption
 import Platform
 import Synchronization
@@ -26,6 +27,8 @@ public struct ReadingServerConfiguration: Sendable {
     public var maximumDocument: Int
     /// Time-outs and the cap on concurrent connections.
     public var limits: ConnectionLimits = .standard
+    /// Where Prometheus scrapes `GET /metrics`; nil (the default): no endpoint.
+    public var metrics: (host: String, port: Int)?
 
     /// A configuration; the store at `storePath`, publishing allowed with `publishToken`.
     public init(host: String = "127.0.0.1", port: Int = 8080, storePath: String, publishToken: String,
@@ -57,6 +60,8 @@ public final class ReadingServer: Sendable {
     let tokenDigest: [UInt8]
     /// The port actually bound (differs from the configured one for port 0).
     let boundPort: Mutex<Int>
+    /// Counted whether or not they are served (cheap); served only with ``ReadingServerConfiguration/metrics``.
+    let metrics = ReadingMetrics()
 
     /// A server with `configuration`, opening its store; `log` gets one line per request.
     public init(configuration: ReadingServerConfiguration, log: @escaping @Sendable (String) -> Void) throws(StoreError) {
@@ -67,11 +72,12 @@ public final class ReadingServer: Sendable {
         self.tokenDigest = Digest.sha256(Array(configuration.publishToken.utf8))
     }
 
-    /// Serves until SIGTERM or SIGINT. `onListening` gets the bound port.
-    public func run(onListening: @escaping @Sendable (Int) -> Void) async throws {
-        try store.purge(now: Self.now())
+    /// Serves until SIGTERM or SIGINT. `onListening` gets the bound port;
+    /// `onMetrics` the metrics endpoint's, when there is one.
+    public func run(onListening: @escaping @Sendable (Int) -> Void, onMetrics: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        try purge(now: Self.now())
         let router = Router()
-        router.add(middleware: AccessLog(write: log))
+        router.add(middleware: AccessLog(write: log, count: metrics.request))
         router.get("/healthz") { _, _ in Self.plain(.ok, "ok\n") }
         router.get("/assets/reader.js") { _, _ in Self.asset(Page.script, type: "text/javascript; charset=utf-8") }
         router.get("/assets/reader.css") { _, _ in Self.asset(Page.css, type: "text/css; charset=utf-8") }
@@ -97,7 +103,24 @@ public final class ReadingServer: Sendable {
                                   onListening(port)
                               },
                               logger: logger)
-        try await app.runService()
+        guard let address = configuration.metrics else {
+            try await app.runService()
+            return
+        }
+        let endpoint = MetricsEndpoint(registry: metrics.registry) { self.metrics.refresh(connections: addresses.total) }
+        // Both stop on SIGTERM or SIGINT; either failing stops the other.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService() }
+            group.addTask { try await endpoint.run(host: address.host, port: address.port, signals: true, onListening: onMetrics) }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    /// Removes the expired entries, counting them.
+    func purge(now: Int64) throws(StoreError) {
+        let removed = try store.purge(now: now)
+        if removed > 0 { metrics.expired.increment(by: Int64(removed)) }
     }
 
     // MARK: Handlers
@@ -110,12 +133,13 @@ public final class ReadingServer: Sendable {
     }
 
     func read(_ id: String) throws -> Response {
-        try store.purge(now: Self.now())
+        try purge(now: Self.now())
         guard Self.isIdentifier(id), let entry = try store.find(id: id, now: Self.now()),
               var document = try? ReadingDocument.decode(entry.document) else {
             return Self.failure(.notFound, "no such postcard: it has expired or was deleted")
         }
         document.lifetime = nil
+        metrics.opened.increment()
         return Self.json(.ok, Self.encode(StoredDocument(document: document, expires: Self.iso(entry.expires))))
     }
 
@@ -142,7 +166,7 @@ public final class ReadingServer: Sendable {
             return Self.failure(.badRequest, "not a reading document: \(error)")
         }
         let now = Self.now()
-        try store.purge(now: now)
+        try purge(now: now)
         let lifetime = min(document.lifetime ?? configuration.lifetime, configuration.lifetime)
         let id = Base64URL.random(16)
         let deleteToken = Base64URL.random(32)
@@ -153,6 +177,7 @@ public final class ReadingServer: Sendable {
         let base = configuration.publicURL ?? "http://\(configuration.host):\(boundPort.withLock { $0 })"
         let publication = Publication(id: id, url: base.trimmingSuffix("/") + "/r/" + id, deleteToken: deleteToken,
                                       expires: Self.iso(now + Int64(lifetime)))
+        metrics.published.increment()
         return Self.json(.created, Self.encode(publication))
     }
 
@@ -167,6 +192,7 @@ public final class ReadingServer: Sendable {
             return Self.failure(.forbidden, "wrong deletion token")
         }
         try store.delete(id: id)
+        metrics.deleted.increment()
         return Response(status: .noContent)
     }
 
@@ -240,16 +266,20 @@ struct StoredDocument: Encodable {
 /// One line per request: method, path, status. Never a body, a token or a query.
 struct AccessLog<Context: RequestContext>: RouterMiddleware {
     let write: @Sendable (String) -> Void
+    /// Counts each answer's status (the metrics).
+    let count: @Sendable (Int) -> Void
 
     func handle(_ request: Request, context: Context,
                 next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             let response = try await next(request, context)
             write("\(request.method) \(request.uri.path) \(response.status.code)")
+            count(response.status.code)
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
             write("\(request.method) \(request.uri.path) \(status)")
+            count(status)
             throw error
         }
     }

@@ -85,6 +85,7 @@ struct FilterCommand: ParsableCommand {
         } catch {
             finish(FilterResult.unreadableConfiguration(error), log: .syslog)
         }
+        let started = ContinuousClock.now
         GnuPG.makeHomeTheDefault(settings.gnupgHome)
         GnuPG.startLibrarySetUp()
         // The re-injection session opens while the mail is encrypted (SMTP only).
@@ -115,7 +116,12 @@ struct FilterCommand: ParsableCommand {
         }
         reinjection?.closeAll()  // QUIT, without waiting for its answer
         // A few seconds at most, and well inside the watchdog's limit.
-        finish(result, log: settings.log, setUpWait: min(3, settings.timeout / 2))
+        let elapsed = ContinuousClock.now - started
+        // The error line goes to stderr on its own (the MTA's bounce or defer text); the plain log line is without it.
+        let line = result.line(format: settings.logFormat, addresses: settings.logAddresses, sender: sender, recipients: recipients,
+                               seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                               plainError: false)
+        finish(result, log: settings.log, line: line, setUpWait: min(3, settings.timeout / 2))
     }
 
     /// `filter --listen [ADDR:PORT] [--config FILE] [--check-config]`, read
@@ -171,14 +177,16 @@ struct FilterCommand: ParsableCommand {
     /// trip over, and nothing is left unwritten (the log and error lines go out
     /// unbuffered, through `syslog` and `write`, before it). The hung gpg is
     /// the probe's child, not a hand-over: no copy goes out twice or half.
-    static func finish(_ result: FilterResult, log: LogDestination, setUpWait: TimeInterval = 0) -> Never {
+    /// `line` is the log line (`log_format`); nil: the result's plain one.
+    static func finish(_ result: FilterResult, log: LogDestination, line: String? = nil, setUpWait: TimeInterval = 0) -> Never {
         let settled = GnuPG.awaitLibrarySetUp(within: setUpWait)
+        let line = line ?? result.logLine
         switch log {
         case .syslog:
             openlog("mailsec", LOG_PID, LOG_MAIL)
-            withVaList([result.logLine]) { vsyslog(result.status == 0 ? LOG_INFO : LOG_WARNING, "%s", $0) }
+            withVaList([line]) { vsyslog(result.status == 0 ? LOG_INFO : LOG_WARNING, "%s", $0) }
         case .stderr where result.errorLine == nil:
-            FileHandle.standardError.write(Data("mailsec: \(result.logLine)\n".utf8))
+            FileHandle.standardError.write(Data("mailsec: \(line)\n".utf8))
         default:
             break
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Filter
 import Foundation
 import HTTPRequests
 import PartialEncryption
@@ -147,6 +148,10 @@ struct Serve: ParsableCommand {
     @Option(help: ArgumentHelp("Connections at once from one client address (more are closed at once).", valueName: "count"))
     var maxConnectionsPerAddress = 32
 
+    @Option(help: ArgumentHelp("Serve Prometheus metrics at http://ADDRESS:PORT/metrics (:PORT for 127.0.0.1; "
+                               + "[IPv6]:PORT); off by default. Prints 'metrics on URL' once ready.", valueName: "address:port"))
+    var metricsListen: String?
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         try check("--lifetime-days", lifetimeDays, in: Limits.days)
@@ -155,6 +160,9 @@ struct Serve: ParsableCommand {
         try check("--idle-timeout", idleTimeout, in: Limits.seconds)
         try check("--max-connections", maxConnections, in: 1...65_536)
         try check("--max-connections-per-address", maxConnectionsPerAddress, in: 1...65_536)
+        if let metricsListen {
+            do { _ = try ListenConfig.address(metricsListen) } catch { throw ValidationError("--metrics-listen: \(error.description)") }
+        }
         if let publicURL, !(publicURL.hasPrefix("https://") || publicURL.hasPrefix("http://")) {
             throw ValidationError("--public-url must start with https:// or http://")
         }
@@ -168,6 +176,7 @@ struct Serve: ParsableCommand {
                                                        maximumDocument: maxSize.bytes ?? 1 << 20)
         configuration.limits = ConnectionLimits(requestTimeout: .seconds(requestTimeout), idleTimeout: .seconds(idleTimeout),
                                                 maximumConnections: maxConnections, maximumPerAddress: maxConnectionsPerAddress)
+        configuration.metrics = try metricsListen.map { try ListenConfig.address($0) }
         let server: ReadingServer
         do {
             server = try ReadingServer(configuration: configuration) { line in
@@ -178,13 +187,16 @@ struct Serve: ParsableCommand {
             throw CommandFailure("cannot open the store \(store): \(error.description)", status: error.exitStatus)
         }
         let host = listen
+        let metricsHost = configuration.metrics.map { $0.host.contains(":") ? "[\($0.host)]" : $0.host } ?? host
         let outcome = Outcome()
         let done = DispatchSemaphore(value: 0)
         Task.detached {
             do {
-                try await server.run { port in
+                try await server.run(onListening: { port in
                     FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
-                }
+                }, onMetrics: { port in
+                    FileHandle.standardOutput.write(Data("metrics on http://\(metricsHost):\(port)/metrics\n".utf8))
+                })
             } catch {
                 outcome.set("cannot serve on \(host):\(configuration.port): \(error)")
             }

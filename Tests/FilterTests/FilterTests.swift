@@ -96,6 +96,31 @@ struct FilterConfigTests {
         #expect(throws: (any Error).self) { try FilterConfig.parse(text) }
     }
 
+    @Test("log_format, log_addresses and [listen] metrics_address: off by default; read; each wrong value one line naming its key")
+    func logAndMetricsKeys() throws {
+        let empty = try FilterConfig.parse("")
+        #expect(empty.logFormat == .plain && !empty.logAddresses && empty.listen.metrics == nil)
+        let port = Int.random(in: 0...65535)
+        let config = try FilterConfig.parse("log_format = \"json\"\nlog_addresses = true\n[listen]\nmetrics_address = \":\(port)\"\n")
+        #expect(config.logFormat == .json && config.logAddresses)
+        #expect(config.listen.metrics?.host == "127.0.0.1" && config.listen.metrics?.port == port)
+        #expect(try FilterConfig.parse("[listen]\nmetrics_address = \"[::1]:9125\"\n").listen.metrics?.host == "::1")
+        #expect(try FilterConfig.parse("[listen]\nmetrics_address = \"192.0.2.7:9125\"\n").listen.metrics?.host == "192.0.2.7")
+        for (text, key) in [("log_format = \"xml\"", "log_format"), ("log_format = 1", "log_format"),
+                            ("log_addresses = \"yes\"", "log_addresses"),
+                            ("[listen]\nmetrics_address = \"127.0.0.1:\(65536 + port)\"", "listen.metrics_address"),
+                            ("[listen]\nmetrics_address = \"127.0.0.1:-1\"", "listen.metrics_address"),
+                            ("[listen]\nmetrics_address = \"127.0.0.1\"", "listen.metrics_address"),
+                            ("[listen]\nmetrics_address = 9125", "listen.metrics_address")] {
+            do {
+                _ = try FilterConfig.parse(text)
+                Issue.record("\(text) was taken")
+            } catch let error as ConfigError {
+                #expect(error.description.hasPrefix(key + ": ") && !error.description.contains("\n"), "\(text): \(error)")
+            }
+        }
+    }
+
     @Test("SMTP re-injection (no TLS, no AUTH) goes to loopback only: any other host is one error line naming reinject.host")
     func reinjectLoopbackOnly() throws {
         for host in ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "localhost", "LOCALHOST"] {

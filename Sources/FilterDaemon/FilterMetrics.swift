@@ -1,0 +1,83 @@
+import Filter
+import Monitoring
+import OpenPGP
+import Prometheus
+import Synchronization
+
+/// The resident filter's metrics (`[listen] metrics_address`). Counters move
+/// once per mail the listener handed to the filter, when its answer is known;
+/// a retried mail counts again. Key-sync lag is not among them: there is no
+/// key sync yet (issue 25, item 2).
+package final class FilterMetrics: Sendable {
+    /// Every metric below, as `GET /metrics` shows it.
+    package let registry = PrometheusCollectorRegistry()
+    private let duration: DurationHistogram
+    private let censored: Counter
+    private let withheld: Counter
+    private let gpgStarted: Counter
+    private let gpgSeen = Mutex(0)
+    private let inProgress: Gauge
+    private let waiting: Gauge
+
+    static let outcomes = ["sent", "deferred", "refused", "rejected"]
+    static let kinds = ["letter", "postcard", "unchanged", "password-notice"]
+
+    package init() {
+        // Every fixed series exists from the start, at 0: a rate needs a first value.
+        for outcome in Self.outcomes { _ = Self.mails(registry, outcome) }
+        for kind in Self.kinds { _ = Self.copies(registry, kind) }
+        // Kept: swift-prometheus stops the process when a metric is made again with another help text.
+        censored = registry.makeCounter(name: "mailsec_filter_censored_postcards_total",
+                                        help: "Postcards handed on with the sender's marked spans taken out")
+        withheld = registry.makeCounter(name: "mailsec_filter_withheld_parts_total",
+                                        help: "Parts the postcards handed on withheld (opaque_parts = withhold)")
+        duration = registry.makeDurationHistogram(
+            name: "mailsec_filter_mail_duration_seconds",
+            buckets: [.milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+                      .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(120)],
+            help: "Time from a mail's end of data to its answer")
+        gpgStarted = registry.makeCounter(name: "mailsec_gpg_processes_started_total",
+                                          help: "gpg processes started by this filter (operations and version probes)")
+        inProgress = registry.makeGauge(name: "mailsec_filter_mails_in_progress", help: "Mails a worker is filtering now")
+        waiting = registry.makeGauge(name: "mailsec_filter_mails_waiting", help: "Mails received and waiting for a free worker")
+    }
+
+    static func mails(_ registry: PrometheusCollectorRegistry, _ outcome: String) -> Counter {
+        registry.makeCounter(name: "mailsec_filter_mails_total", labels: [("outcome", outcome)],
+                             help: "Mails answered, by outcome: sent (250), deferred (451), refused and rejected (554)")
+    }
+
+    static func copies(_ registry: PrometheusCollectorRegistry, _ kind: String) -> Counter {
+        registry.makeCounter(name: "mailsec_filter_copies_total", labels: [("kind", kind)],
+                             help: "Copies handed on, by kind")
+    }
+
+    /// One mail answered with `result` after `elapsed`.
+    func record(_ result: FilterResult, elapsed: Duration) {
+        Self.mails(registry, result.outcome).increment()
+        let handed = result.handed
+        for (kind, count) in zip(Self.kinds, [handed.letters, handed.postcards, handed.unchanged, handed.notices]) where count > 0 {
+            Self.copies(registry, kind).increment(by: Int64(count))
+        }
+        if result.censoredPostcards > 0 { censored.increment(by: Int64(result.censoredPostcards)) }
+        if result.withheldParts > 0 { withheld.increment(by: Int64(result.withheldParts)) }
+        for (decision, reason) in result.decisions {
+            registry.makeCounter(name: "mailsec_filter_recipient_decisions_total", labels: [("decision", decision), ("reason", reason)],
+                                 help: "Recipients' decisions in the plans made, by decision and reason (as mailsec plan --json names them)")
+                .increment()
+        }
+        duration.record(elapsed)
+    }
+
+    /// Before a scrape: the mails at work and waiting, and the gpg processes started since the last one.
+    func refresh(busy: Int, waiting count: Int) {
+        inProgress.set(Int64(busy))
+        waiting.set(Int64(count))
+        let now = GnuPG.processesStarted
+        let delta = gpgSeen.withLock { seen in
+            defer { seen = max(seen, now) }
+            return now - seen
+        }
+        if delta > 0 { gpgStarted.increment(by: Int64(delta)) }
+    }
+}
