@@ -143,13 +143,13 @@ public struct Redactor: Sendable, Hashable {
 
 /// Each scalar lower-cased where that gives one scalar, so that offsets stay
 /// those of the original text.
-func folded(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar] {
+package func folded(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar] {
     scalars.map(fold)
 }
 
 /// One scalar lower-cased, where that gives one scalar.
 @inline(__always)
-func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
+package func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     // ASCII, nearly all of mail, without a look-up of Unicode properties.
     if scalar.value < 0x80 {
         return scalar.value >= 0x41 && scalar.value <= 0x5A ? Unicode.Scalar(scalar.value + 32)! : scalar

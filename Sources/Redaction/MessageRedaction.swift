@@ -79,6 +79,14 @@ extension Redactor {
         private let isLead: [Bool]
         /// How a marker's second scalar may be written: as itself or escaped.
         private let seconds: [[UInt8]]
+        /// Whether a byte leads any of ``seconds``.
+        private let isSecondLead: [Bool]
+        /// Whether a byte is a marker's first scalar as itself (ASCII, either case).
+        private let isFirst: [Bool]
+        /// Both markers, folded, as ``endsInMarker(_:)`` matches them.
+        private let foldedMarkers: [[Unicode.Scalar]]
+        /// How many bytes the last scan kept for the next.
+        private var kept = 0
         /// Bytes kept from one window to the next: enough for a marker in UTF-16, and even.
         private let overlap: Int
         private static let window = 1 << 20
@@ -108,36 +116,58 @@ extension Redactor {
                 seconds += [Array(String(scalars[1]).utf8)] + Redactor.escapeStarts(of: scalars[1])
             }
             self.seconds = seconds
+            var isSecondLead = [Bool](repeating: false, count: 256)
+            for form in seconds where !form.isEmpty {
+                isSecondLead[Int(form[0])] = true
+                if form[0] >= 0x61 && form[0] <= 0x7A { isSecondLead[Int(form[0] - 32)] = true }
+            }
+            self.isSecondLead = isSecondLead
+            var isFirst = [Bool](repeating: false, count: 256)
+            for first in firsts where first.isASCII { isFirst[Int(first.value)] = true }
+            self.isFirst = isFirst
+            foldedMarkers = [redactor.open, redactor.close].map { folded(Array($0.unicodeScalars)) }
         }
 
         package mutating func feed(_ piece: UnsafeRawBufferPointer) {
             guard !found else { return }
             buffer += piece
-            guard needles != nil, buffer.count >= Self.window + overlap else { return }
-            found = scan(buffer)
+            // A marker still in progress at a window's end keeps its bytes for the next
+            // window (``Scan/keepFrom``); the next scan waits for as many new bytes as were
+            // kept, so bytes kept again and again cost in all at most as much as new ones.
+            guard needles != nil, buffer.count - kept >= max(Self.window, kept) + overlap else { return }
+            let scanned = scan(buffer)
+            found = scanned.found
             // An even number of bytes goes, so UTF-16 keeps its alignment.
-            buffer.removeFirst((buffer.count - overlap) & ~1)
+            buffer.removeFirst(min(buffer.count - overlap, scanned.keepFrom) & ~1)
+            kept = buffer.count
         }
 
         package mutating func finish() -> Bool {
-            if !found { found = scan(buffer) }
+            if !found { found = scan(buffer).found }
             return found
         }
 
-        private func scan(_ bytes: [UInt8]) -> Bool {
+        /// What a scan of a window found, and from where its bytes must be kept
+        /// for the next: the start of a marker that may still be in progress at its end.
+        private struct Scan {
+            var found: Bool
+            var keepFrom: Int
+        }
+
+        private func scan(_ bytes: [UInt8]) -> Scan {
             if let needles {
                 if needles.contains(where: { needle in
                     Redactor.containsFolded(bytes, needle, stride: 1, offset: 0)
                         || encodings && (Redactor.containsFolded(bytes, needle, stride: 2, offset: 0)
                                          || Redactor.containsFolded(bytes, needle, stride: 2, offset: 1))
-                }) { return true }
-                return encodings && decodedShowsMarker(bytes)
+                }) { return Scan(found: true, keepFrom: bytes.count) }
+                return encodings ? decodedShowsMarker(bytes) : Scan(found: false, keepFrom: bytes.count)
             }
-            if encodings && decodedShowsMarker(bytes) { return true }
-            if redactor.hasMarkers(String(decoding: bytes, as: UTF8.self)) { return true }
-            guard encodings else { return false }
-            if redactor.hasMarkers(String(bytes.map { Character(Unicode.Scalar($0)) })) { return true }
-            return Self.utf16Readings(bytes).contains(where: redactor.hasMarkers)
+            if encodings && decodedShowsMarker(bytes).found { return Scan(found: true, keepFrom: bytes.count) }
+            if redactor.hasMarkers(String(decoding: bytes, as: UTF8.self)) { return Scan(found: true, keepFrom: bytes.count) }
+            guard encodings else { return Scan(found: false, keepFrom: bytes.count) }
+            if redactor.hasMarkers(String(bytes.map { Character(Unicode.Scalar($0)) })) { return Scan(found: true, keepFrom: bytes.count) }
+            return Scan(found: Self.utf16Readings(bytes).contains(where: redactor.hasMarkers), keepFrom: bytes.count)
         }
 
         /// `bytes` read as UTF-16 in each byte order (none for fewer than two bytes).
@@ -156,17 +186,14 @@ extension Redactor {
         /// overrides a viewer of the content may resolve (``Redactor/decodings(_:markup:)``).
         /// Such a marker starts where one of its first scalar's escaped forms
         /// starts (``Redactor/escapeStarts(of:)``), or after a bidirectional
-        /// control: only from there are the bytes decoded (read as Latin-1, or
-        /// as UTF-8 when they hold a control), up to ``reach`` bytes on, or to
-        /// the line's end after a control. So bytes with none of them (nearly
-        /// every attachment) cost one pass, and every byte is decoded a bounded
-        /// number of times. UTF-16 (many zero bytes) is narrowed to bytes and
-        /// searched the same way.
-        private func decodedShowsMarker(_ bytes: [UInt8]) -> Bool {
+        /// control: only from there are the bytes decoded (``regionsShowMarker(_:)``).
+        /// So bytes with none of them (nearly every attachment) cost one pass.
+        /// UTF-16 (many zero bytes) is narrowed to bytes and searched the same way.
+        private func decodedShowsMarker(_ bytes: [UInt8]) -> Scan {
             var zeros = 0
             for byte in bytes where byte == 0 { zeros += 1 }
-            if regionsShowMarker(bytes) { return true }
-            guard zeros * 8 >= bytes.count, bytes.count >= 2 else { return false }
+            var result = regionsShowMarker(bytes)
+            guard !result.found, zeros * 8 >= bytes.count, bytes.count >= 2 else { return result }
             for littleEndian in [true, false] {
                 var narrowed: [UInt8] = []
                 narrowed.reserveCapacity(bytes.count / 2)
@@ -180,27 +207,44 @@ extension Redactor {
                         narrowed.append(0xFF)
                     }
                 }
-                if regionsShowMarker(narrowed) { return true }
+                // A unit narrows to one byte, a control to three: a place in the narrowed
+                // bytes is at most twice as far into the bytes, at least two thirds.
+                let narrowedScan = regionsShowMarker(narrowed)
+                if narrowedScan.found { return narrowedScan }
+                if narrowedScan.keepFrom < narrowed.count { result.keepFrom = min(result.keepFrom, narrowedScan.keepFrom / 3 * 2) }
             }
-            return false
+            return result
         }
 
-        /// How far past a place where an escaped marker may start it is decoded:
-        /// a marker of a dozen scalars, each in its longest escape (`\N{LEFT SQUARE BRACKET}`) and then some.
-        static let reach = 512
+        /// How many bytes, not counting what a viewer shows as nothing, may stand between
+        /// the start of a marker's first scalar (escaped) and its second.
+        static let budget = 48
 
-        private func regionsShowMarker(_ bytes: [UInt8]) -> Bool {
-            var regions: [Range<Int>] = []
-            var bidi = false
+        /// How far past where an escaped marker may start it is decoded at first.
+        /// While a reading of the region ends inside what may still become a marker
+        /// (``endsInMarker(_:)``), the region is doubled.
+        static let reach = 128
+
+        /// Decodes `bytes` from where an escaped marker may start, and from each
+        /// bidirectional control to its line's end. A candidate start is a first
+        /// scalar's escaped form (or the scalar followed by an escape or by
+        /// something a viewer may show as nothing) with the marker's second scalar,
+        /// escaped or not, at most ``budget`` bytes on, where what a viewer shows
+        /// as nothing (``ignorableLength(_:at:)``: invisible characters raw or
+        /// escaped, RTF control words and groups, line continuations, Markdown
+        /// emphasis) does not count. One pass: the candidates in progress are
+        /// carried forward together, each byte read once. A region is decoded
+        /// from its start, first ``reach`` bytes, doubled while some reading ends
+        /// inside what may still become a marker; regions that overlap are
+        /// merged, so each byte is decoded a bounded number of times. A region,
+        /// a candidate or a control's line still open at the end of `bytes` is
+        /// kept for the next window.
+        private func regionsShowMarker(_ bytes: [UInt8]) -> Scan {
+            var starts: [Int] = []
+            var lines: [Range<Int>] = []
+            var keepFrom = bytes.count
             bytes.withUnsafeBufferPointer { buffer in
                 let count = buffer.count
-                func add(_ start: Int, _ end: Int) {
-                    if let last = regions.last, last.upperBound >= start {
-                        regions[regions.count - 1] = last.lowerBound..<max(last.upperBound, end)
-                    } else {
-                        regions.append(start..<end)
-                    }
-                }
                 // Plain loops, no closures or iterators: this runs at every byte of every attachment.
                 func matches(_ forms: [[UInt8]], at index: Int) -> Bool {
                     var f = 0
@@ -219,43 +263,276 @@ extension Redactor {
                     }
                     return false
                 }
-                func secondSoonAfter(_ index: Int) -> Bool {
-                    var at = index + 1
-                    let end = min(count, index + 48)
-                    while at < end {
-                        if matches(seconds, at: at) { return true }
-                        at += 1
-                    }
-                    return false
+                /// A first scalar as itself, then an invisible character in UTF-8 (escapes
+                /// after it are among ``startsByLead``; controls, which JSON and Python
+                /// refuse raw in a string, are not looked for, so random bytes cost no more).
+                func literalBeforeIgnorable(_ index: Int) -> Bool {
+                    guard isFirst[Int(buffer[index])], index + 1 < count, buffer[index + 1] >= 0xC2 else { return false }
+                    return Redactor.ignorableLength(buffer, at: index + 1) > 1
                 }
+                // Candidates in progress, oldest first, with the count of visible bytes before each.
+                var pending: [(at: Int, weight: Int)] = []
+                var head = 0
+                var weight = 0
+                var lineEnd = -1
                 var index = 0
                 while index < count {
                     let byte = buffer[index]
-                    if isLead[Int(byte)] {
-                        let forms = startsByLead[Int(byte)]
-                        // A marker's first scalar escaped (or followed by an escape), and its
-                        // second, escaped or not, soon after; decoded from a little before, where
-                        // a literal first scalar (and invisibles) may stand.
-                        if matches(forms, at: index), secondSoonAfter(index) {
-                            add(max(0, index - 64), min(count, index + Self.reach))
+                    if head < pending.count {
+                        while head < pending.count && weight - pending[head].weight > Self.budget { head += 1 }
+                        if head < pending.count && isSecondLead[Int(byte)] && matches(seconds, at: index) {
+                            starts.append(pending[head].at)
+                            head = pending.count
+                        }
+                        if head == pending.count { pending.removeAll(keepingCapacity: true); head = 0 }
+                    }
+                    if isLead[Int(byte)] && (matches(startsByLead[Int(byte)], at: index) || literalBeforeIgnorable(index)) {
+                        // UTF-7 holds the whole marker in one run: no second to wait for.
+                        if byte == UInt8(ascii: "+") {
+                            starts.append(index)
+                        } else if pending.last?.weight != weight {
+                            pending.append((index, weight))
                         }
                     } else if byte == 0xE2, index + 2 < count,
                               buffer[index + 1] == 0x80 && (0xAA...0xAE).contains(buffer[index + 2])
                                 || buffer[index + 1] == 0x81 && (0xA6...0xA9).contains(buffer[index + 2]) {
-                        bidi = true
-                        var end = index + 3
-                        while end < count && buffer[end] != 10 && end - index < 1 << 16 { end += 1 }
-                        add(index, end)
+                        // To the line's end, however far: a line already found is not searched again.
+                        if index >= lineEnd {
+                            var end = index + 3
+                            while end < count && buffer[end] != 10 { end += 1 }
+                            lineEnd = end
+                            lines.append(index..<end)
+                            if end == count { keepFrom = min(keepFrom, index) }
+                        }
                     }
-                    index += 1
+                    if head < pending.count {
+                        let skip = Redactor.ignorableLength(buffer, at: index)
+                        if skip > 0 { index += skip } else { weight += 1; index += 1 }
+                    } else {
+                        index += 1
+                    }
+                }
+                if head < pending.count { keepFrom = min(keepFrom, pending[head].at) }
+            }
+            // Each region decoded from its start, doubled while a reading may still hold a marker in progress.
+            starts.sort()
+            var next = 0, line = 0
+            while next < starts.count || line < lines.count {
+                var fromLine = line < lines.count && (next == starts.count || lines[line].lowerBound <= starts[next])
+                let start: Int
+                var end: Int
+                if fromLine {
+                    (start, end) = (lines[line].lowerBound, lines[line].upperBound)
+                    line += 1
+                } else {
+                    (start, end) = (max(0, starts[next] - 8), min(bytes.count, starts[next] + Self.reach))
+                    next += 1
+                }
+                while true {
+                    // Whatever starts inside the region is decoded with it.
+                    while next < starts.count && starts[next] < end { end = max(end, min(bytes.count, starts[next] + Self.reach)); next += 1 }
+                    while line < lines.count && lines[line].lowerBound < end { end = max(end, lines[line].upperBound); line += 1; fromLine = true }
+                    let slice = Array(bytes[start..<end])
+                    var texts = [String(String.UnicodeScalarView(slice.map { Unicode.Scalar($0) }))]
+                    // As UTF-8 too where it holds an invisible character or a control in UTF-8.
+                    if fromLine || slice.withUnsafeBufferPointer({ buffer in
+                        buffer.indices.contains { buffer[$0] >= 0xC2 && Redactor.ignorableLength(buffer, at: $0) > 1 }
+                    }) {
+                        texts.append(String(decoding: slice, as: UTF8.self))
+                    }
+                    var live = false
+                    for text in texts {
+                        let readings = [text] + redactor.decodings(text)
+                        if readings.contains(where: redactor.hasMarkers) { return Scan(found: true, keepFrom: bytes.count) }
+                        if !live { live = readings.contains(where: endsInMarker) }
+                    }
+                    guard live else { break }
+                    if end == bytes.count {
+                        keepFrom = min(keepFrom, start)
+                        break
+                    }
+                    end = min(bytes.count, start + 2 * (end - start))
                 }
             }
-            for region in regions {
-                let slice = Array(bytes[region])
-                let text = bidi ? String(decoding: slice, as: UTF8.self) : String(String.UnicodeScalarView(slice.map { Unicode.Scalar($0) }))
-                if redactor.hasMarkersInDecodings(text) { return true }
+            return Scan(found: false, keepFrom: keepFrom)
+        }
+
+        /// True when `reading` ends inside what may still become a marker: a
+        /// non-empty beginning of either marker (folded, invisibles passed over),
+        /// then only invisibles and what an escape cut at the region's end leaves
+        /// (ASCII letters, digits, spaces and escape punctuation, however many).
+        private func endsInMarker(_ reading: String) -> Bool {
+            let scalars = Array(reading.unicodeScalars)
+            var tail = scalars.count
+            while tail > 0, isInvisible(scalars[tail - 1]) || Self.mayBeCutEscape(scalars[tail - 1]) { tail -= 1 }
+            for marker in foldedMarkers {
+                // The lengths of the marker's beginnings that end at the current scalar.
+                var active: [Int] = []
+                var index = 0
+                while index < scalars.count {
+                    let scalar = scalars[index]
+                    index += 1
+                    if isInvisible(scalar) {
+                        if index > tail && !active.isEmpty { return true }
+                        continue
+                    }
+                    let folded = fold(scalar)
+                    var advanced: [Int] = []
+                    for k in active where k < marker.count && marker[k] == folded { advanced.append(k + 1) }
+                    if marker[0] == folded { advanced.append(1) }
+                    active = advanced
+                    if index >= tail && !active.isEmpty { return true }
+                }
             }
             return false
+        }
+
+        /// Characters an escape cut short may leave in a reading: `\N{LEFT SQUARE`, `&#0000`, `\u00`, `{\u91`,
+        /// and the replacement character of a UTF-8 sequence cut short (an invisible character's first bytes).
+        private static func mayBeCutEscape(_ scalar: Unicode.Scalar) -> Bool {
+            guard scalar.isASCII else { return scalar.value == 0xFFFD }
+            let value = UInt8(scalar.value)
+            return (0x30...0x39).contains(value) || (0x41...0x5A).contains(value) || (0x61...0x7A).contains(value)
+                || Array(" \\&#;%=+-{}'?_*~`").contains(Character(scalar))
+        }
+    }
+
+    /// How many bytes the non-ASCII byte at `index` and those after it take when
+    /// they are invisible: a C1 control or soft hyphen as Latin-1, or an
+    /// invisible character in UTF-8; 0 when they are not.
+    fileprivate static func invisibleLength(_ buffer: UnsafeBufferPointer<UInt8>, at index: Int) -> Int {
+        let byte = buffer[index]
+        if byte < 0xA0 || byte == 0xAD { return 1 }
+        let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 0
+        guard length > 0, index + length <= buffer.count else { return 0 }
+        var value = UInt32(byte) & (0xFF >> (length + 1))
+        for k in 1..<length {
+            let next = buffer[index + k]
+            guard next & 0xC0 == 0x80 else { return 0 }
+            value = value << 6 | UInt32(next & 0x3F)
+        }
+        return Unicode.Scalar(value).map(isInvisible) == true ? length : 0
+    }
+
+    /// How many bytes at `index` a viewer of `buffer` may show as nothing (0 when
+    /// it shows something): a byte of a non-ASCII character (which may be an
+    /// invisible one, in UTF-8 or Latin-1), a control, an escape of an invisible
+    /// character (`\u200b`, `\x{ad}`, `\0`, `\'ad`, CSS `\200b `, `&#8203;`,
+    /// `&#xad`, `%E2`, `=E2`), a named reference, a `\N{…}`, an RTF control word
+    /// or group brace, a line continuation (`\` at a line's end), UTF-7, Markdown
+    /// emphasis. Taking too much for nothing only makes the search decode more.
+    fileprivate static func ignorableLength(_ buffer: UnsafeBufferPointer<UInt8>, at index: Int) -> Int {
+        let count = buffer.count
+        let byte = buffer[index]
+        if byte == 0x7F || byte < 0x20 && byte != 9 { return 1 }
+        if byte >= 0x80 { return invisibleLength(buffer, at: index) }
+        func hex(_ at: Int) -> UInt32? {
+            guard at < count else { return nil }
+            let b = buffer[at]
+            switch b {
+            case 0x30...0x39: return UInt32(b - 0x30)
+            case 0x41...0x46: return UInt32(b - 0x41 + 10)
+            case 0x61...0x66: return UInt32(b - 0x61 + 10)
+            default: return nil
+            }
+        }
+        func isLetter(_ at: Int) -> Bool { at < count && (buffer[at] | 0x20) >= 0x61 && (buffer[at] | 0x20) <= 0x7A }
+        func isDigit(_ at: Int) -> Bool { at < count && buffer[at] >= 0x30 && buffer[at] <= 0x39 }
+        /// Up to `limit` hex digits from `at`: their value and where they end.
+        func hexRun(_ at: Int, limit: Int) -> (UInt32, Int) {
+            var end = at, value: UInt32 = 0
+            while end - at < limit, let digit = hex(end) { value = value &<< 4 | digit; end += 1 }
+            return (value, end)
+        }
+        func invisible(_ value: UInt32) -> Bool { Unicode.Scalar(value).map(isInvisible) ?? true }
+        switch byte {
+        case UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: "*"), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "`"):
+            return 1
+        case UInt8(ascii: "%"), UInt8(ascii: "="):
+            guard let high = hex(index + 1), let low = hex(index + 2) else { return 0 }
+            let value = high << 4 | low
+            return value >= 0x80 || value < 0x20 || value == 0x7F ? 3 : 0
+        case UInt8(ascii: "+"):
+            // UTF-7: the run of base64 letters and its closing `-`.
+            var end = index + 1
+            while end < count, isLetter(end) || isDigit(end) || buffer[end] == UInt8(ascii: "+") || buffer[end] == UInt8(ascii: "/") { end += 1 }
+            if end < count && buffer[end] == UInt8(ascii: "-") { end += 1 }
+            return end - index >= 3 ? end - index : 0
+        case UInt8(ascii: "&"):
+            guard index + 1 < count else { return 0 }
+            if buffer[index + 1] == UInt8(ascii: "#") {
+                var end = index + 2, value: UInt32 = 0
+                if end < count && buffer[end] | 0x20 == UInt8(ascii: "x") {
+                    end += 1
+                    let start = end
+                    while let digit = hex(end) { value = min(value &<< 4 | digit, 0x110000); end += 1 }
+                    guard end > start else { return 0 }
+                } else {
+                    let start = end
+                    while isDigit(end) { value = min(value &* 10 &+ UInt32(buffer[end] - 0x30), 0x110000); end += 1 }
+                    guard end > start else { return 0 }
+                }
+                if end < count && buffer[end] == UInt8(ascii: ";") { end += 1 }
+                return invisible(value) ? end - index : 0
+            }
+            // A named reference: some stand for invisible characters (`&shy;`, `&zwnj;`, `&NoBreak;`).
+            var end = index + 1
+            while end - index <= 32, isLetter(end) || isDigit(end) { end += 1 }
+            guard end > index + 1, end < count, buffer[end] == UInt8(ascii: ";") else { return 0 }
+            return end + 1 - index
+        case UInt8(ascii: "\\"):
+            guard index + 1 < count else { return 0 }
+            let next = buffer[index + 1]
+            switch next {
+            case 10: return 2
+            case 13: return index + 2 < count && buffer[index + 2] == 10 ? 3 : 2
+            case UInt8(ascii: "N"), UInt8(ascii: "n"):
+                guard index + 2 < count, buffer[index + 2] == UInt8(ascii: "{") else { break }
+                var end = index + 3
+                while end < count, end - index < 96, buffer[end] != UInt8(ascii: "}") { end += 1 }
+                return end < count && buffer[end] == UInt8(ascii: "}") ? end + 1 - index : 0
+            case UInt8(ascii: "u"), UInt8(ascii: "U"), UInt8(ascii: "x"), UInt8(ascii: "X"):
+                let braced = index + 2 < count && buffer[index + 2] == UInt8(ascii: "{")
+                let (value, end) = hexRun(index + (braced ? 3 : 2), limit: braced ? 8 : next == UInt8(ascii: "U") ? 8 : next | 0x20 == UInt8(ascii: "x") ? 2 : 4)
+                if braced, end < count, buffer[end] == UInt8(ascii: "}") { return invisible(value) ? end + 1 - index : 0 }
+                if end > index + 2, !braced, invisible(value) { return end - index }
+                if end > index + 2, !braced, next == UInt8(ascii: "u") || next == UInt8(ascii: "U") || next | 0x20 == UInt8(ascii: "x") {
+                    // A visible character as C writes it; as an RTF control word `\u` reads a decimal number.
+                    if !isDigit(index + 2) { return 0 }
+                }
+            case UInt8(ascii: "'"):
+                guard let high = hex(index + 2), let low = hex(index + 3) else { return 0 }
+                let value = high << 4 | low
+                return value >= 0x80 || value < 0x20 || value == 0x7F ? 4 : 0
+            default: break
+            }
+            if isLetter(index + 1) {
+                // An RTF control word, its number and the space that ends it (`\u8203?` with its fallback).
+                var end = index + 1
+                while end - index <= 32, isLetter(end) { end += 1 }
+                if end < count && buffer[end] == UInt8(ascii: "-") { end += 1 }
+                var number: UInt32 = 0
+                while isDigit(end) { number = min(number &* 10 &+ UInt32(buffer[end] - 0x30), 0x110000); end += 1 }
+                let isU = end - index >= 3 && buffer[index + 1] == UInt8(ascii: "u") && isDigit(index + 2)
+                if isU && !invisible(number) && number < 0x10000 { return 0 }
+                if end < count && buffer[end] == UInt8(ascii: " ") { end += 1 }
+                if isU && end < count && buffer[end] == UInt8(ascii: "?") { end += 1 }
+                return end - index
+            }
+            // Octal (C, Python) or hexadecimal (CSS) digits: invisible in either reading.
+            var octalEnd = index + 1, octal: UInt32 = 0
+            while octalEnd - index <= 3, octalEnd < count, buffer[octalEnd] >= 0x30 && buffer[octalEnd] <= 0x37 {
+                octal = octal << 3 | UInt32(buffer[octalEnd] - 0x30)
+                octalEnd += 1
+            }
+            var (css, cssEnd) = hexRun(index + 1, limit: 6)
+            if cssEnd < count && (buffer[cssEnd] == 0x20 || buffer[cssEnd] == 9 || buffer[cssEnd] == 10) { cssEnd += 1 }
+            if cssEnd == index + 1 { css = 0x41 }
+            if octalEnd > index + 1 && invisible(octal) { return max(octalEnd, cssEnd > index + 1 && invisible(css) ? cssEnd : 0) - index }
+            if cssEnd > index + 1 && invisible(css) { return cssEnd - index }
+            return 0
+        default:
+            return 0
         }
     }
 
@@ -285,20 +562,7 @@ extension Redactor {
                 if stride == 1 {
                     let byte = buffer[at]
                     if byte < 0x80 { return isInvisible(Unicode.Scalar(byte)) ? 1 : 0 }
-                    // A C1 control or soft hyphen as Latin-1 …
-                    if byte < 0xA0 || byte == 0xAD {
-                        return 1
-                    }
-                    // … or an invisible character in UTF-8.
-                    let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 0
-                    guard length > 0, at + length <= count else { return 0 }
-                    var value = UInt32(byte) & (0xFF >> (length + 1))
-                    for k in 1..<length {
-                        let next = buffer[at + k]
-                        guard next & 0xC0 == 0x80 else { return 0 }
-                        value = value << 6 | UInt32(next & 0x3F)
-                    }
-                    return Unicode.Scalar(value).map(isInvisible) == true ? length : 0
+                    return invisibleLength(buffer, at: at)
                 }
                 // UTF-16: the unit whose low byte stands at `at`.
                 let start = offset == 0 ? at : at - 1

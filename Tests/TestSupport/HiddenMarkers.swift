@@ -184,10 +184,10 @@ public enum HiddenMarkerMails {
                     secret: secret, shown: String(secret.reversed()), reversed: true)
     }
 
-    static func leaf(_ type: String, disposition: String?, content: String, _ random: inout SeededRandom) -> String {
+    static func leaf(_ type: String, disposition: String?, content: String, _ random: inout SeededRandom, encoding: Int? = nil) -> String {
         var head = "Content-Type: " + type + "\n"
         if let disposition { head += "Content-Disposition: attachment; filename=\"\(disposition)\"\n" }
-        switch Int.random(in: 0..<3, using: &random) {
+        switch encoding ?? Int.random(in: 0..<3, using: &random) {
         case 0: return head + "Content-Transfer-Encoding: 8bit\n\n" + content
         case 1: return head + "Content-Transfer-Encoding: base64\n\n"
             + Data(content.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed]) + "\n"
@@ -242,4 +242,143 @@ public enum HiddenMarkerMails {
             piece.contains(mail.shown) && (overrides.contains { piece.contains($0) } || piece.contains("\u{2068}") || piece.contains("rtl"))
         }
     }
+}
+
+/// Escaped markers shaped to pass the fixed lengths of the attachment byte
+/// search (issue 21, the cut-offs an attacker controls): invisible padding
+/// between a marker's first two scalars (past 48 bytes), inside a marker
+/// (its escaped form past 512 bytes), a reversed marker more than 64 KiB
+/// after its override on one line, and an escaped marker across the 1 MiB
+/// window the search reads at a time. Each is in a part mailsec does not
+/// read as text (`application/octet-stream` and the like, named for the
+/// viewer that shows it), with no other marked span; ``reader`` names the
+/// program that shows the marker, and `scripts`' Python check runs it.
+public enum CutOffMarkerMails {
+    /// The four cut-offs.
+    public enum Shape: String, CaseIterable, Sendable {
+        case paddedSecond, longMarker, farOverride, acrossWindows
+    }
+
+    /// One generated mail, with what it tries, the secret, the part's content and how a reader shows it.
+    public struct Mail: Sendable {
+        public let variant: String
+        public let mail: [UInt8]
+        public let secret: String
+        /// What stands in the postcard when the span leaks (the secret, reversed for `farOverride`).
+        public let shown: String
+        /// The attachment's decoded content.
+        public let content: [UInt8]
+        /// How a reader shows the content: `json` (Python's `json.loads`), `python`
+        /// (a string literal, Python's `ast.literal_eval`), `bidi` (the Unicode bidirectional
+        /// algorithm's visual order, as a browser or terminal shows a `.txt`).
+        public let reader: String
+    }
+
+    /// Invisible characters a reader shows as nothing, as JSON and Python write them (and raw).
+    static let padding = ["\\u200b", "\\u200c", "\\u200d", "\\u2060", "\\ufeff", "\\u00ad", "\\u034f", "\u{200B}", "\u{2060}", "\u{00AD}"]
+
+    static func escape(_ character: Character, python: Bool, _ random: inout SeededRandom) -> String {
+        let value = character.unicodeScalars.first!.value
+        var forms = ["\\u" + String(format: "%04x", value), "\\u" + String(format: "%04X", value)]
+        if python {
+            forms += ["\\x" + String(format: "%02x", value), "\\" + String(value, radix: 8), "\\U" + String(format: "%08x", value)]
+            if character == "[" { forms.append(pick(["\\N{LEFT SQUARE BRACKET}", "\\N{left square bracket}"], &random)) }
+            if character == "]" { forms.append("\\N{RIGHT SQUARE BRACKET}") }
+        }
+        return HiddenMarkerMails.pick(forms, &random)
+    }
+
+    static func pick<T>(_ choices: [T], _ random: inout SeededRandom) -> T { choices.randomElement(using: &random)! }
+
+    /// `padding` invisibles of one kind, `count` of them.
+    static func pad(_ count: Int, python: Bool, _ random: inout SeededRandom) -> String {
+        let kind = pick(padding, &random)
+        return String(repeating: kind, count: count)
+    }
+
+    /// `marker` written with every bracket escaped (some letters too) and `padAfter(i)` invisibles after scalar `i`.
+    static func written(_ marker: String, python: Bool, _ random: inout SeededRandom, padAfter: (Int) -> Int) -> String {
+        var out = ""
+        for (index, character) in marker.enumerated() {
+            out += "[]/".contains(character) || Int.random(in: 0..<4, using: &random) == 0
+                ? escape(character, python: python, &random) : String(character)
+            let count = padAfter(index)
+            if count > 0 { out += pad(count, python: python, &random) }
+        }
+        return out
+    }
+
+    /// A mail of `shape`, its variation at random.
+    public static func mail(_ shape: Shape, _ random: inout SeededRandom) -> Mail {
+        let secret = HiddenMarkerMails.secret(&random)
+        let python = shape == .acrossWindows || Bool.random(using: &random)
+        let (type, name) = python
+            ? pick([("application/octet-stream", "notes.py"), ("application/x-python-code", "notes.py"), ("application/octet-stream", "config.py")], &random)
+            : pick([("application/octet-stream", "data.json"), ("application/octet-stream", "export.JSON"), ("application/x-unknown", "data.json")], &random)
+        let reader = python ? "python" : "json"
+        func literal(_ inner: String) -> String {
+            python ? "note = \"" + inner + "\"\n" : "{\"note\": \"" + inner + "\"}\n"
+        }
+        let variant: String, content: String, shown = secret
+        var encoding: Int?
+        switch shape {
+        case .paddedSecond:
+            // 9 to 60 six-byte escapes (or raw invisibles) between the first `[` and the second.
+            let count = Int.random(in: 9...60, using: &random)
+            let open = written("[[private]]", python: python, &random) { $0 == 0 ? count : 0 }
+            let close = written("[[/private]]", python: python, &random) { $0 == 0 ? count : 0 }
+            // A span longer than the budget, so no escape inside it leads the search to the closing marker.
+            content = literal("Notes: " + open + "what follows stays between us, " + secret + close + " end")
+            variant = "\(name) (\(type)), \(count) invisibles between the first two scalars"
+        case .longMarker:
+            // The second scalar right after the first; past it, invisibles making the marker longer than 512 bytes.
+            let count = Int.random(in: 100...400, using: &random)
+            let open = written("[[private]]", python: python, &random) { $0 == 1 ? count : 0 }
+            let close = written("[[/private]]", python: python, &random) { $0 == 1 ? count : 0 }
+            content = literal(open + "what follows stays between us, " + secret + close)
+            variant = "\(name) (\(type)), \(count) invisibles after the second scalar"
+        case .farOverride:
+            let visual = "[[private]]" + secret + "[[/private]]"
+            let reversed = String(visual.reversed())
+            let logical = Bool.random(using: &random) ? reversed : String(reversed.map { $0 == "[" ? "]" : $0 == "]" ? "[" : $0 })
+            let filler = String((0..<Int.random(in: 66_000...90_000, using: &random)).map { _ in "abcdefgh ".randomElement(using: &random)! })
+            content = "hello " + pick(HiddenMarkerMails.overrides, &random) + filler + logical + "\u{202C} bye\n"
+            variant = "\(name) (\(type)), a reversed marker \(filler.utf8.count) bytes after its override"
+            return Mail(variant: variant, mail: Array(HiddenMarkerMails.envelope(subject: "notes", parts: [
+                HiddenMarkerMails.leaf(pick(["application/octet-stream", "application/x-unknown"], &random) + "; name=\"notes.txt\"",
+                                       disposition: "notes.txt", content: content, &random)], anchor: false, &random).utf8),
+                        secret: secret, shown: String(secret.reversed()), content: Array(content.utf8), reader: "bidi")
+        case .acrossWindows:
+            // Lines of letters, then the escaped marker straddling the byte search's window (1 MiB
+            // and the overlap, read in GMime's 4,096-byte pieces: the first cut at 1,052,646).
+            let open = written("[[private]]", python: true, &random) { _ in 0 }
+            let close = written("[[/private]]", python: true, &random) { _ in 0 }
+            let prefix = "note = \""
+            let cut = 1_052_672 - 26
+            let start = cut - Int.random(in: 1..<max(2, open.utf8.count - 1), using: &random)
+            var filler = ""
+            while prefix.utf8.count + filler.utf8.count < start - 80 { filler += "the quick brown fox jumps over the lazy dog \\\n" }
+            filler += String(repeating: "x", count: start - prefix.utf8.count - filler.utf8.count)
+            content = prefix + filler + open + secret + close + "\"\n"
+            variant = "\(name) (\(type)), an escaped marker of \(open.utf8.count) bytes from byte \(start)"
+            encoding = 0
+        }
+        let leaf = HiddenMarkerMails.leaf(type + "; name=\"\(name)\"", disposition: name, content: content, &random, encoding: encoding)
+        return Mail(variant: variant, mail: Array(HiddenMarkerMails.envelope(subject: "notes", parts: [leaf], anchor: false, &random).utf8),
+                    secret: secret, shown: shown, content: Array(content.utf8), reader: reader)
+    }
+
+    /// Python showing a part's content as its reader does (`json`, `python`;
+    /// `bidi`: the content as it is, reordered by the test), with the
+    /// invisibles a renderer draws as nothing taken out.
+    public static let pythonShows = """
+        import sys, json, ast, unicodedata
+        kind = sys.argv[1]
+        data = sys.stdin.buffer.read().decode('utf-8')
+        if kind == 'json': text = json.loads(data)['note']
+        elif kind == 'python': text = ast.literal_eval(data.split('=', 1)[1].strip())
+        else: text = data
+        if kind != 'bidi': text = ''.join(c for c in text if unicodedata.category(c) != 'Cf' and c != '\\u034f')
+        sys.stdout.write(text)
+        """
 }
