@@ -225,6 +225,12 @@ extension Redactor {
         /// (``endsInMarker(_:)``), the region is doubled.
         static let reach = 128
 
+        /// How many bytes the regions of one scan may decode in all, per byte
+        /// scanned (plus 64 KiB): regions doubled and merged decode each byte a
+        /// few times; input made to make them decode more is not read further
+        /// and counts as holding a marker, so the search stays linear in time.
+        static let workFactor = 16
+
         /// Decodes `bytes` from where an escaped marker may start, and from each
         /// bidirectional control to its line's end. A candidate start is a first
         /// scalar's escaped form (or the scalar followed by an escape or by
@@ -316,7 +322,7 @@ extension Redactor {
             }
             // Each region decoded from its start, doubled while a reading may still hold a marker in progress.
             starts.sort()
-            var next = 0, line = 0
+            var next = 0, line = 0, decoded = 0
             while next < starts.count || line < lines.count {
                 var fromLine = line < lines.count && (next == starts.count || lines[line].lowerBound <= starts[next])
                 let start: Int
@@ -329,6 +335,10 @@ extension Redactor {
                     next += 1
                 }
                 while true {
+                    // A bound on the work, whatever the input: past it the bytes count as
+                    // holding a marker (they could not be read with certainty in linear time).
+                    decoded += end - start
+                    if decoded > Self.workFactor * bytes.count + Self.reach * 512 { return Scan(found: true, keepFrom: bytes.count) }
                     // Whatever starts inside the region is decoded with it.
                     while next < starts.count && starts[next] < end { end = max(end, min(bytes.count, starts[next] + Self.reach)); next += 1 }
                     while line < lines.count && lines[line].lowerBound < end { end = max(end, lines[line].upperBound); line += 1; fromLine = true }
