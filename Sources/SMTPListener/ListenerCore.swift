@@ -14,6 +14,9 @@ final class ListenerCore: Sendable {
         var busy: Set<ObjectIdentifier> = []
         var handlersRunning = 0
         var draining = false
+        /// The priority of the task that started the listener: each handler's task
+        /// runs at it, as a child task would (nil before ``SMTPListener/start()``).
+        var handlerPriority: TaskPriority?
     }
 
     let settings: ListenerSettings

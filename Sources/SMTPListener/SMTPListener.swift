@@ -22,7 +22,8 @@ public final class SMTPListener: Sendable {
         core = ListenerCore(settings: settings, handler: handler, log: log)
     }
 
-    /// Binds and starts accepting; returns the bound port.
+    /// Binds and starts accepting; returns the bound port. Each mail's handler
+    /// runs in a task at the priority of the task that calls this.
     /// Throws ``ListenerError``: a non-loopback address without
     /// ``ListenerSettings/allowNonLoopback``, a spool folder that is not ours,
     /// an address in use.
@@ -39,6 +40,8 @@ public final class SMTPListener: Sendable {
             throw ListenerError(.notLoopback, "\(settings.host) is not a loopback address (the listener has no AUTH and no TLS)")
         }
         try Self.prepareSpool(settings.spoolDirectory)
+        let priority = Task.currentPriority
+        core.state.withLock { $0.handlerPriority = priority }
         let core = self.core
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)

@@ -335,7 +335,9 @@ final class Session: ChannelInboundHandler {
         core.handlerStarted()
         let session = NIOLoopBound(self, eventLoop: context.eventLoop)
         let handler = core.handler
-        Task {
+        // At the priority of the task that started the listener: an event loop's
+        // thread has none of its own, and a task made here would get the default.
+        Task(priority: core.state.withLock { $0.handlerPriority }) {
             let verdict = await handler.handle(mail)
             session.eventLoop.execute { session.value.handled(verdict, mail: mail) }
         }
