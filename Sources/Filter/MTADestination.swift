@@ -18,12 +18,12 @@ final class MTADestination: CopyDestination {
     /// The mail's Message-ID ("" without one), which its copies' tags cover.
     let messageID: String
     let sender: String
-    /// The mail's copies handed on so far (the notice not counted).
-    private(set) var handed = 0
     /// The mail's copies (the notice not counted), known once it was written.
     private(set) var total = 0
     /// What went, by kind, for the log line.
     private(set) var counts = HandedCopies()
+    /// The mail's copies handed on so far (the notice not counted).
+    var handed: Int { counts.letters + counts.postcards + counts.unchanged }
 
     init(handover: Handover, record: MailRecord, recipients: [String], secret: [UInt8], messageID: String, sender: String) {
         self.handover = handover
@@ -69,7 +69,6 @@ final class MTADestination: CopyDestination {
             counts.notices += 1
             return
         }
-        handed += 1
         switch mail.copies[index].kind {
         case .letter: counts.letters += 1
         case .postcard: counts.postcards += 1

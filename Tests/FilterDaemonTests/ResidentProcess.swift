@@ -92,6 +92,18 @@ func filterConfig(_ home: TemporaryGnuPGHome, reinjectPort port: Int, extra: Str
     return path
 }
 
+/// The configuration of a resident filter and of its pipe-filter twin: the same settings, each with its
+/// own re-injection port and its own journal, so the two modes can be compared mail for mail.
+func filterConfigs(_ home: TemporaryGnuPGHome, daemonPort: Int, pipePort: Int) throws -> (daemon: String, pipe: String) {
+    let daemon = try filterConfig(home, reinjectPort: daemonPort)
+    let pipe = home.path + "/pipe.toml"
+    try String(contentsOfFile: daemon, encoding: .utf8)
+        .replacingOccurrences(of: "port = \(daemonPort)", with: "port = \(pipePort)")
+        .replacingOccurrences(of: "/state/journal", with: "/pipe/journal")
+        .write(toFile: pipe, atomically: true, encoding: .utf8)
+    return (daemon, pipe)
+}
+
 /// The reply of a mail sent over `connection`: the final reply's code, or the refusal's.
 func send(_ connection: BlockingSMTPConnection, _ bytes: [UInt8], from sender: String = "alice@example.org",
           to recipients: [String]) -> (code: Int, text: String) {

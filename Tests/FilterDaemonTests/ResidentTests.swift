@@ -190,12 +190,7 @@ struct SamePathTests {
             let seed = UInt64.random(in: 0...UInt64.max)
             var random = SeededRandom(seed: seed)
             let viaPipe = try RecordingSMTPServer(), viaDaemon = try RecordingSMTPServer()
-            let daemonConfig = try filterConfig(home, reinjectPort: viaDaemon.port)
-            let pipeConfig = home.path + "/pipe.toml"
-            try String(contentsOfFile: daemonConfig, encoding: .utf8)
-                .replacingOccurrences(of: "port = \(viaDaemon.port)", with: "port = \(viaPipe.port)")
-                .replacingOccurrences(of: "/state/journal", with: "/pipe/journal")
-                .write(toFile: pipeConfig, atomically: true, encoding: .utf8)
+            let (daemonConfig, pipeConfig) = try filterConfigs(home, daemonPort: viaDaemon.port, pipePort: viaPipe.port)
             let daemon = try ResidentProcess(config: daemonConfig, home: home)
             let connection = try daemon.connect()
             defer { connection.quit() }
@@ -265,12 +260,7 @@ struct HostileHTMLModesTests {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
             var random = SeededRandom(seed: UInt64.random(in: 0...UInt64.max))
             let viaPipe = try RecordingSMTPServer(), viaDaemon = try RecordingSMTPServer()
-            let daemonConfig = try filterConfig(home, reinjectPort: viaDaemon.port)
-            let pipeConfig = home.path + "/pipe.toml"
-            try String(contentsOfFile: daemonConfig, encoding: .utf8)
-                .replacingOccurrences(of: "port = \(viaDaemon.port)", with: "port = \(viaPipe.port)")
-                .replacingOccurrences(of: "/state/journal", with: "/pipe/journal")
-                .write(toFile: pipeConfig, atomically: true, encoding: .utf8)
+            let (daemonConfig, pipeConfig) = try filterConfigs(home, daemonPort: viaDaemon.port, pipePort: viaPipe.port)
             let daemon = try ResidentProcess(config: daemonConfig, home: home)
             let connection = try daemon.connect()
             defer { connection.quit() }
