@@ -119,7 +119,7 @@ let package = Package(
         // (MIME/Readings) searched with the policy's markers, and redaction
         // of every field, parameter and part. No GnuPG, no crypto.
         .target(name: "Redaction", dependencies: ["MIME", "Policy", "OpenPGP", "HTML"]),
-        .target(name: "Pipeline", dependencies: ["Platform", "OpenPGP", "MIME", "Policy", "Redaction", "PartialEncryption"]),
+        .target(name: "Pipeline", dependencies: ["Platform", "OpenPGP", "MIME", "Policy", "Redaction", "PartialEncryption", "Settings"]),
         // The SMTP client (submission and the filter's re-injection): TLS,
         // AUTH, per-recipient results, RFC 5321 time-outs. MIME only to
         // re-encode 8-bit or long-lined mail for a server without 8BITMIME.

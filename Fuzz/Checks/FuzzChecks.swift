@@ -150,7 +150,7 @@ public enum FuzzChecks {
                      "listen time-out out of range")
         _ = Duration.milliseconds(Int64(config.timeout * 1000)) + .seconds(config.listen.idleTimeout)
         _ = DispatchTime.now() + config.timeout + config.reinjectionTimeout * 1.5
-        _ = config.readingLifetime.map { Int64(Date().timeIntervalSince1970) + Int64($0) }
+        _ = config.reading?.lifetime.map { Int64(Date().timeIntervalSince1970) + Int64($0) }
     }
 
     /// config.toml: read or refused with problems, never a trap; what is

@@ -92,14 +92,10 @@ public enum LogDestination: String, Sendable {
 public struct FilterConfig: Sendable {
     /// `gnupg_home`: the filter's GnuPG home; nil: GnuPG's default.
     public var gnupgHome: String?
-    /// nil: sign with the From address's key.
-    public var signAs: String?
-    /// `mode`, `invite`, `extension`, `[[rules]]` and `on_key_loss`.
-    public var mail: MailOptions
-    /// `[markers]`: the markers and placeholder.
-    public var redactor: Redactor
-    /// `min_validity`: the least user-ID validity a key needs; nil: any.
-    public var minimumValidity: Validity?
+    /// The policy keys shared with the user's configuration (`sign_as`,
+    /// `mode`, `invite`, `extension`, `[markers]`, `[[rules]]`, `min_validity`),
+    /// with the filter's own `on_key_loss` and `on_key_change` in its `mail`.
+    public var policy: PolicySettings
     /// `timeout`: seconds for one mail, everything included; past it the filter exits 75.
     public var timeout: TimeInterval
     /// `log`: syslog, standard error, or none.
@@ -120,12 +116,8 @@ public struct FilterConfig: Sendable {
     public var journalDirectory: String
     /// `[journal] expire_days`, in seconds: a record never finished is dropped after this.
     public var journalExpiry: TimeInterval
-    /// Where partially encrypted postcards publish their spans; nil when `[reading]` is absent.
-    public var publisher: HTTPPublisher?
-    /// The lifetime asked for published pages, in seconds (nil: the server's default).
-    public var readingLifetime: Int?
-    /// True when the password notice may only go to the sender as a letter.
-    public var noticeMustBeLetter: Bool
+    /// `[reading]`: where partially encrypted postcards publish their spans; nil when absent.
+    public var reading: ReadingSettings?
     /// Key continuity's folder: the key each recipient last got a letter with.
     /// Default: `continuity` beside the journal folder.
     public var continuityDirectory: String?
@@ -141,11 +133,8 @@ public struct FilterConfig: Sendable {
     /// The defaults: sendmail re-injection, journal under /var/spool/mailsec.
     public init() {
         gnupgHome = nil
-        signAs = nil
-        mail = MailOptions()
-        mail.onKeyChange = .acceptCertified
-        redactor = .standard
-        minimumValidity = nil
+        policy = PolicySettings()
+        policy.mail.onKeyChange = .acceptCertified
         timeout = 120
         log = .syslog
         logFormat = .plain
@@ -154,9 +143,7 @@ public struct FilterConfig: Sendable {
         reinjectionTimeout = 60
         journalDirectory = "/var/spool/mailsec/journal"
         journalExpiry = 7 * 86400
-        publisher = nil
-        readingLifetime = nil
-        noticeMustBeLetter = false
+        reading = nil
         continuityDirectory = nil
         listen = ListenConfig()
     }
@@ -201,21 +188,17 @@ public struct FilterConfig: Sendable {
         try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "log_format", "log_addresses", "reading", "reinject", "journal",
                                                  "on_key_loss", "on_key_change", "continuity", "listen"]))
         config.gnupgHome = try top.string("gnupg_home")
-        let policy = try PolicySettings.read(top)
-        config.mail = policy.mail
-        config.redactor = policy.redactor
-        config.signAs = policy.signAs
-        config.minimumValidity = policy.minimumValidity
+        config.policy = try PolicySettings.read(top)
         if let value = try top.string("on_key_loss") {
             guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value (allowed: defer, postcard)") }
-            config.mail.onKeyLoss = rule
+            config.policy.mail.onKeyLoss = rule
         }
-        config.mail.onKeyChange = .acceptCertified
+        config.policy.mail.onKeyChange = .acceptCertified
         if let value = try top.string("on_key_change") {
             guard let rule = KeyChangeRule(rawValue: value) else {
                 throw ConfigError("on_key_change: unknown value (defer, accept-certified or accept)")
             }
-            config.mail.onKeyChange = rule
+            config.policy.mail.onKeyChange = rule
         }
         if let continuity = try top.table("continuity") {
             try continuity.allow(["directory"])
@@ -260,12 +243,8 @@ public struct FilterConfig: Sendable {
             config.journalDirectory = try journal.string("directory") ?? config.journalDirectory
             config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days", atMost: TOMLKeys.tenYears) ?? 7) * 86400
         }
-        if let reading = try ReadingSettings.read(top) {
-            config.publisher = reading.publisher
-            config.readingLifetime = reading.lifetime
-            config.noticeMustBeLetter = reading.noticeMustBeLetter
-        }
-        if config.mail.postcardExtension == .partiallyEncrypted && config.publisher == nil {
+        config.reading = try ReadingSettings.read(top)
+        if config.policy.mail.postcardExtension == .partiallyEncrypted && config.reading == nil {
             throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file")
         }
         return config

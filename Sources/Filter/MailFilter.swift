@@ -170,7 +170,7 @@ public struct MailFilter: Sendable {
             }
             message.removeHeader(Self.tagHeader)
 
-            var options = config.mail
+            var options = config.policy.mail
             try Overrides.apply(message, to: &options)
             // What an earlier try handed on is not sent again. A letter it handed
             // on whose continuity record could not be written then gets it now.
@@ -184,14 +184,11 @@ public struct MailFilter: Sendable {
                 finished(record)
                 return result(0, nil, "sent-before")
             }
-            var pipelineOptions = PipelineOptions(
-                mail: options, redactor: config.redactor, signAs: config.signAs,
-                requirements: KeyRequirements(minimumValidity: config.minimumValidity),
-                publisher: config.publisher, readingLifetime: config.readingLifetime)
+            var pipelineOptions = PipelineOptions(policy: config.policy, reading: config.reading)
+            pipelineOptions.mail = options
             pipelineOptions.continuity = continuity
             // One mail per process keeps its exports in the journal's folder for the next.
             pipelineOptions.keyCache = resources.keys ?? KeyCache(keeping: journal.keptExports)
-            pipelineOptions.noticeMustBeLetter = config.noticeMustBeLetter
             let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))

@@ -3,6 +3,7 @@ import MIME
 import OpenPGP
 import PartialEncryption
 import Policy
+import Settings
 import Redaction
 
 /// An error of the mail pipeline. The description never quotes message content.
@@ -156,6 +157,18 @@ public struct PipelineOptions: Sendable {
         self.publisher = publisher
         self.readingLifetime = readingLifetime
         self.noticeMustBeLetter = noticeMustBeLetter
+    }
+}
+
+extension PipelineOptions {
+    /// The options a configuration sets (the filter's, the user's, the
+    /// command line's): its policy keys and its `[reading]` table. The one
+    /// place where settings become pipeline options.
+    public init(policy: PolicySettings, reading: ReadingSettings?) {
+        self.init(mail: policy.mail, redactor: policy.redactor, signAs: policy.signAs,
+                  requirements: KeyRequirements(minimumValidity: policy.minimumValidity),
+                  publisher: reading?.publisher, readingLifetime: reading?.lifetime,
+                  noticeMustBeLetter: reading?.noticeMustBeLetter ?? true)
     }
 }
 

@@ -71,10 +71,7 @@ public final class Submission: Sendable {
     /// The pipeline as the configuration sets it up, with key continuity
     /// kept in the store (a recipient whose remembered key vanished holds the mail).
     public var pipeline: MailPipeline {
-        MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(
-            mail: config.policy.mail, redactor: config.policy.redactor, signAs: config.policy.signAs,
-            requirements: KeyRequirements(minimumValidity: config.policy.minimumValidity),
-            publisher: config.reading?.publisher, readingLifetime: config.reading?.lifetime, noticeMustBeLetter: config.reading?.noticeMustBeLetter ?? true))
+        MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: PipelineOptions(policy: config.policy, reading: config.reading))
         .with(continuity: StoreContinuity(store: outbox.store))
     }
 

@@ -48,7 +48,7 @@ struct FilterContinuityTests {
             #expect(try home.gpg(["--delete-key", bob]).status == 0)
             let before = sendmail.copies.count
             for rule in [KeyLossRule.defer, .postcard] {
-                let strict = MailFilter(config: config(home, sendmail) { $0.mail.onKeyLoss = rule })
+                let strict = MailFilter(config: config(home, sendmail) { $0.policy.mail.onKeyLoss = rule })
                 let held = strict.run(mail(to: "bob@example.org, nobody@example.org"), sender: "alice@example.org",
                                       recipients: ["bob@example.org", "nobody@example.org"])
                 #expect(held.status == 75, "\(rule): \(held.errorLine ?? "")")
@@ -99,12 +99,12 @@ struct FilterContinuityTests {
             #expect(held.status == 75 && held.errorLine?.contains("expired") == true, "\(held.errorLine ?? "")")
             #expect(sendmail.copies.isEmpty)
             var lenient = base
-            lenient.mail.onKeyLoss = .postcard
+            lenient.policy.mail.onKeyLoss = .postcard
             let sent = MailFilter(config: lenient).run(mail(to: "expired@example.org"), sender: "alice@example.org",
                                                       recipients: ["expired@example.org"])
             #expect(sent.status == 0, "\(sent.errorLine ?? "")")
             #expect(sendmail.copies.count == 1)
-            #expect(try FilterConfig.parse("on_key_loss = \"postcard\"").mail.onKeyLoss == .postcard)
+            #expect(try FilterConfig.parse("on_key_loss = \"postcard\"").policy.mail.onKeyLoss == .postcard)
             #expect(throws: (any Error).self) { try FilterConfig.parse("on_key_loss = \"bounce\"") }
         }
     }

@@ -47,12 +47,12 @@ struct FilterConfigTests {
     func full() throws {
         let config = try FilterConfig.parse(fullConfig)
         #expect(config.gnupgHome == "/var/lib/mailsec/gnupg")
-        #expect(config.signAs == nil)
-        #expect(config.mail.invite && !config.mail.enforcePostcard && !config.mail.requireLetter)
-        #expect(config.minimumValidity == .marginal)
+        #expect(config.policy.signAs == nil)
+        #expect(config.policy.mail.invite && !config.policy.mail.enforcePostcard && !config.policy.mail.requireLetter)
+        #expect(config.policy.minimumValidity == .marginal)
         #expect(config.timeout == 90 && config.log == .stderr)
-        #expect(config.redactor.open == "<<p>>" && config.redactor.placeholder == "[x]")
-        #expect(config.mail.domainRules == [DomainRule("*.example.gov", .requireLetter), DomainRule("bank.example", .requireLetter),
+        #expect(config.policy.redactor.open == "<<p>>" && config.policy.redactor.placeholder == "[x]")
+        #expect(config.policy.mail.domainRules == [DomainRule("*.example.gov", .requireLetter), DomainRule("bank.example", .requireLetter),
                                             DomainRule("press.example", .enforcePostcard)])
         #expect(config.reinjection == .smtp(host: "127.0.0.1", port: 10026))
         #expect(config.reinjectionTimeout == 30)
@@ -69,7 +69,7 @@ struct FilterConfigTests {
         let start = try #require(after.range(of: "```toml\n"))
         let end = try #require(after[start.upperBound...].range(of: "```"))
         let config = try FilterConfig.parse(String(after[start.upperBound..<end.lowerBound]))
-        #expect(config.mail.onKeyLoss == .defer)
+        #expect(config.policy.mail.onKeyLoss == .defer)
         #expect(config.journalDirectory == "/var/spool/mailsec/journal" && config.journalExpiry == 7 * 86400)
         #expect(config.continuityDirectory == "/var/spool/mailsec/continuity")
     }
@@ -406,8 +406,8 @@ struct FilterReadingTests {
     func configuration() throws {
         try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
             let config = try self.config(home, publish: "http://127.0.0.1:8080", mustBeLetter: true)
-            #expect(config.publisher?.port == 8080 && config.readingLifetime == 3 * 86400 && config.noticeMustBeLetter)
-            #expect(try self.config(home, publish: "https://read.example.org").publisher?.endpoint.tls == true)
+            #expect(config.reading?.publisher.port == 8080 && config.reading?.lifetime == 3 * 86400 && config.reading?.noticeMustBeLetter == true)
+            #expect(try self.config(home, publish: "https://read.example.org").reading?.publisher.endpoint.tls == true)
             #expect(throws: ConfigError.self) { try self.config(home, publish: "ftp://read.example.org") }
             #expect(throws: ConfigError.self) {
                 try FilterConfig.parse("[reading]\npublish_url = \"http://x\"\ntoken_file = \"/nonexistent\"")

@@ -17,7 +17,7 @@ struct KeyChangeFilterTests {
         config.journalDirectory = home.path + "/state/journal"
         config.reinjection = .sendmail([sendmail.script])
         config.log = .none
-        if let rule { config.mail.onKeyChange = rule }
+        if let rule { config.policy.mail.onKeyChange = rule }
         return config
     }
 
@@ -30,10 +30,10 @@ struct KeyChangeFilterTests {
 
     @Test("filter.toml: on_key_change defaults to accept-certified; every value parses; another one is one error line without the value")
     func configuration() throws {
-        #expect(FilterConfig().mail.onKeyChange == .acceptCertified)
-        #expect(try FilterConfig.parse("").mail.onKeyChange == .acceptCertified)
+        #expect(FilterConfig().policy.mail.onKeyChange == .acceptCertified)
+        #expect(try FilterConfig.parse("").policy.mail.onKeyChange == .acceptCertified)
         for rule in KeyChangeRule.allCases {
-            #expect(try FilterConfig.parse("on_key_change = \"\(rule.rawValue)\"").mail.onKeyChange == rule)
+            #expect(try FilterConfig.parse("on_key_change = \"\(rule.rawValue)\"").policy.mail.onKeyChange == rule)
         }
         for bad in ["\"bounce\"", "\"Accept\"", "1", "true"] {
             do {
