@@ -7,24 +7,8 @@ import PackageDescription
 let package = Package(
     name: "mailsec",
     products: [
-        .library(name: "OpenPGP", targets: ["OpenPGP"]),
-        .library(name: "MIME", targets: ["MIME"]),
-        .library(name: "Policy", targets: ["Policy"]),
-        .library(name: "Redaction", targets: ["Redaction"]),
-        .library(name: "Pipeline", targets: ["Pipeline"]),
-        .library(name: "Filter", targets: ["Filter"]),
-        .library(name: "FilterDaemon", targets: ["FilterDaemon"]),
-        .library(name: "Incoming", targets: ["Incoming"]),
-        .library(name: "Compose", targets: ["Compose"]),
-        .library(name: "ComposeStore", targets: ["ComposeStore"]),
-        .library(name: "PartialEncryption", targets: ["PartialEncryption"]),
-        .library(name: "ReadingServer", targets: ["ReadingServer"]),
-        .library(name: "SMTP", targets: ["SMTP"]),
-        .library(name: "SMTPListener", targets: ["SMTPListener"]),
-        .library(name: "Store", targets: ["Store"]),
-        .library(name: "Outbox", targets: ["Outbox"]),
-        .library(name: "Sending", targets: ["Sending"]),
-        .library(name: "Contacts", targets: ["Contacts"]),
+        // One library: `import Mailsec` (Sources/Mailsec) brings the types a library user needs.
+        .library(name: "Mailsec", targets: ["Mailsec"]),
         .executable(name: "mailsec", targets: ["mailsec"]),
     ],
     dependencies: [
@@ -46,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // The Prometheus exposition of the resident filter's and the reading server's metrics.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `swift package generate-documentation --target Mailsec`: the DocC catalog in Sources/Mailsec (a plugin, nothing linked).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -170,6 +156,9 @@ let package = Package(
         .target(name: "Sending", dependencies: ["Platform", "Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
                                                 "PartialEncryption", "SMTP", "TOMLKit", "Contacts",
                                                 .product(name: "GRDB", package: "GRDB.swift")]),
+        // The library's one product: the entry point (Outgoing) and the targets a library user imports through it.
+        .target(name: "Mailsec", dependencies: ["Compose", "ComposeStore", "Incoming", "MIME", "OpenPGP", "Pipeline", "Policy",
+                                                "Sending", "Settings"]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
@@ -195,6 +184,8 @@ let package = Package(
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "Platform", "TestSupport"], exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport"]),
+        // The library as a user meets it: the getting-started article's code, built and run.
+        .testTarget(name: "MailsecTests", dependencies: ["Mailsec", "TestSupport"]),
         .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "PartialEncryption", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
