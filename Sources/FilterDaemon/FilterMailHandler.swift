@@ -8,19 +8,19 @@ import Synchronization
 /// pipe filter's own decision path (``MailFilter``) run on a worker thread,
 /// with the resources kept between mails, and its status turned into the
 /// SMTP reply Postfix acts on — 250 only once every copy was handed on.
-public final class FilterMailHandler: MailHandler {
+package final class FilterMailHandler: MailHandler {
     private let current: Mutex<MailFilter>
     private let workers: WorkerPool
     private let log: @Sendable (String) -> Void
     /// The journal records of mails answered 250 whose reply has not reached Postfix yet.
     private let unanswered = Mutex([UInt64: RecordClearance]())
     /// What is kept between mails: key look-ups and re-injection sessions.
-    public let resources: FilterResources
+    package let resources: FilterResources
     /// What `GET /metrics` shows; nil without `[listen] metrics_address`.
     let metrics: FilterMetrics?
 
     /// `parallel` mails at once; `log` gets one line per mail; `metrics` counts each.
-    public convenience init(config: FilterConfig, parallel: Int, log: @escaping @Sendable (String) -> Void) {
+    package convenience init(config: FilterConfig, parallel: Int, log: @escaping @Sendable (String) -> Void) {
         self.init(config: config, parallel: parallel, metrics: nil, log: log)
     }
 
@@ -39,23 +39,23 @@ public final class FilterMailHandler: MailHandler {
     }
 
     /// The configuration mails are filtered with now.
-    public var config: FilterConfig { current.withLock { $0.config } }
+    package var config: FilterConfig { current.withLock { $0.config } }
 
     /// Takes `config` for every mail from now on (SIGHUP); mails in progress
     /// finish with the one they began with.
-    public func replace(_ config: FilterConfig) {
+    package func replace(_ config: FilterConfig) {
         let filter = MailFilter(config: config, resources: resources)
         current.withLock { $0 = filter }
     }
 
     /// Mails being filtered or waiting for a worker.
-    public var mailsInProgress: Int { workers.load }
+    package var mailsInProgress: Int { workers.load }
 
     /// Waits until no mail is being filtered, at most `timeout` seconds.
-    public func waitIdle(timeout: TimeInterval) -> Bool { workers.waitIdle(timeout: timeout) }
+    package func waitIdle(timeout: TimeInterval) -> Bool { workers.waitIdle(timeout: timeout) }
 
     /// Filters `mail` on a worker and answers with its verdict for the client.
-    public func handle(_ mail: ReceivedMail) async -> Verdict {
+    package func handle(_ mail: ReceivedMail) async -> Verdict {
         let started = ContinuousClock.now
         let bytes: [UInt8]
         do { bytes = Self.unixLines(try mail.bytes()) } catch {
@@ -93,14 +93,14 @@ public final class FilterMailHandler: MailHandler {
     /// not (Postfix gave up waiting and will try the mail again), the record
     /// stays, and the retry finds every copy sent: it sends nothing and
     /// removes the record itself once its own 250 reached Postfix.
-    public func replied(to mail: ReceivedMail, reached: Bool) {
+    package func replied(to mail: ReceivedMail, reached: Bool) {
         guard let clearance = unanswered.withLock({ $0.removeValue(forKey: mail.serial) }) else { return }
         if reached { clearance.clear() }
     }
 
     /// The SMTP answer for a filter result: 0 → 250, 65 → 554 5.6.0 (bad
     /// input), 69 → 554 5.7.1 (refused by policy), anything else → 451.
-    public static func verdict(_ result: FilterResult) -> Verdict {
+    package static func verdict(_ result: FilterResult) -> Verdict {
         switch result.status {
         case 0: return .accepted("mailsec: every copy handed on")
         case MailFilter.dataError: return .permanent("5.6.0 " + (result.errorLine ?? "rejected"))

@@ -9,14 +9,14 @@ import SMTPListener
 /// decision path and answers it; SIGHUP reloads the configuration, SIGTERM
 /// (or SIGINT) stops accepting, lets the mails in progress finish within
 /// `drain_timeout`, and ends.
-public enum ResidentFilter {
+package enum ResidentFilter {
     /// EX_CONFIG: the configuration cannot be used.
-    public static let configError: Int32 = 78
+    package static let configError: Int32 = 78
 
     /// Runs in the foreground until SIGTERM; returns the exit status (0 after
     /// a clean stop, 78 for a configuration that cannot be used, 75 when the
     /// address cannot be listened on). `address` overrides `[listen] address`.
-    public static func run(configPath: String, address: (host: String, port: Int)?) -> Int32 {
+    package static func run(configPath: String, address: (host: String, port: Int)?) -> Int32 {
         let config: FilterConfig
         do { config = try FilterConfig.load(path: configPath) } catch {
             say("mailsec filter: \(error)")
@@ -38,7 +38,7 @@ public enum ResidentFilter {
 
     /// Problems of the configuration at `configPath` for the resident filter,
     /// one line each; empty when it can be used.
-    public static func check(configPath: String, address: (host: String, port: Int)?) -> [String] {
+    package static func check(configPath: String, address: (host: String, port: Int)?) -> [String] {
         let config: FilterConfig
         do { config = try FilterConfig.load(path: configPath) } catch { return ["\(error)"] }
         var problems: [String] = []

@@ -1,36 +1,36 @@
 /// Why a listener could not start. The text names the address or folder
 /// and the system's reason; it never holds mail.
-public struct ListenerError: Error, Sendable, CustomStringConvertible, Equatable {
+package struct ListenerError: Error, Sendable, CustomStringConvertible, Equatable {
     /// What kind of failure it was; compare with `~=` or `==`.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    package struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         /// The code as a short word (`bind-failed`).
-        public let rawValue: String
+        package let rawValue: String
         /// A code from its word.
-        public init(rawValue: String) { self.rawValue = rawValue }
+        package init(rawValue: String) { self.rawValue = rawValue }
         /// The code as a short word.
-        public var description: String { rawValue }
+        package var description: String { rawValue }
 
         /// The address could not be bound (in use, not ours, not an address).
-        public static let bindFailed = Code(rawValue: "bind-failed")
+        package static let bindFailed = Code(rawValue: "bind-failed")
         /// The address is not loopback and ``ListenerSettings/allowNonLoopback`` is off.
-        public static let notLoopback = Code(rawValue: "not-loopback")
+        package static let notLoopback = Code(rawValue: "not-loopback")
         /// The spool folder cannot be made, is not ours, or is not a folder.
-        public static let spoolDirectory = Code(rawValue: "spool-directory")
+        package static let spoolDirectory = Code(rawValue: "spool-directory")
         /// A setting is out of range (a negative size, no connections allowed).
-        public static let badSetting = Code(rawValue: "bad-setting")
+        package static let badSetting = Code(rawValue: "bad-setting")
         /// ``SMTPListener/start()`` was called twice.
-        public static let alreadyStarted = Code(rawValue: "already-started")
+        package static let alreadyStarted = Code(rawValue: "already-started")
         /// A spool file could not be made or written.
-        public static let spoolFailed = Code(rawValue: "spool-failed")
+        package static let spoolFailed = Code(rawValue: "spool-failed")
     }
 
     /// What kind of failure it was.
-    public let code: Code
+    package let code: Code
     /// One line naming the address or folder and the reason.
-    public let description: String
+    package let description: String
 
     /// An error of kind `code` saying `description`.
-    public init(_ code: Code, _ description: String) {
+    package init(_ code: Code, _ description: String) {
         self.code = code
         self.description = description
     }
@@ -38,6 +38,6 @@ public struct ListenerError: Error, Sendable, CustomStringConvertible, Equatable
 
 
 /// Lets `catch ListenerError.Code.notLoopback` read naturally.
-public func ~= (code: ListenerError.Code, error: any Error) -> Bool {
+package func ~= (code: ListenerError.Code, error: any Error) -> Bool {
     (error as? ListenerError)?.code == code
 }

@@ -4,52 +4,52 @@ import Platform
 /// How an ``SMTPListener`` listens and what it allows. The defaults suit a
 /// content filter behind Postfix on the same machine (Postfix's own limits:
 /// `message_size_limit`, `smtpd_recipient_limit`, RFC 5321's time-outs).
-public struct ListenerSettings: Sendable {
+package struct ListenerSettings: Sendable {
     /// The protocol spoken: SMTP (RFC 5321, greeted with EHLO/HELO) or LMTP
     /// (RFC 2033, greeted with LHLO, one reply per recipient after DATA).
-    public enum Dialect: Sendable { case smtp, lmtp }
+    package enum Dialect: Sendable { case smtp, lmtp }
 
     /// The address to bind. Only loopback addresses unless ``allowNonLoopback``:
     /// the listener has no AUTH and no TLS.
-    public var host: String
+    package var host: String
     /// The port to bind; 0 for any free port (``SMTPListener/start()`` says which).
-    public var port: Int
+    package var port: Int
     /// SMTP or LMTP (see ``Dialect``).
-    public var dialect: Dialect
+    package var dialect: Dialect
     /// The largest message accepted, in octets (announced with SIZE); a
     /// bigger one is read to its end and refused with 552 5.3.4.
-    public var maxMessageSize: Int
+    package var maxMessageSize: Int
     /// Sessions at once; the connection over the cap gets 421 4.7.0 and is closed.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// Sessions at once from one client address; the one over it gets 421
     /// 4.7.0 too, so that one client's slow connections cannot use up
     /// ``maxConnections`` (32 lets one Postfix through with its default
     /// destination concurrency of 20).
-    public var maxConnectionsPerAddress: Int
+    package var maxConnectionsPerAddress: Int
     /// Recipients per mail; the one over the cap gets 452 4.5.3.
-    public var maxRecipients: Int
+    package var maxRecipients: Int
     /// How long the listener waits for the next command (RFC 5321 4.5.3.2.7: 5 minutes).
-    public var idleTimeout: Duration
+    package var idleTimeout: Duration
     /// How long a new session may take to send its first whole command,
     /// counted from the greeting: a client that connects and then trickles
     /// bytes or says nothing holds a slot for this long, not ``idleTimeout``.
-    public var firstCommandTimeout: Duration
+    package var firstCommandTimeout: Duration
     /// How long it waits for the next chunk of a message's content (RFC 5321: 3 minutes).
-    public var dataTimeout: Duration
+    package var dataTimeout: Duration
     /// Octets of one mail held in memory; a bigger mail goes to a spool file.
-    public var memoryLimit: Int
+    package var memoryLimit: Int
     /// Where spool files go: a folder made 0700 if missing. The files are
     /// 0600 and have no name (removed as soon as made), so nothing stays
     /// behind after the mail, a disconnect or a crash.
-    public var spoolDirectory: String
+    package var spoolDirectory: String
     /// The name in the 220 greeting and the EHLO/LHLO reply.
-    public var greetingName: String
+    package var greetingName: String
     /// Lets ``host`` be an address other machines can reach. Off by default:
     /// anyone who can connect can hand the listener mail.
-    public var allowNonLoopback: Bool
+    package var allowNonLoopback: Bool
 
     /// Settings for a content filter behind Postfix; each value can be changed.
-    public init(host: String = "127.0.0.1",
+    package init(host: String = "127.0.0.1",
                 port: Int = 10025,
                 dialect: Dialect = .smtp,
                 maxMessageSize: Int = 10_240_000,
@@ -80,13 +80,13 @@ public struct ListenerSettings: Sendable {
     }
 
     /// `$TMPDIR/mailsec-spool-UID` (one per user: the folder must be ours).
-    public static var defaultSpoolDirectory: String {
+    package static var defaultSpoolDirectory: String {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         return base + "/mailsec-spool-\(getuid())"
     }
 
     /// This machine's host name, or "localhost".
-    public static var defaultGreetingName: String {
+    package static var defaultGreetingName: String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -95,5 +95,5 @@ public struct ListenerSettings: Sendable {
 
     /// True for "localhost", 127.0.0.0/8 and ::1: the addresses ``SMTPListener/start()``
     /// binds without ``allowNonLoopback`` (for a configuration check to say so first).
-    public static func isLoopback(_ host: String) -> Bool { Loopback.contains(host) }
+    package static func isLoopback(_ host: String) -> Bool { Loopback.contains(host) }
 }

@@ -1,23 +1,23 @@
 import Synchronization
 
 /// One mail as received: envelope and content (in memory or spooled).
-public struct ReceivedMail: Sendable {
+package struct ReceivedMail: Sendable {
     private static let counter = Atomic<UInt64>(0)
     /// This mail's number in this process, unique: what ``MailHandler/replied(to:reached:)`` is told about.
-    public let serial: UInt64
+    package let serial: UInt64
     enum Content: Sendable {
         case memory([UInt8])
         case spooled(SpoolFile)
     }
 
     /// The envelope sender, without angle brackets; "" for the null sender.
-    public let sender: String
+    package let sender: String
     /// The accepted recipients, in order, without angle brackets.
-    public let recipients: [String]
+    package let recipients: [String]
     /// Octets of content (after dot-unstuffing).
-    public let size: Int
+    package let size: Int
     /// The client's address ("127.0.0.1:40312"), for log lines.
-    public let client: String
+    package let client: String
     let content: Content
 
     init(sender: String, recipients: [String], size: Int, client: String, content: Content) {
@@ -32,7 +32,7 @@ public struct ReceivedMail: Sendable {
     /// The whole content, dot-unstuffed, with line ends as received (CRLF
     /// from any RFC 5321 client; a bare LF or CR inside a line is kept).
     /// Throws ``ListenerError`` (`spool-failed`) when a spool file cannot be read.
-    public func bytes() throws -> [UInt8] {
+    package func bytes() throws -> [UInt8] {
         switch content {
         case .memory(let bytes): return bytes
         case .spooled(let file): return try file.read(count: size)
@@ -40,7 +40,7 @@ public struct ReceivedMail: Sendable {
     }
 
     /// True when the content is in a spool file rather than in memory.
-    public var isSpooled: Bool {
+    package var isSpooled: Bool {
         if case .spooled = content { return true }
         return false
     }

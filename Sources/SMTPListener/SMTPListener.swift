@@ -12,13 +12,13 @@ import Synchronization
 /// never XFORWARD, AUTH, STARTTLS, CHUNKING or DSN. Command lines end at LF
 /// (a CR before it is dropped), as Postfix's smtpd takes them; DATA lines end
 /// at CRLF only, and only CRLF "." CRLF ends a mail.
-public final class SMTPListener: Sendable {
+package final class SMTPListener: Sendable {
     private let core: ListenerCore
     private let server = Mutex<(any Channel)?>(nil)
     private let started = Mutex(false)
 
     /// A listener handing every mail to `handler` and lines to `log`; ``start()`` binds it.
-    public init(settings: ListenerSettings, handler: any MailHandler, log: @escaping @Sendable (String) -> Void) {
+    package init(settings: ListenerSettings, handler: any MailHandler, log: @escaping @Sendable (String) -> Void) {
         core = ListenerCore(settings: settings, handler: handler, log: log)
     }
 
@@ -27,7 +27,7 @@ public final class SMTPListener: Sendable {
     /// Throws ``ListenerError``: a non-loopback address without
     /// ``ListenerSettings/allowNonLoopback``, a spool folder that is not ours,
     /// an address in use.
-    public func start() async throws -> Int {
+    package func start() async throws -> Int {
         let settings = core.settings
         guard started.withLock({ let was = $0; $0 = true; return !was }) else {
             throw ListenerError(.alreadyStarted, "the listener is already started")
@@ -64,7 +64,7 @@ public final class SMTPListener: Sendable {
     }
 
     /// Stops accepting new connections (SIGTERM's first step); open sessions go on.
-    public func stopAccepting() async {
+    package func stopAccepting() async {
         guard let channel = server.withLock({ let c = $0; $0 = nil; return c }) else { return }
         try? await channel.close()
     }
@@ -74,7 +74,7 @@ public final class SMTPListener: Sendable {
     ///
     /// A session between mails ends at once with 421 4.3.2; one with a mail
     /// open (from MAIL on) ends after that mail's answer. Also stops accepting.
-    public func drain(timeout: Duration) async -> Bool {
+    package func drain(timeout: Duration) async -> Bool {
         await stopAccepting()
         let sessions = core.state.withLock { state in
             state.draining = true
@@ -99,10 +99,10 @@ public final class SMTPListener: Sendable {
     }
 
     /// Handlers running now.
-    public var mailsInProgress: Int { core.state.withLock { $0.handlersRunning } }
+    package var mailsInProgress: Int { core.state.withLock { $0.handlersRunning } }
 
     /// Sessions open now.
-    public var connections: Int { core.state.withLock { $0.sessions.count } }
+    package var connections: Int { core.state.withLock { $0.sessions.count } }
 
     // MARK: Start-up checks
 

@@ -1,5 +1,5 @@
 /// What the handler decided for the whole mail; LMTP repeats it per recipient.
-public enum Verdict: Sendable, Equatable {
+package enum Verdict: Sendable, Equatable {
     /// 250 2.0.0 and the text.
     case accepted(String)
     /// 451 4.3.0 and the text (one line: the pipe filter's). A text whose
@@ -45,7 +45,7 @@ public enum Verdict: Sendable, Equatable {
 }
 
 /// Receives each mail after its final "." and decides its answer.
-public protocol MailHandler: Sendable {
+package protocol MailHandler: Sendable {
     /// Called after the final "." ; the connection waits (reads nothing) until it returns.
     func handle(_ mail: ReceivedMail) async -> Verdict
 
@@ -59,5 +59,5 @@ public protocol MailHandler: Sendable {
 
 extension MailHandler {
     /// By default nothing waits for the reply to reach the client.
-    public func replied(to mail: ReceivedMail, reached: Bool) {}
+    package func replied(to mail: ReceivedMail, reached: Bool) {}
 }
