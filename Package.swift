@@ -174,6 +174,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "CGPGME", "Platform", "TestSupport"]),
         .testTarget(name: "MIMETests", dependencies: ["MIME", "Platform", "TestSupport"]),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestSupport"]),
         .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
         // The HTML rebuild: Gumbo's reading of hostile HTML, the allow-list, spans across nodes, one reading.
         .testTarget(name: "HTMLRebuildTests", dependencies: ["HTML", "Redaction", "Policy", "TestSupport"], exclude: ["chromium_text.py"]),

@@ -136,39 +136,10 @@ public final class Journal {
     /// through a temporary file and a rename, synced: it is there completely
     /// or not at all (0600).
     static func replace(_ path: String, with bytes: [UInt8], in directory: String) throws(JournalError) {
-        func reason() -> String { String(cString: strerror(errno)) }
-        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw JournalError(description: "cannot write the journal in \(directory) (\(reason()))") }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else {
-                let why = reason()
-                close(fd)
-                unlink(temporary)
-                throw JournalError(description: "cannot write the journal in \(directory) (\(why))")
-            }
-            offset += written
+        do throws(DurableFile.Failure) { try DurableFile.replace(path, with: bytes) } catch {
+            throw JournalError(description: error.step == .syncFolder ? "cannot sync the journal folder \(directory)"
+                               : "cannot write the journal in \(directory) (\(error))")
         }
-        guard fsync(fd) == 0 else {
-            let why = reason()
-            close(fd)
-            unlink(temporary)
-            throw JournalError(description: "cannot write the journal in \(directory) (\(why))")
-        }
-        close(fd)
-        guard rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw JournalError(description: "cannot write the journal in \(directory) (\(reason()))")
-        }
-        let folder = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard folder >= 0, fsync(folder) == 0 else {
-            if folder >= 0 { close(folder) }
-            throw JournalError(description: "cannot sync the journal folder \(directory)")
-        }
-        close(folder)
     }
 
     /// The pipe filter's Autocrypt exports, kept in the journal's folder
@@ -197,20 +168,18 @@ public final class Journal {
         // Written whole under a private name, then linked into place: another
         // filter (a process, or a resident filter's other thread) never reads
         // it half written, and the first link wins.
-        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw JournalError(description: "cannot make the loop secret in \(directory)") }
-        defer { unlink(temporary) }
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced else { throw JournalError(description: "cannot make the loop secret in \(directory)") }
-        if link(temporary, path) == 0 { return bytes }
-        // Another filter made it first.
-        guard errno == EEXIST, let data = FileManager.default.contents(atPath: path), data.count >= 32 else {
+        do throws(DurableFile.Failure) {
+            try DurableFile.create(path, with: bytes)
+            return bytes
+        } catch where error.step == .exists {
+            // Another filter made it first.
+            guard let data = FileManager.default.contents(atPath: path), data.count >= 32 else {
+                throw JournalError(description: "cannot make the loop secret in \(directory)")
+            }
+            return Array(data)
+        } catch {
             throw JournalError(description: "cannot make the loop secret in \(directory)")
         }
-        return Array(data)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// The clock the journal's records age by: seconds the machine has been up
 /// (`CLOCK_BOOTTIME`, which no setting of the wall clock moves), summed over
@@ -74,17 +75,8 @@ package struct JournalClock: Sendable {
     func save(_ reading: Reading, folder: String) -> Bool {
         guard reading.changed else { return true }
         guard !reading.boot.isEmpty else { return false }
-        let path = folder + "/clock"
-        let temporary = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let bytes = Array("\(Self.header)\n\(reading.boot) \(reading.sinceBoot) \(reading.now)\n".utf8)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return false }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            return false
-        }
+        do throws(DurableFile.Failure) { try DurableFile.replace(folder + "/clock", with: bytes, sync: false) } catch { return false }
         return true
     }
 }

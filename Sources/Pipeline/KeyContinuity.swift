@@ -153,20 +153,11 @@ public struct KeyContinuity: KeyContinuityStore {
             throw KeyContinuityError(description: "cannot make the key continuity folder \(directory)")
         }
         if (try? self.fingerprint(of: address)) == fingerprint.uppercased() { return }
-        // Unique per writer: a resident filter may record one address from two threads at once.
-        let file = path(address), temporary = file + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
+        // Unique per writer (DurableFile's temporary name): a resident filter may record one address from two threads at once.
         let bytes = Array("\(address.lowercased()) \(fingerprint.uppercased())\n".utf8)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeyContinuityError(description: "cannot write the key continuity record in \(directory)") }
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced, rename(temporary, file) == 0 else {
-            unlink(temporary)
+        do throws(DurableFile.Failure) { try DurableFile.replace(path(address), with: bytes) } catch {
             throw KeyContinuityError(description: "cannot write the key continuity record in \(directory)")
         }
-        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 { fsync(folder); close(folder) }
     }
 
     /// Forgets `address` on purpose; true when there was a record.

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// The sentence for a copy that could not be filed; it names the folder only.
 public struct SentFolderError: Error, Sendable, CustomStringConvertible {
@@ -54,32 +55,18 @@ public struct SentFolder: Sendable {
         } else {
             unique = "\(seconds).M\(micros)P\(getpid())R\(random.map { String(format: "%02x", $0) }.joined()).\(hostName)"
         }
-        let temporary = path + "/tmp/" + unique
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SentFolderError(description: "cannot write into \(path)/tmp: \(String(cString: strerror(errno)))") }
-        var offset = 0
-        var ok = true
-        message.withUnsafeBytes { bytes in
-            while offset < bytes.count {
-                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { ok = false; return }
-                offset += written
+        let temporary = path + "/tmp/" + unique, final = path + "/new/" + unique
+        do throws(DurableFile.Failure) {
+            try DurableFile.replace(final, with: message, temporary: temporary)
+        } catch {
+            switch error.step {
+            case .create: throw SentFolderError(description: "cannot write into \(path)/tmp: \(error)")
+            case .rename: throw SentFolderError(description: "cannot move the copy into \(path)/new")
+            // Filed: a folder that cannot be synced does not take the copy back (a retry would file it twice).
+            case .syncFolder: break
+            default: throw SentFolderError(description: "cannot write into \(path)/tmp")
             }
         }
-        if ok && fsync(fd) != 0 { ok = false }
-        close(fd)
-        guard ok else {
-            unlink(temporary)
-            throw SentFolderError(description: "cannot write into \(path)/tmp")
-        }
-        let final = path + "/new/" + unique
-        guard rename(temporary, final) == 0 else {
-            unlink(temporary)
-            throw SentFolderError(description: "cannot move the copy into \(path)/new")
-        }
-        let folder = open(path + "/new", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 { fsync(folder); close(folder) }
         return final
     }
 }
