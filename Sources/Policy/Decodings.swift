@@ -19,7 +19,18 @@ extension Redactor {
     /// whose escape character stands in the text are made, so ordinary text
     /// costs one pass over it.
     package func decodings(_ text: String, markup: Bool = false) -> [String] {
-        let scalars = Array(text.unicodeScalars)
+        decodedScalars(Array(text.unicodeScalars), markup: markup).map { String(String.UnicodeScalarView($0)) }
+    }
+
+    /// ``decodings(_:markup:)`` as scalars, read from scalars: the marker search
+    /// decodes many regions and reads them as scalars, so no text is made.
+    package func decodedScalars(_ scalars: [Unicode.Scalar], markup: Bool = false) -> [[Unicode.Scalar]] {
+        decodedScalarReadings(scalars, markup: markup).readings
+    }
+
+    /// ``decodedScalars(_:markup:)``, and whether some reading holds a bidirectional
+    /// control (then the visual readings are among them).
+    package func decodedScalarReadings(_ scalars: [Unicode.Scalar], markup: Bool = false) -> (readings: [[Unicode.Scalar]], visual: Bool) {
         var hasBackslash = false, hasAmpersand = false, hasPercent = false, hasEquals = false
         var hasEmphasis = false, hasBidi = false, hasPlus = false
         for scalar in scalars {
@@ -35,22 +46,32 @@ extension Redactor {
             }
         }
         var readings: [[Unicode.Scalar]] = []
+        var cDecoded: [Unicode.Scalar]?
         if hasBackslash {
-            readings.append(cEscapesDecoded(scalars))
+            cDecoded = cEscapesDecoded(scalars)
+            readings.append(cDecoded!)
             readings.append(Self.rtfDecoded(scalars))
-            readings.append(Array(Self.cssUnescaped(text).unicodeScalars))
+            readings.append(Self.cssUnescaped(scalars))
         }
-        if hasAmpersand && !markup { readings.append(decodeEntities(text)) }
+        if hasAmpersand && !markup { readings.append(decodeEntities(scalars)) }
         if hasPercent || hasEquals { readings.append(Self.hexEscapesDecoded(scalars)) }
         if hasPlus { readings.append(Self.utf7Decoded(scalars)) }
         if hasEmphasis || hasBackslash {
             // Markdown: `\[` is `[`, and emphasis inside a word shows no mark.
-            readings.append(cEscapesDecoded(scalars).filter { !["*", "_", "~", "`"].contains($0) })
+            readings.append((cDecoded ?? cEscapesDecoded(scalars)).filter { scalar in
+                switch scalar { case "*", "_", "~", "`": false
+                default: true }
+            })
         }
-        if hasBidi || readings.contains(where: { $0.contains { (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) } }) {
+        func isBidi(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.value >= 0x202A && scalar.value <= 0x202E || scalar.value >= 0x2066 && scalar.value <= 0x2069
+        }
+        // A decoding makes a control only from an escape, so only after a backslash, `&`, `%`, `=` or `+`.
+        if hasBidi || (hasBackslash || hasAmpersand || hasPercent || hasEquals || hasPlus) && readings.contains(where: { $0.contains(where: isBidi) }) {
             for reading in [scalars] + readings { readings += Self.visualReadings(reading) }
+            return (readings, true)
         }
-        return readings.map { String(String.UnicodeScalarView($0)) }
+        return (readings, false)
     }
 
     /// How the escapes of ``decodings(_:markup:)`` may start to write
@@ -72,15 +93,23 @@ extension Redactor {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
         forms.append("+" + String([alphabet[Int(value >> 10 & 63)], alphabet[Int(value >> 4 & 63)]]))
         // The named references that stand for it.
-        for line in htmlEntityTable.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            if fields.count == 2, UInt32(fields[1], radix: 16) == value { forms.append("&" + fields[0].prefix(4)) }
-        }
+        for name in Self.entityNamesByScalar[value] ?? [] { forms.append("&" + name.prefix(4)) }
         // The scalar itself, then an escape or something a viewer shows as nothing.
-        for lead in ["&", "\\", "%", "=", "+", "{", "}", "*", "_", "~", "`"] { forms.append(String(Character(scalar)) + lead) }
+        for lead in ["&", "\\", "%", "=", "+", "{", "}", "*", "_", "~", "`", "\n", "\r"] { forms.append(String(Character(scalar)) + lead) }
         var seen = Set<[UInt8]>()
         return forms.map { Array($0.lowercased().utf8) }.filter { seen.insert($0).inserted }
     }
+
+    /// The named references that stand for one scalar, by the scalar: read from the
+    /// table once, not at each search (the table is long).
+    private static let entityNamesByScalar: [UInt32: [Substring]] = {
+        var names: [UInt32: [Substring]] = [:]
+        for line in htmlEntityTable.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            if fields.count == 2, let value = UInt32(fields[1], radix: 16) { names[value, default: []].append(fields[0]) }
+        }
+        return names
+    }()
 
     /// True when some reading of `text` (``decodings(_:markup:)``) shows a marker.
     package func hasMarkersInDecodings(_ text: String, markup: Bool = false) -> Bool {
@@ -89,8 +118,33 @@ extension Redactor {
 
     /// C, JSON, JavaScript and Python escapes resolved (Python's
     /// `unicode_escape` and `raw_unicode_escape` codecs read text this way);
-    /// any other escaped character stands for itself (Markdown, CSS).
-    func cEscapesDecoded(_ s: [Unicode.Scalar]) -> [Unicode.Scalar] {
+    /// any other escaped character stands for itself (Markdown, CSS). A line
+    /// continuation (`\` at a line's end) is taken out first, as C splices
+    /// lines before it reads escapes (Python and the shell drop it inside a
+    /// string too), so it may stand inside an escape or between a marker's
+    /// scalars. `\N{…}` is Python's name of a character (in any case, and as
+    /// Perl's loose names: spaces, hyphens and underscores aside) or Perl's
+    /// `\N{U+5B}`: a name of a marker's scalar reads as the scalar; any other
+    /// name reads as nothing, because without Unicode's name table it cannot
+    /// be told from an invisible character's (`\N{ZERO WIDTH SPACE}`,
+    /// `\N{ZWSP}`), and taking it for one reads more, never less.
+    func cEscapesDecoded(_ input: [Unicode.Scalar]) -> [Unicode.Scalar] {
+        var s = input
+        var first = 0
+        while first + 1 < input.count, !(input[first] == "\\" && (input[first + 1] == "\n" || input[first + 1] == "\r")) { first += 1 }
+        if first + 1 < input.count {
+            s = Array(input[..<first])
+            s.reserveCapacity(input.count)
+            var index = first
+            while index < input.count {
+                if input[index] == "\\", index + 1 < input.count, input[index + 1] == "\n" || input[index + 1] == "\r" {
+                    index += input[index + 1] == "\r" && index + 2 < input.count && input[index + 2] == "\n" ? 3 : 2
+                } else {
+                    s.append(input[index])
+                    index += 1
+                }
+            }
+        }
         var out: [Unicode.Scalar] = []
         out.reserveCapacity(s.count)
         var index = 0
@@ -100,41 +154,47 @@ extension Redactor {
             guard at > from, !exact || at - from == max else { return nil }
             return (value, at)
         }
+        var names: [String: Unicode.Scalar]?
         while index < s.count {
             guard s[index] == "\\", index + 1 < s.count else { out.append(s[index]); index += 1; continue }
             let next = s[index + 1]
-            var decoded: (UInt32, Int)?
+            // nil: not an escape; a nil scalar: an escape that reads as nothing.
+            var decoded: (scalar: Unicode.Scalar?, end: Int)?
+            func scalar(_ parsed: (UInt32, Int)?) -> (scalar: Unicode.Scalar?, end: Int)? {
+                parsed.map { (Unicode.Scalar($0.0) ?? "\u{FFFD}", $0.1) }
+            }
             switch next {
-            case "x":
-                if index + 2 < s.count, s[index + 2] == "{", let (value, end) = hex(index + 3, max: 8, exact: false),
-                   end < s.count, s[end] == "}" {
-                    decoded = (value, end + 1)
+            case "x", "u":
+                // `\x{5b}` (Perl), `\u{5b}` (JavaScript, Rust), else `\x5b` (up to two digits) or `\u005b` (four).
+                if index + 2 < s.count, s[index + 2] == "{" {
+                    if let (value, end) = hex(index + 3, max: 8, exact: false), end < s.count, s[end] == "}" {
+                        decoded = scalar((value, end + 1))
+                    }
                 } else {
-                    decoded = hex(index + 2, max: 2, exact: false)
+                    decoded = next == "x" ? scalar(hex(index + 2, max: 2, exact: false)) : scalar(hex(index + 2, max: 4, exact: true))
                 }
-            case "u":
-                if index + 2 < s.count, s[index + 2] == "{", let (value, end) = hex(index + 3, max: 8, exact: false),
-                   end < s.count, s[end] == "}" {
-                    decoded = (value, end + 1)
-                } else {
-                    decoded = hex(index + 2, max: 4, exact: true)
-                }
-            case "U": decoded = hex(index + 2, max: 8, exact: true)
+            case "U": decoded = scalar(hex(index + 2, max: 8, exact: true))
             case "N":
                 if index + 2 < s.count, s[index + 2] == "{", let close = s[(index + 3)...].prefix(80).firstIndex(of: "}") {
-                    let name = String(String.UnicodeScalarView(s[(index + 3)..<close])).uppercased()
-                    if let scalar = markerScalarNames[name] { decoded = (scalar.value, close + 1) }
+                    let name = s[(index + 3)..<close]
+                    if name.count > 2, name[name.startIndex] == "U" || name[name.startIndex] == "u", name[name.startIndex + 1] == "+",
+                       let (value, end) = hex(name.startIndex + 2, max: 8, exact: false), end == close {
+                        decoded = scalar((value, close + 1))
+                    } else {
+                        if names == nil { names = markerScalarNames }
+                        decoded = (names![Self.looseName(name)], close + 1)
+                    }
                 }
             case "0"..."7":
                 var at = index + 1, value: UInt32 = 0
                 while at < s.count, at - index <= 3, ("0"..."7").contains(s[at]) { value = value << 3 | (s[at].value - 48); at += 1 }
-                decoded = (value, at)
-            case "n", "r": decoded = (0x0A, index + 2)
-            case "t": decoded = (0x09, index + 2)
-            default: decoded = (next.value, index + 2)
+                decoded = scalar((value, at))
+            case "n", "r": decoded = ("\n", index + 2)
+            case "t": decoded = ("\t", index + 2)
+            default: decoded = (next, index + 2)
             }
             if let (value, end) = decoded {
-                out.append(Unicode.Scalar(value) ?? "\u{FFFD}")
+                if let value { out.append(value) }
                 index = end
             } else {
                 out.append(s[index])
@@ -144,12 +204,20 @@ extension Redactor {
         return out
     }
 
-    /// The names (as Python's `\N{…}` spells them) of the scalars of both
-    /// markers, in either case.
+    /// A character's name as loose matching compares it: upper case, without
+    /// spaces, hyphens and underscores.
+    private static func looseName<C: Collection>(_ name: C) -> String where C.Element == Unicode.Scalar {
+        String(String.UnicodeScalarView(name.filter { $0 != " " && $0 != "-" && $0 != "_" })).uppercased()
+    }
+
+    /// The names (loose, ``looseName(_:)``) and name aliases of the scalars
+    /// of both markers, in either case.
     private var markerScalarNames: [String: Unicode.Scalar] {
         var names: [String: Unicode.Scalar] = [:]
         for scalar in (open + close + open.uppercased() + open.lowercased() + close.uppercased() + close.lowercased()).unicodeScalars {
-            if let name = scalar.properties.name { names[name] = scalar }
+            for name in [scalar.properties.name, scalar.properties.nameAlias].compactMap({ $0 }) {
+                names[Self.looseName(name.unicodeScalars)] = scalar
+            }
         }
         return names
     }
@@ -157,7 +225,7 @@ extension Redactor {
     /// RTF as a reader shows it: `\'HH` (a byte, read as Windows-1252, which
     /// agrees with ASCII), `\uN` (a signed decimal, then its one fallback
     /// character skipped), `\{`, `\}`, `\\`; other control words and the
-    /// group braces show nothing.
+    /// group braces show nothing, and nor do bare CR and LF.
     static func rtfDecoded(_ s: [Unicode.Scalar]) -> [Unicode.Scalar] {
         var out: [Unicode.Scalar] = []
         out.reserveCapacity(s.count)
@@ -165,7 +233,8 @@ extension Redactor {
         func isLetter(_ scalar: Unicode.Scalar) -> Bool { ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) }
         while index < s.count {
             let scalar = s[index]
-            if scalar == "{" || scalar == "}" { index += 1; continue }
+            // Group braces show nothing; nor do bare line ends, which RTF readers ignore in the text.
+            if scalar == "{" || scalar == "}" || scalar == "\n" || scalar == "\r" { index += 1; continue }
             guard scalar == "\\", index + 1 < s.count else { out.append(scalar); index += 1; continue }
             let next = s[index + 1]
             if next == "'", index + 3 < s.count, let high = hexValue(s[index + 2]), let low = hexValue(s[index + 3]) {
@@ -296,7 +365,9 @@ extension Redactor {
                 levels.append(level)
             }
         }
-        guard let highest = levels.max(), highest > 0 else { return [] }
+        var highest: UInt8 = 0
+        for level in levels where level > highest { highest = level }
+        guard highest > 0 else { return [] }
         var mirrored = kept
         for index in mirrored.indices where levels[index] & 1 == 1 {
             if let mirror = mirrors[mirrored[index]] { mirrored[index] = mirror }
@@ -309,8 +380,14 @@ extension Redactor {
                     guard levels[index] >= threshold else { index += 1; continue }
                     var end = index
                     while end < text.count && levels[end] >= threshold { end += 1 }
-                    text[index..<end].reverse()
-                    levels[index..<end].reverse()
+                    // By hand: the generic reverse costs many times as much in a debug build.
+                    var low = index, high = end - 1
+                    while low < high {
+                        (text[low], text[high]) = (text[high], text[low])
+                        (levels[low], levels[high]) = (levels[high], levels[low])
+                        low += 1
+                        high -= 1
+                    }
                     index = end
                 }
             }

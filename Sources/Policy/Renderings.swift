@@ -155,8 +155,13 @@ extension Redactor {
     /// white space after), and `\[` (any other character as itself).
     static func cssUnescaped(_ text: String) -> String {
         guard text.contains("\\") else { return text }
+        return String(String.UnicodeScalarView(cssUnescaped(Array(text.unicodeScalars))))
+    }
+
+    /// ``cssUnescaped(_:)-(String)`` from scalars to scalars.
+    static func cssUnescaped(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar] {
         var out: [Unicode.Scalar] = []
-        let scalars = Array(text.unicodeScalars)
+        out.reserveCapacity(scalars.count)
         var index = 0
         while index < scalars.count {
             guard scalars[index] == "\\", index + 1 < scalars.count else { out.append(scalars[index]); index += 1; continue }
@@ -177,7 +182,7 @@ extension Redactor {
                 index += 2
             }
         }
-        return String(String.UnicodeScalarView(out))
+        return out
     }
 
     /// `%HH` sequences decoded (as UTF-8), as in URLs.
@@ -330,7 +335,11 @@ private let windows1252: [UInt32: UInt32] = [
 /// the legacy names), decimal and hex ones with any number of leading zeros
 /// and with or without the final `;`. Anything else stays as written.
 func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
-    let s = Array(raw.unicodeScalars)
+    decodeEntities(Array(raw.unicodeScalars))
+}
+
+/// ``decodeEntities(_:)-(String)`` from scalars.
+func decodeEntities(_ s: [Unicode.Scalar]) -> [Unicode.Scalar] {
     var out: [Unicode.Scalar] = []
     out.reserveCapacity(s.count)
     var index = 0

@@ -85,6 +85,10 @@ extension Redactor {
         private let isFirst: [Bool]
         /// Both markers, folded, as ``endsInMarker(_:)`` matches them.
         private let foldedMarkers: [[Unicode.Scalar]]
+        /// Whether ``examine(_:visual:)`` may follow both markers as bits: each
+        /// shorter than 64 scalars, none of them invisible (an invisible one would
+        /// be matched, not passed over).
+        private let bitMarkers: Bool
         /// How many bytes the last scan kept for the next.
         private var kept = 0
         /// Bytes kept from one window to the next: enough for a marker in UTF-16, and even.
@@ -104,7 +108,13 @@ extension Redactor {
                     firsts.append(first)
                 }
             }
-            let starts = firsts.flatMap(Redactor.escapeStarts(of:))
+            var starts = firsts.flatMap(Redactor.escapeStarts(of:))
+            // A marker's first two scalars as themselves: what follows them may be escaped
+            // (`[[priv\u0061te]]`) or broken by what a viewer ignores (RTF's bare line ends).
+            for marker in [redactor.open, redactor.close] {
+                let pair = Array(marker.lowercased().unicodeScalars.prefix(2))
+                if pair.count == 2, pair.allSatisfy(\.isASCII) { starts.append(Array(String(String.UnicodeScalarView(pair)).utf8)) }
+            }
             var byLead = [[[UInt8]]](repeating: [], count: 256)
             for start in starts { byLead[Int(start[0])].append(start) }
             startsByLead = byLead
@@ -126,6 +136,7 @@ extension Redactor {
             for first in firsts where first.isASCII { isFirst[Int(first.value)] = true }
             self.isFirst = isFirst
             foldedMarkers = [redactor.open, redactor.close].map { folded(Array($0.unicodeScalars)) }
+            bitMarkers = foldedMarkers.allSatisfy { !$0.isEmpty && $0.count < 63 && !$0.contains(where: isInvisible) }
         }
 
         package mutating func feed(_ piece: UnsafeRawBufferPointer) {
@@ -157,15 +168,17 @@ extension Redactor {
         private func scan(_ bytes: [UInt8]) -> Scan {
             if let needles {
                 if needles.contains(where: { needle in
-                    Redactor.containsFolded(bytes, needle, stride: 1, offset: 0)
-                        || encodings && (Redactor.containsFolded(bytes, needle, stride: 2, offset: 0)
-                                         || Redactor.containsFolded(bytes, needle, stride: 2, offset: 1))
+                    Redactor.containsFolded(bytes, needle, stride: 1, offset: 0, lineEnds: encodings)
+                        || encodings && (Redactor.containsFolded(bytes, needle, stride: 2, offset: 0, lineEnds: true)
+                                         || Redactor.containsFolded(bytes, needle, stride: 2, offset: 1, lineEnds: true))
                 }) { return Scan(found: true, keepFrom: bytes.count) }
                 return encodings ? decodedShowsMarker(bytes) : Scan(found: false, keepFrom: bytes.count)
             }
             if encodings && decodedShowsMarker(bytes).found { return Scan(found: true, keepFrom: bytes.count) }
             if redactor.hasMarkers(String(decoding: bytes, as: UTF8.self)) { return Scan(found: true, keepFrom: bytes.count) }
             guard encodings else { return Scan(found: false, keepFrom: bytes.count) }
+            // Bare line ends inside a marker, which RTF readers ignore.
+            if redactor.hasMarkers(String(decoding: bytes.filter { $0 != 10 && $0 != 13 }, as: UTF8.self)) { return Scan(found: true, keepFrom: bytes.count) }
             if redactor.hasMarkers(String(bytes.map { Character(Unicode.Scalar($0)) })) { return Scan(found: true, keepFrom: bytes.count) }
             return Scan(found: Self.utf16Readings(bytes).contains(where: redactor.hasMarkers), keepFrom: bytes.count)
         }
@@ -342,19 +355,24 @@ extension Redactor {
                     // Whatever starts inside the region is decoded with it.
                     while next < starts.count && starts[next] < end { end = max(end, min(bytes.count, starts[next] + Self.reach)); next += 1 }
                     while line < lines.count && lines[line].lowerBound < end { end = max(end, lines[line].upperBound); line += 1; fromLine = true }
-                    let slice = Array(bytes[start..<end])
-                    var texts = [String(String.UnicodeScalarView(slice.map { Unicode.Scalar($0) }))]
-                    // As UTF-8 too where it holds an invisible character or a control in UTF-8.
+                    let slice = bytes[start..<end]
+                    // As Latin-1 (each byte a scalar, no text made), and as UTF-8 too where it
+                    // holds an invisible character or a control in UTF-8.
+                    var texts = [slice.map { Unicode.Scalar($0) }]
                     if fromLine || slice.withUnsafeBufferPointer({ buffer in
                         buffer.indices.contains { buffer[$0] >= 0xC2 && Redactor.ignorableLength(buffer, at: $0) > 1 }
                     }) {
-                        texts.append(String(decoding: slice, as: UTF8.self))
+                        texts.append(Array(String(decoding: slice, as: UTF8.self).unicodeScalars))
                     }
                     var live = false
                     for text in texts {
-                        let readings = [text] + redactor.decodings(text)
-                        if readings.contains(where: redactor.hasMarkers) { return Scan(found: true, keepFrom: bytes.count) }
-                        if !live { live = readings.contains(where: endsInMarker) }
+                        // Under a bidirectional control the end of a reading need not be the region's.
+                        let (decoded, visual) = redactor.decodedScalarReadings(text)
+                        for reading in [text] + decoded {
+                            let seen = examine(reading, visual: visual)
+                            if seen.found { return Scan(found: true, keepFrom: bytes.count) }
+                            live = live || seen.live
+                        }
                     }
                     guard live else { break }
                     if end == bytes.count {
@@ -365,6 +383,86 @@ extension Redactor {
                 }
             }
             return Scan(found: false, keepFrom: keepFrom)
+        }
+
+        /// What one reading of a region shows, in one pass and without a copy: whether
+        /// it holds a marker (as ``Redactor/hasMarkers(_:)`` finds one: folded,
+        /// invisibles inside passed over), and whether it is `live`: it ends inside
+        /// what may still become a marker, so the region must grow. Live means a
+        /// non-empty beginning of either marker, then only invisibles and what an
+        /// escape cut at the region's end leaves: nothing, or a run of at most
+        /// ``cutEscape`` such characters (zeros aside: `&#0000…` may be as long as
+        /// it likes) that starts as an escape starts (``startsCutEscape(_:)``). A
+        /// reading shows an escape it resolves as what it stands for, so anything
+        /// else visible after a marker's beginning ends that marker in that reading.
+        /// Under a bidirectional control (`visual`) the end of a visual reading is
+        /// not the region's: there any run of such characters keeps it live.
+        private func examine(_ reading: [Unicode.Scalar], visual: Bool) -> (found: Bool, live: Bool) {
+            guard bitMarkers else {
+                let text = String(String.UnicodeScalarView(reading))
+                return (redactor.hasMarkers(text), endsInMarker(text))
+            }
+            return reading.withUnsafeBufferPointer { buffer in
+                let count = buffer.count
+                // The tail: the longest end of the reading of invisibles and what a cut escape leaves.
+                var tail = count
+                while tail > 0, isInvisible(buffer[tail - 1]) || Self.mayBeCutEscape(buffer[tail - 1]) { tail -= 1 }
+                // For each place in the tail, whether what stands after it may be a cut escape.
+                var mayFollow: [Bool] = []
+                if count > 0 {
+                    let from = max(0, tail - 1)
+                    mayFollow = [Bool](repeating: false, count: count - from)
+                    var visible = 0, first: Unicode.Scalar?
+                    var at = count - 1
+                    while at >= from {
+                        mayFollow[at - from] = visual || first == nil || Self.startsCutEscape(first!) && visible <= Self.cutEscape
+                        let scalar = buffer[at]
+                        if !isInvisible(scalar) {
+                            first = scalar
+                            if scalar != "0" { visible += 1 }
+                        }
+                        at -= 1
+                    }
+                }
+                var live = false
+                for marker in foldedMarkers {
+                    let full: UInt64 = 1 << UInt64(marker.count)
+                    // Bit k: the marker's first k scalars end here.
+                    var active: UInt64 = 0
+                    for index in 0..<count {
+                        let scalar = buffer[index]
+                        if isInvisible(scalar) { continue }
+                        let folded = fold(scalar)
+                        var advanced: UInt64 = 0
+                        var bits = active
+                        while bits != 0 {
+                            let k = bits.trailingZeroBitCount
+                            bits &= bits - 1
+                            if marker[k] == folded { advanced |= 1 << UInt64(k + 1) }
+                        }
+                        if marker[0] == folded { advanced |= 2 }
+                        if advanced & full != 0 { return (true, true) }
+                        active = advanced
+                        if !live, active != 0, index >= tail - 1, mayFollow[index - max(0, tail - 1)] { live = true }
+                    }
+                }
+                return (false, live)
+            }
+        }
+
+        /// How many characters (zeros aside) an escape cut at a region's end may leave
+        /// in a reading: `\N{` and a name of up to 80, `&` and a name of up to 32.
+        static let cutEscape = 100
+
+        /// Whether an escape cut short, as a reading that does not resolve it shows
+        /// it, may start with `scalar`: an escape's first character (`\`, `&`, `%`,
+        /// `=`, UTF-7's `+`, RTF's `\'` as `'`), or the replacement character of a
+        /// UTF-8 sequence or `%E2` cut short.
+        private static func startsCutEscape(_ scalar: Unicode.Scalar) -> Bool {
+            switch scalar {
+            case "\\", "&", "%", "=", "+", "'", "\u{FFFD}": true
+            default: false
+            }
         }
 
         /// True when `reading` ends inside what may still become a marker: a
@@ -402,8 +500,14 @@ extension Redactor {
         private static func mayBeCutEscape(_ scalar: Unicode.Scalar) -> Bool {
             guard scalar.isASCII else { return scalar.value == 0xFFFD }
             let value = UInt8(scalar.value)
-            return (0x30...0x39).contains(value) || (0x41...0x5A).contains(value) || (0x61...0x7A).contains(value)
-                || Array(" \\&#;%=+-{}'?_*~`").contains(Character(scalar))
+            switch value {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+            case UInt8(ascii: " "), UInt8(ascii: "\\"), UInt8(ascii: "&"), UInt8(ascii: "#"), UInt8(ascii: ";"), UInt8(ascii: "%"),
+                 UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "{"), UInt8(ascii: "}"), UInt8(ascii: "'"),
+                 UInt8(ascii: "?"), UInt8(ascii: "_"), UInt8(ascii: "*"), UInt8(ascii: "~"), UInt8(ascii: "`"):
+                return true
+            default: return false
+            }
         }
     }
 
@@ -552,8 +656,9 @@ extension Redactor {
     /// between. Invisible characters inside an occurrence are passed over, as
     /// ``Redactor/hasMarkers(_:)`` passes them over (the same ``isInvisible(_:)``):
     /// C0 and C1 controls, and every invisible character in UTF-8 (one byte at
-    /// a time) or UTF-16 (one unit or surrogate pair at a time).
-    fileprivate static func containsFolded(_ bytes: [UInt8], _ needle: [UInt8], stride: Int, offset: Int) -> Bool {
+    /// a time) or UTF-16 (one unit or surrogate pair at a time); with `lineEnds`
+    /// also bare CR and LF, which RTF readers ignore in the text.
+    fileprivate static func containsFolded(_ bytes: [UInt8], _ needle: [UInt8], stride: Int, offset: Int, lineEnds: Bool) -> Bool {
         guard let first = needle.first, bytes.count >= (needle.count - 1) * stride + 1 else { return false }
         let upperFirst = first >= 0x61 && first <= 0x7A ? first - 32 : first
         return bytes.withUnsafeBufferPointer { buffer in
@@ -571,6 +676,7 @@ extension Redactor {
                 guard at >= 0, at < count else { return 0 }
                 if stride == 1 {
                     let byte = buffer[at]
+                    if lineEnds && (byte == 10 || byte == 13) { return 1 }
                     if byte < 0x80 { return isInvisible(Unicode.Scalar(byte)) ? 1 : 0 }
                     return invisibleLength(buffer, at: at)
                 }
@@ -582,6 +688,7 @@ extension Redactor {
                         : UInt32(buffer[from]) << 8 | UInt32(buffer[from + 1])
                 }
                 guard let high = unit(start) else { return 0 }
+                if lineEnds && (high == 10 || high == 13) { return 2 }
                 if (0xD800..<0xDC00).contains(high) {
                     guard let low = unit(start + 2), (0xDC00..<0xE000).contains(low) else { return 0 }
                     return Unicode.Scalar(0x10000 + (high - 0xD800) << 10 + (low - 0xDC00)).map(isInvisible) == true ? 4 : 0

@@ -69,6 +69,27 @@ struct HiddenMarkerTests {
         #expect(!redactor.hasMarkersInDecodings("plain text with & and % and \\ and + and *stars*"))
     }
 
+    @Test("the reading gaps (issue 21): \\N{name} of an invisible character and Perl's \\N{U+…}, line continuations between scalars and inside an escape, bare CR and LF inside a marker in RTF; found in the decodings and by the byte search")
+    func readingGaps() {
+        let redactor = Redactor.standard
+        let shown = [
+            "note = \"\\x5b\\N{ZERO WIDTH SPACE}[private]]\"", "\\x5b\\N{zwsp}\\x5bpri\\N{Word Joiner}vate]]",
+            "[\\N{SOFT HYPHEN}[private]]", "\\N{U+5B}\\N{u+5b}private]]", "\\N{U+5B}\\N{U+200B}[private]]", "\\N{LEFT_SQUARE_BRACKET}[private]]",
+            "\\x5b\\\n[private]]", "[\\\r\n[pri\\\nvate]]", "\\u00\\\n5b[private]]",
+            "{\\rtf1 [\n[pri\r\nvate]]}", "{\\rtf1 \\'5b\r\\'5bprivate]]}",
+        ]
+        for text in shown { #expect(redactor.hasMarkersInDecodings(text), "\(text.debugDescription)") }
+        for content in shown + ["{\\rtf1 [[pri\nvate]]}", "[[pri\r\nva\u{200B}te]]", "[[priv\\u0061te]]"] {
+            var search = Redactor.MarkerSearch(redactor, encodings: true)
+            Array(content.utf8).withUnsafeBytes { search.feed($0) }
+            let found = search.finish()
+            #expect(found, "the byte search: \(content.debugDescription)")
+        }
+        // A name that is a marker's scalar's stands for it; a line end without a backslash still ends a C reading's marker.
+        #expect(!redactor.hasMarkersInDecodings("\\x5b\\N{LATIN SMALL LETTER A}[private]]"))
+        #expect(!redactor.hasMarkersInDecodings("note = \"\\x5b\n[private]]\""), "a bare line end is not a continuation outside RTF's reading")
+    }
+
     @Test("the byte search passes over the invisible characters the redactor passes over (random invisibles inside markers, random piece sizes): both agree")
     func invisiblesAgree() {
         var random = SeededRandom(seed: Self.seed)

@@ -257,6 +257,10 @@ public enum CutOffMarkerMails {
     /// The four cut-offs.
     public enum Shape: String, CaseIterable, Sendable {
         case paddedSecond, longMarker, farOverride, acrossWindows
+        /// Readings the escape decodings missed: Python's `\N{name}` of an invisible character,
+        /// Perl's `\N{U+…}`, a line continuation (backslash-newline) between a marker's scalars,
+        /// and bare CR and LF inside a marker in RTF text, which RTF readers ignore.
+        case readingGaps
     }
 
     /// One generated mail, with what it tries, the secret, the part's content and how a reader shows it.
@@ -270,7 +274,8 @@ public enum CutOffMarkerMails {
         public let content: [UInt8]
         /// How a reader shows the content: `json` (Python's `json.loads`), `python`
         /// (a string literal, Python's `ast.literal_eval`), `bidi` (the Unicode bidirectional
-        /// algorithm's visual order, as a browser or terminal shows a `.txt`).
+        /// algorithm's visual order, as a browser or terminal shows a `.txt`), `perl` (a Perl
+        /// program printing a string), `rtf` (RTF's text: control words, groups and bare line ends out).
         public let reader: String
     }
 
@@ -348,6 +353,8 @@ public enum CutOffMarkerMails {
                 HiddenMarkerMails.leaf(pick(["application/octet-stream", "application/x-unknown"], &random) + "; name=\"notes.txt\"",
                                        disposition: "notes.txt", content: content, &random)], anchor: false, &random).utf8),
                         secret: secret, shown: String(secret.reversed()), content: Array(content.utf8), reader: "bidi")
+        case .readingGaps:
+            return readingGap(secret, &random)
         case .acrossWindows:
             // Lines of letters, then the escaped marker straddling the byte search's window (1 MiB
             // and the overlap, read in GMime's 4,096-byte pieces: the first cut at 1,052,646).
@@ -368,6 +375,62 @@ public enum CutOffMarkerMails {
                     secret: secret, shown: shown, content: Array(content.utf8), reader: reader)
     }
 
+    /// A mail of the ``Shape/readingGaps`` shape: which gap, where inside the markers and how many, at random.
+    static func readingGap(_ secret: String, _ random: inout SeededRandom) -> Mail {
+        let kind = Int.random(in: 0..<4, using: &random)
+        let marks = Set((0..<Int.random(in: 1...3, using: &random)).map { _ in Int.random(in: 0..<10, using: &random) })
+        let variant: String, content: String, reader: String, name: String
+        typealias Form = (inout SeededRandom) -> String
+        func gapped(_ marker: String, _ gap: Form, escape: (Character, inout SeededRandom) -> String, _ random: inout SeededRandom) -> String {
+            var out = ""
+            for (index, character) in marker.enumerated() {
+                out += escape(character, &random)
+                if marks.contains(index) { out += gap(&random) }
+            }
+            return out
+        }
+        switch kind {
+        case 0, 1:
+            // Python: `\N{name}` of an invisible character, or a line continuation, between scalars.
+            let names = ["ZERO WIDTH SPACE", "zero width non-joiner", "ZWSP", "ZWJ", "SOFT HYPHEN", "Word Joiner", "ZERO WIDTH NO-BREAK SPACE"]
+            let gap: Form = kind == 0 ? { random in "\\N{" + pick(names, &random) + "}" } : { random in pick(["\\\n", "\\\n\\\n"], &random) }
+            let escape: (Character, inout SeededRandom) -> String = { character, random in
+                "[]/".contains(character) && Bool.random(using: &random) ? Self.escape(character, python: true, &random) : String(character)
+            }
+            content = "note = \"" + gapped("[[private]]", gap, escape: escape, &random) + secret + gapped("[[/private]]", gap, escape: escape, &random) + "\"\n"
+            variant = kind == 0 ? "Python \\N{name} of an invisible character inside the markers" : "Python line continuations inside the markers"
+            reader = "python"
+            name = "notes.py"
+        case 2:
+            // Perl: `\N{U+…}` for a bracket or an invisible between scalars.
+            let gap: Form = { random in "\\N{U+" + pick(["200B", "200b", "2060", "AD", "FEFF"], &random) + "}" }
+            let escape: (Character, inout SeededRandom) -> String = { character, random in
+                "[]".contains(character) && Bool.random(using: &random)
+                    ? "\\N{U+" + String(character.unicodeScalars.first!.value, radix: 16, uppercase: Bool.random(using: &random)) + "}"
+                    : character == "[" || character == "]" ? "\\" + String(character) : String(character)
+            }
+            content = "print \"" + gapped("[[private]]", gap, escape: escape, &random) + secret + gapped("[[/private]]", gap, escape: escape, &random) + "\";\n"
+            variant = "Perl \\N{U+...} inside the markers"
+            reader = "perl"
+            name = "notes.pl"
+        default:
+            // RTF: bare CR, LF or CRLF between scalars, the brackets raw or as `\'5b`.
+            let gap: Form = { random in pick(["\n", "\r\n", "\r", "\n\n"], &random) }
+            let escape: (Character, inout SeededRandom) -> String = { character, random in
+                "[]".contains(character) && Bool.random(using: &random) ? "\\'" + String(format: "%02x", character.unicodeScalars.first!.value) : String(character)
+            }
+            content = "{\\rtf1\\ansi\\deff0 {\\fonttbl {\\f0 Arial;}}\\f0 Notes\\par " + gapped("[[private]]", gap, escape: escape, &random) + secret
+                + gapped("[[/private]]", gap, escape: escape, &random) + "\\par }\n"
+            variant = "RTF, bare line ends inside the markers"
+            reader = "rtf"
+            name = "memo.rtf"
+        }
+        let type = pick(["application/octet-stream", "application/x-unknown"], &random)
+        let leaf = HiddenMarkerMails.leaf(type + "; name=\"\(name)\"", disposition: name, content: content, &random)
+        return Mail(variant: "\(name) (\(type)), " + variant, mail: Array(HiddenMarkerMails.envelope(subject: "notes", parts: [leaf], anchor: false, &random).utf8),
+                    secret: secret, shown: secret, content: Array(content.utf8), reader: reader)
+    }
+
     /// Python showing a part's content as its reader does (`json`, `python`;
     /// `bidi`: the content as it is, reordered by the test), with the
     /// invisibles a renderer draws as nothing taken out.
@@ -377,6 +440,15 @@ public enum CutOffMarkerMails {
         data = sys.stdin.buffer.read().decode('utf-8')
         if kind == 'json': text = json.loads(data)['note']
         elif kind == 'python': text = ast.literal_eval(data.split('=', 1)[1].strip())
+        elif kind == 'perl':
+            import subprocess
+            text = subprocess.run(['perl', '-CO'], input=data.encode(), capture_output=True, check=True).stdout.decode('utf-8')
+        elif kind == 'rtf':
+            import re
+            t = data.replace('\\r', '').replace('\\n', '')
+            t = re.sub(r"\\\\'([0-9a-fA-F]{2})", lambda m: bytes([int(m.group(1), 16)]).decode('cp1252'), t)
+            t = re.sub(r'\\\\[a-zA-Z]+-?[0-9]* ?', '', t)
+            text = t.replace('{', '').replace('}', '')
         else: text = data
         if kind != 'bidi': text = ''.join(c for c in text if unicodedata.category(c) != 'Cf' and c != '\\u034f')
         sys.stdout.write(text)
