@@ -46,6 +46,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // The Prometheus exposition of the resident filter's and the reading server's metrics.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // PostgreSQL: the store several nodes share (key continuity, the reading server's documents).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -144,7 +146,7 @@ let package = Package(
         .target(name: "Compose", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "Incoming"]),
         // TOML reading shared by the filter's and the user's configuration:
         // typed keys that name themselves in errors, and the policy defaults.
-        .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "PartialEncryption", "TOMLKit"]),
+        .target(name: "Settings", dependencies: ["Platform", "Policy", "OpenPGP", "PartialEncryption", "TOMLKit"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
         .target(name: "Filter", dependencies: ["Platform", "Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
         // The resident filter (`mailsec filter --listen`): the filter's decision
@@ -170,10 +172,21 @@ let package = Package(
         .target(name: "Sending", dependencies: ["Platform", "Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
                                                 "PartialEncryption", "SMTP", "TOMLKit", "Contacts",
                                                 .product(name: "GRDB", package: "GRDB.swift")]),
+        // The shared store on PostgreSQL (`[store] url = "postgres://…"`): the same protocols as
+        // the local stores (key continuity, the reading server's documents), for several nodes.
+        // A target, not a product: only the CLI links it (and with it postgres-nio).
+        .target(name: "SharedStore", dependencies: [
+            "Platform", "Pipeline", "ReadingServer", "Settings", "Sending", "Filter",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "Platform", "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
+                "SharedStore", "Platform", "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
                 "Settings", "Store", "Outbox", "Sending", "Contacts", "Compose", "ComposeStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -213,6 +226,7 @@ let package = Package(
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "SMTPListenerTests", dependencies: ["SMTPListener", "TestSupport"], exclude: ["Clients"]),
         .testTarget(name: "ContactsTests", dependencies: ["Contacts", "Store", "OpenPGP", "MIME", "Pipeline", "Incoming", "Policy", "TestSupport"]),
+        .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "Pipeline", "ReadingServer", "Settings", "Platform", "TestSupport"]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
