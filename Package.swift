@@ -203,7 +203,7 @@ let package = Package(
         .testTarget(name: "HTMLRebuildTests", dependencies: ["HTML", "Redaction", "Policy", "TestSupport"], exclude: ["chromium_text.py"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",
                                                          "HTTPRequests", "TestSupport"]),
-        .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Platform", "Policy", "OpenPGP", "MIME", "TestSupport"]),
+        .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Platform", "Policy", "OpenPGP", "MIME", "TestSupport", "SharedStore", "Settings"]),
         .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "HTTPRequests", "Filter", "Pipeline", "OpenPGP", "SMTPListener", "SMTP",
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "Platform", "TestSupport"], exclude: ["Peers"]),
