@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation --target Mailsec`: the DocC catalog in Sources/Mailsec (a plugin, nothing linked).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // PostgreSQL: the store several nodes share (key continuity, the reading server's documents).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(
@@ -130,7 +132,7 @@ let package = Package(
         .target(name: "Compose", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "Incoming"]),
         // TOML reading shared by the filter's and the user's configuration:
         // typed keys that name themselves in errors, and the policy defaults.
-        .target(name: "Settings", dependencies: ["Policy", "OpenPGP", "PartialEncryption", "TOMLKit"]),
+        .target(name: "Settings", dependencies: ["Platform", "Policy", "OpenPGP", "PartialEncryption", "TOMLKit"]),
         // The sendmail/Postfix filter: configuration, journal, hand-over.
         .target(name: "Filter", dependencies: ["Platform", "Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
         // The resident filter (`mailsec filter --listen`): the filter's decision
@@ -159,10 +161,21 @@ let package = Package(
         // The library's one product: the entry point (Outgoing) and the targets a library user imports through it.
         .target(name: "Mailsec", dependencies: ["Compose", "ComposeStore", "Incoming", "MIME", "OpenPGP", "Pipeline", "Policy",
                                                 "Sending", "Settings"]),
+        // The shared store on PostgreSQL (`[store] url = "postgres://…"`): the same protocols as
+        // the local stores (key continuity, the reading server's documents), for several nodes.
+        // A target, not a product: only the CLI links it (and with it postgres-nio).
+        .target(name: "SharedStore", dependencies: [
+            "Platform", "Pipeline", "ReadingServer", "Settings", "Sending", "Filter",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .executableTarget(
             name: "mailsec",
             dependencies: [
-                "Platform", "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
+                "SharedStore", "Platform", "OpenPGP", "MIME", "Pipeline", "Policy", "Filter", "FilterDaemon", "PartialEncryption", "ReadingServer", "Incoming", "HTTPRequests",
                 "Settings", "Store", "Outbox", "Sending", "Contacts", "Compose", "ComposeStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -180,7 +193,7 @@ let package = Package(
         .testTarget(name: "HTMLRebuildTests", dependencies: ["HTML", "Redaction", "Policy", "TestSupport"], exclude: ["chromium_text.py"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",
                                                          "HTTPRequests", "TestSupport"]),
-        .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Platform", "Policy", "OpenPGP", "MIME", "TestSupport"]),
+        .testTarget(name: "FilterTests", dependencies: ["Filter", "Pipeline", "Platform", "Policy", "OpenPGP", "MIME", "TestSupport", "SharedStore", "Settings"]),
         .testTarget(name: "FilterDaemonTests", dependencies: ["FilterDaemon", "HTTPRequests", "Filter", "Pipeline", "OpenPGP", "SMTPListener", "SMTP",
                                                              "TestSupport"]),
         .testTarget(name: "SMTPTests", dependencies: ["SMTP", "MIME", "Platform", "TestSupport"], exclude: ["Peers"]),
@@ -205,6 +218,7 @@ let package = Package(
         .testTarget(name: "OutboxTests", dependencies: ["Outbox", "Store", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "SMTPListenerTests", dependencies: ["SMTPListener", "TestSupport"], exclude: ["Clients"]),
         .testTarget(name: "ContactsTests", dependencies: ["Contacts", "Store", "OpenPGP", "MIME", "Pipeline", "Incoming", "Policy", "TestSupport"]),
+        .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "Pipeline", "ReadingServer", "Settings", "Platform", "TestSupport"]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]

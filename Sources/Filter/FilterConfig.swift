@@ -65,6 +65,10 @@ public enum LogDestination: String, Sendable {
 /// [continuity]                 # key continuity (default: "continuity" beside the journal)
 /// directory = "/var/spool/mailsec/continuity"
 ///
+/// [store]                      # key continuity shared by several filters (PostgreSQL), instead of the folder
+/// url = "postgres://mailsec@db.example.org:5432/mailsec"
+/// password_file = "/etc/mailsec/store-password"   # 0600, the filter user's own; or password_command
+///
 /// [reading]                    # for extension = "partially-encrypted"
 /// publish_url = "http://127.0.0.1:8080"     # where `mailsec serve` listens
 /// token_file = "/etc/mailsec/publish-token"   # the filter user's own, 0600
@@ -123,11 +127,21 @@ public struct FilterConfig: Sendable {
     public var continuityDirectory: String?
     /// The resident filter's listener (`[listen]`).
     public var listen: ListenConfig
+    /// `[store]`: the database several filters share key continuity in; nil: the folder.
+    public var store: StoreSettings?
 
-    /// Where key continuity is kept: the configured folder, or beside the journal.
+    /// Key continuity's folder: the configured one, or beside the journal
+    /// (used when there is no `[store]`).
     public var continuity: KeyContinuity {
         KeyContinuity(directory: continuityDirectory
                       ?? (journalDirectory as NSString).deletingLastPathComponent + "/continuity")
+    }
+
+    /// Where key continuity is kept: the shared store when `[store]` names
+    /// one, else the folder (``continuity``).
+    public var continuityStore: any KeyContinuityStore {
+        if let store { return SharedContinuityHandle(settings: store) }
+        return continuity
     }
 
     /// The defaults: sendmail re-injection, journal under /var/spool/mailsec.
@@ -186,7 +200,7 @@ public struct FilterConfig: Sendable {
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
         try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "log_format", "log_addresses", "reading", "reinject", "journal",
-                                                 "on_key_loss", "on_key_change", "continuity", "listen"]))
+                                                 "on_key_loss", "on_key_change", "continuity", "listen", "store"]))
         config.gnupgHome = try top.string("gnupg_home")
         config.policy = try PolicySettings.read(top)
         if let value = try top.string("on_key_loss") {
@@ -243,6 +257,7 @@ public struct FilterConfig: Sendable {
             config.journalDirectory = try journal.string("directory") ?? config.journalDirectory
             config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days", atMost: TOMLKeys.tenYears) ?? 7) * 86400
         }
+        config.store = try StoreSettings.read(top)
         config.reading = try ReadingSettings.read(top)
         if config.policy.mail.postcardExtension == .partiallyEncrypted && config.reading == nil {
             throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file")

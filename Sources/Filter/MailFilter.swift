@@ -175,7 +175,7 @@ public struct MailFilter: Sendable {
             // What an earlier try handed on is not sent again. A letter it handed
             // on whose continuity record could not be written then gets it now.
             let record = try journal.open(mail: mailKey)
-            let continuity = config.continuity
+            let continuity = config.continuityStore
             for recipient in recipients where record.wasSent(recipient) {
                 if let fingerprint = record.letterKey(recipient) { try continuity.record(recipient, fingerprint: fingerprint) }
             }

@@ -55,7 +55,7 @@ public struct ReadingServerConfiguration: Sendable {
 public final class ReadingServer: Sendable {
     /// The configuration it was made with.
     public let configuration: ReadingServerConfiguration
-    let store: PostcardStore
+    let store: any DocumentStore
     let log: @Sendable (String) -> Void
     let tokenDigest: [UInt8]
     /// The port actually bound (differs from the configured one for port 0).
@@ -64,10 +64,17 @@ public final class ReadingServer: Sendable {
     let metrics = ReadingMetrics()
 
     /// A server with `configuration`, opening its store; `log` gets one line per request.
-    public init(configuration: ReadingServerConfiguration, log: @escaping @Sendable (String) -> Void) throws(StoreError) {
+    public convenience init(configuration: ReadingServerConfiguration, log: @escaping @Sendable (String) -> Void) throws(StoreError) {
+        self.init(configuration: configuration, store: try PostcardStore(path: configuration.storePath), log: log)
+    }
+
+    /// A server with `configuration` keeping its documents in `store` (the
+    /// configuration's `storePath` is not opened): the shared store, so that
+    /// several servers serve what any one of them published.
+    public init(configuration: ReadingServerConfiguration, store: any DocumentStore, log: @escaping @Sendable (String) -> Void) {
         self.configuration = configuration
         self.boundPort = Mutex(configuration.port)
-        self.store = try PostcardStore(path: configuration.storePath)
+        self.store = store
         self.log = log
         self.tokenDigest = Digest.sha256(Array(configuration.publishToken.utf8))
     }
@@ -75,16 +82,16 @@ public final class ReadingServer: Sendable {
     /// Serves until SIGTERM or SIGINT. `onListening` gets the bound port;
     /// `onMetrics` the metrics endpoint's, when there is one.
     public func run(onListening: @escaping @Sendable (Int) -> Void, onMetrics: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
-        try purge(now: Self.now())
+        try await purge(now: Self.now())
         let router = Router()
         router.add(middleware: AccessLog(write: log, count: metrics.request))
         router.get("/healthz") { _, _ in Self.plain(.ok, "ok\n") }
         router.get("/assets/reader.js") { _, _ in Self.asset(Page.script, type: "text/javascript; charset=utf-8") }
         router.get("/assets/reader.css") { _, _ in Self.asset(Page.css, type: "text/css; charset=utf-8") }
-        router.get("/r/:id") { _, context in try self.page(context.parameters.get("id") ?? "") }
-        router.get("/api/postcards/:id") { _, context in try self.read(context.parameters.get("id") ?? "") }
+        router.get("/r/:id") { _, context in try await self.page(context.parameters.get("id") ?? "") }
+        router.get("/api/postcards/:id") { _, context in try await self.read(context.parameters.get("id") ?? "") }
         router.post("/api/postcards") { request, _ in try await self.publish(request) }
-        router.delete("/api/postcards/:id") { request, context in try self.delete(request, id: context.parameters.get("id") ?? "") }
+        router.delete("/api/postcards/:id") { request, context in try await self.delete(request, id: context.parameters.get("id") ?? "") }
         var logger = Logger(label: "mailsec-serve")
         logger.logLevel = .warning
         let limits = configuration.limits
@@ -118,23 +125,23 @@ public final class ReadingServer: Sendable {
     }
 
     /// Removes the expired entries, counting them.
-    func purge(now: Int64) throws(StoreError) {
-        let removed = try store.purge(now: now)
+    func purge(now: Int64) async throws(StoreError) {
+        let removed = try await store.purge(now: now)
         if removed > 0 { metrics.expired.increment(by: Int64(removed)) }
     }
 
     // MARK: Handlers
 
-    func page(_ id: String) throws -> Response {
-        guard Self.isIdentifier(id), try store.find(id: id, now: Self.now()) != nil else {
+    func page(_ id: String) async throws -> Response {
+        guard Self.isIdentifier(id), try await store.find(id: id, now: Self.now()) != nil else {
             return Self.html(.notFound, "<!DOCTYPE html><meta charset=\"utf-8\"><title>Not found</title><p>There is no such mail here: it has expired or was deleted.</p>\n")
         }
         return Self.html(.ok, Page.html)
     }
 
-    func read(_ id: String) throws -> Response {
-        try purge(now: Self.now())
-        guard Self.isIdentifier(id), let entry = try store.find(id: id, now: Self.now()),
+    func read(_ id: String) async throws -> Response {
+        try await purge(now: Self.now())
+        guard Self.isIdentifier(id), let entry = try await store.find(id: id, now: Self.now()),
               var document = try? ReadingDocument.decode(entry.document) else {
             return Self.failure(.notFound, "no such postcard: it has expired or was deleted")
         }
@@ -166,13 +173,13 @@ public final class ReadingServer: Sendable {
             return Self.failure(.badRequest, "not a reading document: \(error)")
         }
         let now = Self.now()
-        try purge(now: now)
+        try await purge(now: now)
         let lifetime = min(document.lifetime ?? configuration.lifetime, configuration.lifetime)
         let id = Base64URL.random(16)
         let deleteToken = Base64URL.random(32)
         var stored = document
         stored.lifetime = nil
-        try store.insert(id: id, document: stored.json(), deleteTokenDigest: Digest.sha256(Array(deleteToken.utf8)),
+        try await store.insert(id: id, document: stored.json(), deleteTokenDigest: Digest.sha256(Array(deleteToken.utf8)),
                          created: now, expires: now + Int64(lifetime))
         let base = configuration.publicURL ?? "http://\(configuration.host):\(boundPort.withLock { $0 })"
         let publication = Publication(id: id, url: base.trimmingSuffix("/") + "/r/" + id, deleteToken: deleteToken,
@@ -181,17 +188,17 @@ public final class ReadingServer: Sendable {
         return Self.json(.created, Self.encode(publication))
     }
 
-    func delete(_ request: Request, id: String) throws -> Response {
+    func delete(_ request: Request, id: String) async throws -> Response {
         guard let presented = Self.bearer(request) else {
             return Self.failure(.unauthorized, "deleting needs the deletion token (Authorization: Bearer …)")
         }
-        guard Self.isIdentifier(id), let digest = try store.deleteTokenDigest(id: id) else {
+        guard Self.isIdentifier(id), let digest = try await store.deleteTokenDigest(id: id) else {
             return Self.failure(.notFound, "no such postcard: it has expired or was deleted")
         }
         guard Digest.constantTimeEqual(Digest.sha256(Array(presented.utf8)), digest) else {
             return Self.failure(.forbidden, "wrong deletion token")
         }
-        try store.delete(id: id)
+        try await store.delete(id: id)
         metrics.deleted.increment()
         return Response(status: .noContent)
     }

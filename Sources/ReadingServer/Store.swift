@@ -58,6 +58,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// What the store was doing, and SQLite's reason; one line.
     public let description: String
 
+    /// An error with `code` and the one line `description` (another store's
+    /// failure, described by that store; never content or a password).
+    package init(code: Code, description: String) {
+        self.code = code
+        self.description = description
+    }
+
     /// An error with SQLite's `code` while doing `what`.
     init(_ code: Int32, _ what: String) {
         self.code = Code(rawValue: code)
@@ -97,6 +104,30 @@ extension StoreError: MailsecError {
 
 }
 
+/// Where the reading server keeps its documents: one SQLite file
+/// (``PostcardStore``, the default) or a database several servers share (the
+/// target SharedStore, `[store] url`). Asynchronous, because the server's
+/// handlers are: a store that talks to a database over the network waits
+/// without holding a thread (the SQLite file's methods are synchronous and
+/// satisfy these as they are). Errors are ``StoreError``s; a store that
+/// cannot be reached throws one with exit status 75.
+public protocol DocumentStore: Sendable {
+    /// Stores a document; `deleteTokenDigest` is the deletion token's SHA-256.
+    func insert(id: String, document: [UInt8], deleteTokenDigest: [UInt8], created: Int64, expires: Int64) async throws(StoreError)
+    /// The entry `id` if it exists and has not expired at `now`.
+    func find(id: String, now: Int64) async throws(StoreError) -> StoredPostcard?
+    /// The SHA-256 of the deletion token of `id`, nil when there is no such entry.
+    func deleteTokenDigest(id: String) async throws(StoreError) -> [UInt8]?
+    /// Deletes `id`; true when there was such an entry.
+    @discardableResult
+    func delete(id: String) async throws(StoreError) -> Bool
+    /// Deletes every entry expired at `now`; returns how many.
+    @discardableResult
+    func purge(now: Int64) async throws(StoreError) -> Int
+    /// How many entries there are.
+    func count() async throws(StoreError) -> Int
+}
+
 /// One stored postcard.
 public struct StoredPostcard: Sendable {
     /// The postcard's identifier, as in its reading URL.
@@ -107,6 +138,14 @@ public struct StoredPostcard: Sendable {
     public let created: Int64
     /// When it expires, in seconds since 1970.
     public let expires: Int64
+
+    /// An entry as a store read it.
+    package init(id: String, document: [UInt8], created: Int64, expires: Int64) {
+        self.id = id
+        self.document = document
+        self.created = created
+        self.expires = expires
+    }
 }
 
 /// The published postcards in one SQLite file: identifier, the reading
@@ -122,7 +161,7 @@ public struct StoredPostcard: Sendable {
 /// missing, the second adds each entry's SHA-256 (identifier and document).
 /// It is checked on every read, so bytes changed in the file are never
 /// served as a document, nor one entry's document under another's identifier.
-public final class PostcardStore: Sendable {
+public final class PostcardStore: DocumentStore {
     private let file: DatabaseFile
     /// The SQLite file.
     public var path: String { file.path }

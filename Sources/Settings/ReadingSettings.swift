@@ -77,17 +77,6 @@ public struct ReadingSettings: Sendable {
         guard let value = try table.string("token_file") else {
             throw ConfigError("\(key): required (the file with the publishing token)", path: key)
         }
-        let path = value == "~" || value.hasPrefix("~/")
-            ? (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + value.dropFirst() : value
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
-              let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError("\(key): \(path) cannot be read", path: key)
-        }
-        guard info.st_mode & 0o077 == 0, info.st_uid == getuid() else {
-            // Never the token itself: only where it is.
-            throw ConfigError("\(key): refused, \(path) can be read by others or is not yours (chmod 600 it)", path: key)
-        }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try PrivateFile.read(value, key: key)
     }
 }

@@ -222,7 +222,7 @@ struct ContinuityRecordOptions: ParsableArguments {
         var records: [any KeyContinuityStore] = config != nil && !sending ? [] : [try openContacts().continuity]
         if !sending, let path = config ?? (FileManager.default.fileExists(atPath: FilterCommand.defaultConfig)
                                            ? FilterCommand.defaultConfig : nil) {
-            records.append(try FilterConfig.load(path: path).continuity)
+            records.append(try FilterConfig.load(path: path).continuityStore)
         }
         return records
     }

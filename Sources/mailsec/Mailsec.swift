@@ -1,4 +1,5 @@
 import ArgumentParser
+import SharedStore
 import Foundation
 import MIME
 import OpenPGP
@@ -45,6 +46,8 @@ struct Mailsec: ParsableCommand {
 
     /// Runs the command; every failure ends as one line on stderr.
     static func main() {
+        // The filter's `[store]`: key continuity in the shared database (SharedStore links postgres-nio; Filter does not).
+        SharedStore.install()
         let arguments = Array(CommandLine.arguments.dropFirst())
         // The shells' completion scripts: `---completion …` and `--generate-completion-script SHELL`,
         // and the help dump the man pages are generated from (`--experimental-dump-help`, read by

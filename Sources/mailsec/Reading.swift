@@ -5,6 +5,8 @@ import HTTPRequests
 import PartialEncryption
 import Pipeline
 import ReadingServer
+import Settings
+import SharedStore
 
 /// Where partially encrypted postcards publish, and where their password goes.
 struct ReadingOptions: ParsableArguments {
@@ -109,6 +111,7 @@ struct Serve: ParsableCommand {
                 (.usage, "usage error, or a publish token shorter than 16 characters"),
                 (.noInput, "the token file cannot be read"),
                 (.cannotCreate, "the store cannot be opened or made"),
+                (.config, "the --store-config file's [store] table is unusable"),
                 (.temporary, "the address cannot be bound, or anything unexpected"),
             ]))
             """
@@ -135,6 +138,11 @@ struct Serve: ParsableCommand {
 
     @Option(help: ArgumentHelp("The SQLite file of published postcards (created 0600).", valueName: "file"))
     var store = "/var/lib/mailsec/reading.sqlite"
+
+    @Option(help: ArgumentHelp("A TOML file whose [store] table names the PostgreSQL database several servers share "
+                               + "(url, password_file or password_command, ...; see filter.toml(5)); instead of --store.",
+                               valueName: "file"))
+    var storeConfig: String?
 
     @Option(help: ArgumentHelp("Seconds a client has to send a whole request; slower ones are cut off.", valueName: "seconds"))
     var requestTimeout = 10
@@ -178,14 +186,24 @@ struct Serve: ParsableCommand {
                                                 maximumConnections: maxConnections, maximumPerAddress: maxConnectionsPerAddress)
         configuration.metrics = try metricsListen.map { try ListenConfig.address($0) }
         let server: ReadingServer
-        do {
-            server = try ReadingServer(configuration: configuration) { line in
-                FileHandle.standardError.write(Data((Self.timestamp() + " " + line + "\n").utf8))
+        let log: @Sendable (String) -> Void = { line in
+            FileHandle.standardError.write(Data((Self.timestamp() + " " + line + "\n").utf8))
+        }
+        if let storeConfig {
+            // The shared store: nothing connects until the first request (or the purge at start, which then fails with 75).
+            let settings: StoreSettings?
+            do { settings = try StoreSettings.read(TOMLKeys(try TOMLKeys.document(String(decoding: try readSmallFile(storeConfig), as: UTF8.self)), "")) }
+            catch let error as ConfigError { throw CommandFailure("\(storeConfig): \(error.description)", status: .config) }
+            guard let settings else { throw CommandFailure("\(storeConfig): no [store] table", status: .config) }
+            do { server = ReadingServer(configuration: configuration, store: try SharedStore.documents(settings), log: log) } catch {
+                throw CommandFailure(error.description, status: .temporary)
             }
+        } else { do {
+            server = try ReadingServer(configuration: configuration, log: log)
         } catch {
             // 73 when the file cannot be made, 75 for a busy or damaged one (StoreError's own status).
             throw CommandFailure("cannot open the store \(store): \(error.description)", status: error.exitStatus)
-        }
+        } }
         let host = listen
         let metricsHost = configuration.metrics.map { $0.host.contains(":") ? "[\($0.host)]" : $0.host } ?? host
         let outcome = Outcome()
