@@ -80,6 +80,12 @@ struct ComposeContext {
     }
 }
 
+/// The mail a reply or a forward starts from, read and (when encrypted) opened.
+func openOriginal(_ path: String, context: ComposeContext) throws -> Original {
+    let bytes = try readInput(path, limit: ParseOptions.standard.maxSize, what: "the mail")
+    return try Original.open(bytes, gnupg: context.gnupg)
+}
+
 /// How a composing command runs a session to its end: options applied, the
 /// editor and the prompt (or `--send` / `--save-draft`), and what it prints.
 struct ComposeFlow {

@@ -34,12 +34,12 @@ struct Mailsec: ParsableCommand {
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
         groupedSubcommands: [
             CommandGroup(name: "Writing mail", subcommands: [ComposeCommand.self, ReplyCommand.self, ForwardCommand.self,
-                                                             DraftsCommand.self, PlanCommand.self, Encrypt.self, Redact.self,
+                                                             DraftsCommand.self, PlanCommand.self, EncryptCommand.self, RedactCommand.self,
                                                              ContactsCommand.self]),
-            CommandGroup(name: "Reading mail", subcommands: [Verify.self, Decrypt.self, Reveal.self, AutocryptCommand.self]),
-            CommandGroup(name: "Keys", subcommands: [Keys.self]),
+            CommandGroup(name: "Reading mail", subcommands: [VerifyCommand.self, DecryptCommand.self, RevealCommand.self, AutocryptCommand.self]),
+            CommandGroup(name: "Keys", subcommands: [KeysCommand.self]),
             CommandGroup(name: "Sending", subcommands: [SendCommand.self, SendmailHelp.self, OutboxCommand.self, ConfigCommand.self]),
-            CommandGroup(name: "Servers", subcommands: [FilterCommand.self, Serve.self]),
+            CommandGroup(name: "Servers", subcommands: [FilterCommand.self, ServeCommand.self]),
         ]
     )
 
@@ -124,44 +124,5 @@ struct Mailsec: ParsableCommand {
         }
         print(helpMessage(for: found.type))
         Foundation.exit(0)
-    }
-}
-
-/// Options every subcommand takes.
-struct GlobalOptions: ParsableArguments {
-    @Option(name: .customLong("gnupg-home"), help: ArgumentHelp(
-        "The GnuPG home directory (default: $GNUPGHOME, then ~/.gnupg).", valueName: "dir"))
-    var gnupgHome: String?
-
-    var gnupg: GnuPG { GnuPG(home: gnupgHome) }
-
-    /// gpg would quietly create a missing home and then find no keys, which
-    /// reads like "nobody has a key": a mistyped path must fail instead.
-    func validate() throws {
-        var isDirectory: ObjCBool = false
-        if let gnupgHome, !(FileManager.default.fileExists(atPath: gnupgHome, isDirectory: &isDirectory) && isDirectory.boolValue) {
-            throw ValidationError("--gnupg-home \(gnupgHome) is not a directory")
-        }
-    }
-
-    /// Lets the global options stand before the subcommand too
-    /// (`mailsec --gnupg-home DIR keys lookup ADDR`): argument-parser reads
-    /// options only in the leaf command, so they are moved behind the other
-    /// arguments, yet before any `--`.
-    static func movedToLeaf(_ arguments: [String]) -> [String] {
-        let end = arguments.firstIndex(of: "--") ?? arguments.endIndex
-        var rest: [String] = [], global: [String] = []
-        var index = arguments.startIndex
-        while index < end {
-            let argument = arguments[index]
-            if argument == "--gnupg-home", index + 1 < end {
-                global += [argument, arguments[index + 1]]
-                index += 2
-                continue
-            }
-            if argument.hasPrefix("--gnupg-home=") { global.append(argument) } else { rest.append(argument) }
-            index += 1
-        }
-        return rest + global + arguments[end...]
     }
 }
