@@ -5,7 +5,7 @@ import MIME
 import OpenPGP
 import Pipeline
 
-struct ComposeCommand: ParsableCommand {
+struct ComposeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "compose",
         abstract: "Write a mail in your editor, see who gets a letter and who a postcard, and send it.",
@@ -34,12 +34,12 @@ struct ComposeCommand: ParsableCommand {
 
     @OptionGroup(title: "Composing") var flow: ComposeFlowOptions
 
-    func run() throws {
+    func run() async throws {
         let context = try ComposeContext(config: configOption, global: global)
         let mail = Composition(from: context.from, to: try recipients.list(recipients.to, "--to"),
                                cc: try recipients.list(recipients.cc, "--cc"), bcc: try recipients.list(recipients.bcc, "--bcc"),
                                subject: subject ?? "", text: "")
-        let session = try context.session(ComposeDraft(mail))
-        try ComposeFlow(session: session, context: context, flow: flow, title: "new mail").run(body: .replacing)
+        let session = try await context.session(ComposeDraft(mail))
+        try await ComposeFlow(session: session, context: context, flow: flow, title: "new mail").run(body: .replacing)
     }
 }

@@ -6,18 +6,6 @@ import Sending
 import Settings
 import Store
 
-/// Runs async work from a synchronous command, on the cooperative pool.
-func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var result: Result<T, any Error>?
-    Task {
-        do { result = .success(try await body()) } catch { result = .failure(error) }
-        done.signal()
-    }
-    done.wait()
-    return try result!.get()
-}
-
 /// sysexits.h for a delivery: 0 every recipient tried was delivered; 76
 /// EX_PROTOCOL when the server refused some for good (they wait in the
 /// outbox: resend or discard); 75 when some wait for a later try.

@@ -5,7 +5,7 @@ import MIME
 import OpenPGP
 import Pipeline
 
-struct ForwardCommand: ParsableCommand {
+struct ForwardCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "forward",
         abstract: "Pass a mail on (an encrypted one is opened with your key): Fwd:, inline or attached whole.",
@@ -36,20 +36,16 @@ struct ForwardCommand: ParsableCommand {
         if file == "-" && flow.bodyFile == "-" { throw ValidationError("the mail and --body-file cannot both be standard input") }
     }
 
-    func run() throws {
+    func run() async throws {
         let context = try ComposeContext(config: configOption, global: global)
         let original = try openOriginal(file, context: context)
         let to = try recipients.list(recipients.to, "--to")
         let cc = try recipients.list(recipients.cc, "--cc"), bcc = try recipients.list(recipients.bcc, "--bcc")
-        let (asAttachment, from, gnupg, options, outbox, drafts) = (attachOriginal, context.from, context.gnupg, context.options,
-                                                                    context.outbox, context.drafts)
-        let session = try runAsync {
-            let session = try await ComposeSession.forward(original, to: to, asAttachment: asAttachment, from: from, gnupg: gnupg,
-                                                           options: options, outbox: outbox, drafts: drafts)
-            if !cc.isEmpty { try await session.add(cc, as: .cc) }
-            if !bcc.isEmpty { try await session.add(bcc, as: .bcc) }
-            return session
-        }
-        try ComposeFlow(session: session, context: context, flow: flow, title: "forward").run(body: .above)
+        let session = try await ComposeSession.forward(original, to: to, asAttachment: attachOriginal, from: context.from,
+                                                       gnupg: context.gnupg, options: context.options, outbox: context.outbox,
+                                                       drafts: context.drafts)
+        if !cc.isEmpty { try await session.add(cc, as: .cc) }
+        if !bcc.isEmpty { try await session.add(bcc, as: .bcc) }
+        try await ComposeFlow(session: session, context: context, flow: flow, title: "forward").run(body: .above)
     }
 }

@@ -5,7 +5,7 @@ import OpenPGP
 
 /// The `mailsec` command line tool.
 @main
-struct Mailsec: ParsableCommand {
+struct Mailsec: AsyncParsableCommand {
     static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(
@@ -44,7 +44,7 @@ struct Mailsec: ParsableCommand {
     )
 
     /// Runs the command; every failure ends as one line on stderr.
-    static func main() {
+    static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
         // The shells' completion scripts: `---completion …` and `--generate-completion-script SHELL`,
         // and the help dump the man pages are generated from (`--experimental-dump-help`, read by
@@ -55,7 +55,7 @@ struct Mailsec: ParsableCommand {
             do { var command = try parseAsRoot(arguments); try command.run() } catch { finish(error, arguments, arguments) }
             Foundation.exit(0)
         }
-        if arguments.first == "sendmail" && !arguments.contains("--help") { SendmailCommand.run(Array(arguments.dropFirst())) }
+        if arguments.first == "sendmail" && !arguments.contains("--help") { await SendmailCommand.run(Array(arguments.dropFirst())) }
         if arguments.first == "filter" && arguments.contains("--listen")
             && !arguments.contains(where: { ["-h", "--help"].contains($0) }) {
             FilterCommand.listen(Array(arguments.dropFirst()))
@@ -75,7 +75,7 @@ struct Mailsec: ParsableCommand {
         }
         do {
             var command = try parseAsRoot(leaf)
-            try command.run()
+            if var command = command as? AsyncParsableCommand { try await command.run() } else { try command.run() }
         } catch {
             finish(error, arguments, leaf)
         }

@@ -5,7 +5,7 @@ import MIME
 import OpenPGP
 import Pipeline
 
-struct ReplyCommand: ParsableCommand {
+struct ReplyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reply",
         abstract: "Answer a mail (an encrypted one is opened with your key): Re:, In-Reply-To, References, the text quoted.",
@@ -35,14 +35,12 @@ struct ReplyCommand: ParsableCommand {
         if file == "-" && flow.bodyFile == "-" { throw ValidationError("the mail and --body-file cannot both be standard input") }
     }
 
-    func run() throws {
+    func run() async throws {
         let context = try ComposeContext(config: configOption, global: global)
         let original = try openOriginal(file, context: context)
-        let (all, from, gnupg, options, outbox, drafts) = (all, context.from, context.gnupg, context.options, context.outbox, context.drafts)
-        let session = try runAsync {
-            try await ComposeSession.reply(to: original, all: all, from: from, identities: [from.address], gnupg: gnupg,
-                                           options: options, outbox: outbox, drafts: drafts)
-        }
-        try ComposeFlow(session: session, context: context, flow: flow, title: all ? "reply to all" : "reply").run(body: .above)
+        let session = try await ComposeSession.reply(to: original, all: all, from: context.from, identities: [context.from.address],
+                                                     gnupg: context.gnupg, options: context.options, outbox: context.outbox,
+                                                     drafts: context.drafts)
+        try await ComposeFlow(session: session, context: context, flow: flow, title: all ? "reply to all" : "reply").run(body: .above)
     }
 }

@@ -101,7 +101,7 @@ enum SendmailCommand {
         return bytes
     }
 
-    static func run(_ arguments: [String]) -> Never {
+    static func run(_ arguments: [String]) async -> Never {
         let invocation: Invocation
         do { invocation = try parse(arguments) } catch {
             fail(describe(error), status: .usage)
@@ -140,7 +140,7 @@ enum SendmailCommand {
         }
         // Safely queued from here on: exit 0 whatever delivery does.
         let ids = Set(queuedCopies)
-        let report = try? runAsync { try await submission.deliver(only: ids, ignoringSchedule: true, lockWait: 30) }
+        let report = try? await submission.deliver(only: ids, ignoringSchedule: true, lockWait: 30)
         if let report {
             if let line = deliveryLine(report, queuedCopies: ids.count) {
                 warn(line + (notice.map { "; " + $0 } ?? ""))
@@ -157,7 +157,7 @@ enum SendmailCommand {
 
 /// `mailsec sendmail --help`: the help page of the sendmail entry (its
 /// arguments are read by ``SendmailCommand``, not by argument-parser).
-struct SendmailHelp: ParsableCommand {
+struct SendmailHelp: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sendmail",
         abstract: "The sendmail interface for mail clients: queue in the outbox, then deliver.",
@@ -179,5 +179,5 @@ struct SendmailHelp: ParsableCommand {
               completion: AddressCompletion.kind)
     var arguments: [String] = []
 
-    func run() throws { SendmailCommand.run(arguments) }
+    func run() async throws { await SendmailCommand.run(arguments) }
 }

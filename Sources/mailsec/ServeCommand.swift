@@ -6,7 +6,7 @@ import PartialEncryption
 import Pipeline
 import ReadingServer
 
-struct ServeCommand: ParsableCommand {
+struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve the reading pages of partially encrypted postcards.",
@@ -82,7 +82,7 @@ struct ServeCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let token = String(decoding: try readSmallFile(tokenFile), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard token.utf8.count >= 16 else { throw CommandFailure("the publish token in \(tokenFile) is shorter than 16 characters", status: .usage) }
         var configuration = ReadingServerConfiguration(host: listen, port: port, storePath: store, publishToken: token,
@@ -102,31 +102,16 @@ struct ServeCommand: ParsableCommand {
         }
         let host = listen
         let metricsHost = configuration.metrics.map { $0.host.contains(":") ? "[\($0.host)]" : $0.host } ?? host
-        let outcome = Outcome()
-        let done = DispatchSemaphore(value: 0)
-        Task.detached {
-            do {
-                try await server.run(onListening: { port in
-                    FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
-                }, onMetrics: { port in
-                    FileHandle.standardOutput.write(Data("metrics on http://\(metricsHost):\(port)/metrics\n".utf8))
-                })
-            } catch {
-                outcome.set("cannot serve on \(host):\(configuration.port): \(error)")
-            }
-            done.signal()
+        do {
+            try await server.run(onListening: { port in
+                FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
+            }, onMetrics: { port in
+                FileHandle.standardOutput.write(Data("metrics on http://\(metricsHost):\(port)/metrics\n".utf8))
+            })
+        } catch {
+            throw CommandFailure("cannot serve on \(host):\(configuration.port): \(error)", status: .temporary)
         }
-        done.wait()
-        if let failure = outcome.get() { throw CommandFailure(failure, status: .temporary) }
     }
 
     static func timestamp() -> String { ISO8601DateFormatter().string(from: Date()) }
-
-    /// The server task's failure, read once the task is over.
-    final class Outcome: @unchecked Sendable {
-        // Written by the server task before it signals, read after the wait.
-        private var message: String?
-        func set(_ text: String) { message = text }
-        func get() -> String? { message }
-    }
 }
