@@ -38,7 +38,7 @@ struct Mailsec: AsyncParsableCommand {
                                                              ContactsCommand.self]),
             CommandGroup(name: "Reading mail", subcommands: [VerifyCommand.self, DecryptCommand.self, RevealCommand.self, AutocryptCommand.self]),
             CommandGroup(name: "Keys", subcommands: [KeysCommand.self]),
-            CommandGroup(name: "Sending", subcommands: [SendCommand.self, SendmailHelp.self, OutboxCommand.self, ConfigCommand.self]),
+            CommandGroup(name: "Sending", subcommands: [SendCommand.self, SendmailCommand.self, OutboxCommand.self, ConfigCommand.self]),
             CommandGroup(name: "Servers", subcommands: [FilterCommand.self, ServeCommand.self]),
         ]
     )
@@ -54,7 +54,7 @@ struct Mailsec: AsyncParsableCommand {
     /// Argument-parser's errors and help pass through ``finish(_:_:_:)``.
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
-        if arguments.first == "sendmail" && !arguments.contains("--help") { await SendmailCommand.run(Array(arguments.dropFirst())) }
+        if arguments.first == "sendmail" && !arguments.contains("--help") { await SendmailCommand.queueAndDeliver(Array(arguments.dropFirst())) }
         if let filter = FilterCommand.plainInvocation(arguments) {
             FilterCommand.filter(config: filter.config, sender: filter.sender, recipients: filter.recipients)
         }
