@@ -119,12 +119,19 @@ struct ComposeFlow {
         }
         defer { interrupt.end() }
         var template = try ComposeTemplate.text(for: await state().draft, redactor: context.options.redactor, mode: title)
-        var problem = flow.noEdit ? nil : try await editOnce(terminal, workspace, &template)
+        let problem = flow.noEdit ? nil : try await editOnce(terminal, workspace, &template)
         if flow.send || flow.saveDraft {
             if let problem { throw CommandFailure("the mail as edited has a problem: " + problem, status: .dataError) }
             try await finishWithoutAsking()
             return
         }
+        try await prompt(terminal, workspace, template: template, problem: problem)
+    }
+
+    /// The screen and the one-letter prompt, until the mail is sent, saved
+    /// or discarded; the editor again on `e`.
+    private func prompt(_ terminal: ComposeTerminal, _ workspace: EditorFile, template: String, problem: String?) async throws {
+        var template = template, problem = problem
         while true {
             let state = await state()
             terminal.write("\n" + terminal.screen(state, title: title))
