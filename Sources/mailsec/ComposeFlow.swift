@@ -71,17 +71,24 @@ struct ComposeContext {
     }
 
     /// A session on `draft` (a new mail, or the draft `id` taken up again).
-    func session(_ draft: ComposeDraft, editing id: String? = nil) throws -> ComposeSession {
-        let (gnupg, options, outbox, drafts) = (gnupg, options, outbox, drafts)
-        return try runAsync {
-            if let id { return try await ComposeSession(editing: draft, id: id, gnupg: gnupg, options: options, outbox: outbox, drafts: drafts) }
-            return try await ComposeSession(draft, gnupg: gnupg, options: options, outbox: outbox, drafts: drafts)
-        }
+    func session(_ draft: ComposeDraft, editing id: String? = nil) async throws -> ComposeSession {
+        if let id { return try await ComposeSession(editing: draft, id: id, gnupg: gnupg, options: options, outbox: outbox, drafts: drafts) }
+        return try await ComposeSession(draft, gnupg: gnupg, options: options, outbox: outbox, drafts: drafts)
     }
+}
+
+/// The mail a reply or a forward starts from, read and (when encrypted) opened.
+func openOriginal(_ path: String, context: ComposeContext) throws -> Original {
+    let bytes = try readInput(path, limit: ParseOptions.standard.maxSize, what: "the mail")
+    return try Original.open(bytes, gnupg: context.gnupg)
 }
 
 /// How a composing command runs a session to its end: options applied, the
 /// editor and the prompt (or `--send` / `--save-draft`), and what it prints.
+/// On the main actor: the prompt and the editor block their thread, as they
+/// did in the synchronous command, while the session and the delivery run on
+/// the cooperative pool.
+@MainActor
 struct ComposeFlow {
     let session: ComposeSession
     let context: ComposeContext
@@ -94,10 +101,10 @@ struct ComposeFlow {
 
     /// Runs the session to an output state; exits through a thrown
     /// ``CommandFailure`` when refused.
-    func run(body place: BodyPlace) throws {
-        try apply(place)
+    func run(body place: BodyPlace) async throws {
+        try await apply(place)
         if flow.noEdit && (flow.send || flow.saveDraft) {
-            try finishWithoutAsking()
+            try await finishWithoutAsking()
             return
         }
         guard let terminal = ComposeTerminal() else {
@@ -108,18 +115,25 @@ struct ComposeFlow {
         defer { workspace.remove() }
         if let fallback = workspace.fallback { terminal.write("mailsec: \(fallback)\n") }
         let interrupt = Interruption(session: session, workspace: workspace) { [session] edited in
-            _ = try? Self.apply(edited: edited, to: session)
+            _ = try? await Self.apply(edited: edited, to: session)
         }
         defer { interrupt.end() }
-        var template = try ComposeTemplate.text(for: state().draft, redactor: context.options.redactor, mode: title)
-        var problem = flow.noEdit ? nil : try editOnce(terminal, workspace, &template)
+        var template = try ComposeTemplate.text(for: await state().draft, redactor: context.options.redactor, mode: title)
+        let problem = flow.noEdit ? nil : try await editOnce(terminal, workspace, &template)
         if flow.send || flow.saveDraft {
             if let problem { throw CommandFailure("the mail as edited has a problem: " + problem, status: .dataError) }
-            try finishWithoutAsking()
+            try await finishWithoutAsking()
             return
         }
+        try await prompt(terminal, workspace, template: template, problem: problem)
+    }
+
+    /// The screen and the one-letter prompt, until the mail is sent, saved
+    /// or discarded; the editor again on `e`.
+    private func prompt(_ terminal: ComposeTerminal, _ workspace: EditorFile, template: String, problem: String?) async throws {
+        var template = template, problem = problem
         while true {
-            let state = try state()
+            let state = await state()
             terminal.write("\n" + terminal.screen(state, title: title))
             if let problem { terminal.write(terminal.paint("  the edited text has a problem: ", 31) + problem + " (e: edit again)\n") }
             let answer = terminal.ask("\n[s]end  [e]dit  [p]ostcard for everybody  [i]nvite  e[x]tension  save [d]raft  [q] discard? ")
@@ -130,32 +144,30 @@ struct ComposeFlow {
                     terminal.write("Content that arrived encrypted would reach \(state.downgrade.joined(separator: ", ")) "
                                    + "as a postcard (unencrypted).\n")
                     guard terminal.ask("Send it to them as a postcard anyway? [y/N] ") == "y" else { continue }
-                    _ = try runAsync { try await session.confirmDowngrade() }
+                    try await session.confirmDowngrade()
                 }
                 if !(try acceptKeyChanges(terminal, state)) { continue }
                 do {
-                    try sendNow()
+                    try await sendNow()
                     return
                 } catch let failure as CommandFailure where failure.status != .temporary {
                     terminal.write("mailsec: not sent: \(failure.description)\n")
                 }
             case "e"?:
-                problem = try editOnce(terminal, workspace, &template)
+                problem = try await editOnce(terminal, workspace, &template)
             case "p"?:
-                _ = try runAsync { [session] in try await session.setEnforcePostcard(!(await session.state.draft.enforcePostcard)) }
+                try await session.setEnforcePostcard(!(await session.state.draft.enforcePostcard))
             case "i"?:
-                _ = try runAsync { [session] in try await session.setInvite(!(await session.state.draft.invite)) }
+                try await session.setInvite(!(await session.state.draft.invite))
             case "x"?:
-                try runAsync { [session] in
-                    let now = await session.state.draft.postcardExtension
-                    try await session.setExtension(now == .censored ? .partiallyEncrypted : .censored)
-                }
+                let now = await session.state.draft.postcardExtension
+                try await session.setExtension(now == .censored ? .partiallyEncrypted : .censored)
             case "d"?:
-                try saveNow()
+                try await saveNow()
                 return
             case "q"?:
                 if terminal.ask("Discard this mail? [y/N] ") == "y" {
-                    _ = try runAsync { [session] in try await session.discard() }
+                    try await session.discard()
                     print("discarded")
                     return
                 }
@@ -163,7 +175,7 @@ struct ComposeFlow {
                 Interruption.parkIfEnding()
                 // The terminal went away: keep the mail rather than lose it.
                 terminal.write("\n")
-                try saveNow()
+                try await saveNow()
                 return
             default:
                 terminal.write("answer with one letter: s, e, p, i, x, d or q\n")
@@ -171,7 +183,7 @@ struct ComposeFlow {
         }
     }
 
-    private func state() throws -> ComposeState { try runAsync { [session] in await session.state } }
+    private func state() async -> ComposeState { await session.state }
 
     /// Key changes: each held one is shown (both keys, where the new one came
     /// from) and taken only on an explicit yes, recorded as `keys accept`
@@ -187,7 +199,7 @@ struct ComposeFlow {
     }
 
     /// `--body-file`, `--attach`, the per-mail flags and `--confirm-downgrade`.
-    private func apply(_ place: BodyPlace) throws {
+    private func apply(_ place: BodyPlace) async throws {
         let attachments = try flow.attach.map(ComposeTemplate.attachment(path:))
         let body: String? = try flow.bodyFile.map { path in
             let bytes = try readInput(path, limit: ParseOptions.standard.maxSize, what: "the text of the mail")
@@ -196,29 +208,26 @@ struct ComposeFlow {
             }
             return text
         }
-        let flow = flow
         // `extension` of config.toml is the default of a new mail; a draft keeps its own.
         let configured = context.options.mail.postcardExtension
-        try runAsync { [session] in
-            if flow.invite { try await session.setInvite(true) }
-            if flow.enforcePostcard { try await session.setEnforcePostcard(true) }
-            var isDraft = false
-            if case .editingDraft = await session.mode { isDraft = true }
-            if let ext = flow.postcardExtension ?? (isDraft ? nil : configured), ext != (await session.state.draft.postcardExtension) {
-                try await session.setExtension(ext)
-            }
-            for attachment in attachments { try await session.attach(attachment) }
-            if let body {
-                let text = place == .above ? body + (await session.state.draft.mail.text) : body
-                try await session.setText(text)
-            }
-            if flow.confirmDowngrade { try await session.confirmDowngrade() }
+        if flow.invite { try await session.setInvite(true) }
+        if flow.enforcePostcard { try await session.setEnforcePostcard(true) }
+        var isDraft = false
+        if case .editingDraft = await session.mode { isDraft = true }
+        if let ext = flow.postcardExtension ?? (isDraft ? nil : configured), ext != (await session.state.draft.postcardExtension) {
+            try await session.setExtension(ext)
         }
+        for attachment in attachments { try await session.attach(attachment) }
+        if let body {
+            let text = place == .above ? body + (await session.state.draft.mail.text) : body
+            try await session.setText(text)
+        }
+        if flow.confirmDowngrade { try await session.confirmDowngrade() }
     }
 
     /// Opens the editor once on `template` and applies what it holds; returns
     /// the problem of the edited text (the session keeps its last good state).
-    private func editOnce(_ terminal: ComposeTerminal, _ file: EditorFile, _ template: inout String) throws -> String? {
+    private func editOnce(_ terminal: ComposeTerminal, _ file: EditorFile, _ template: inout String) async throws -> String? {
         try file.write(template)
         Interruption.editorRuns.withLock { $0 = true }
         defer { Interruption.editorRuns.withLock { $0 = false } }
@@ -228,9 +237,9 @@ struct ComposeFlow {
         template = edited
         guard status == 0 else { return "the editor ended with status \(status)" }
         do {
-            try Self.apply(edited: edited, to: session)
+            try await Self.apply(edited: edited, to: session)
             // Written anew, so that `Attached: N` numbers the attachments as they are now.
-            template = try ComposeTemplate.text(for: state().draft, redactor: context.options.redactor, mode: title)
+            template = try ComposeTemplate.text(for: await state().draft, redactor: context.options.redactor, mode: title)
             return nil
         } catch let problem as ComposeTemplate.Problem {
             return problem.description
@@ -240,33 +249,31 @@ struct ComposeFlow {
     }
 
     /// Applies an edited template to `session`.
-    private static func apply(edited: String, to session: ComposeSession) throws {
-        let current = try runAsync { await session.state.draft.mail.attachments }
+    nonisolated private static func apply(edited: String, to session: ComposeSession) async throws {
+        let current = await session.state.draft.mail.attachments
         let reading = try ComposeTemplate.read(edited, current: current)
-        try runAsync { [session] in
-            try await session.setRecipients(reading.recipients)
-            try await session.setSubject(reading.subject)
-            try await session.setText(reading.text)
-            try await session.setAttachments(reading.attachments)
-        }
+        try await session.setRecipients(reading.recipients)
+        try await session.setSubject(reading.subject)
+        try await session.setText(reading.text)
+        try await session.setAttachments(reading.attachments)
     }
 
-    private func finishWithoutAsking() throws {
-        if flow.send { try sendNow() } else { try saveNow() }
+    private func finishWithoutAsking() async throws {
+        if flow.send { try await sendNow() } else { try await saveNow() }
     }
 
     /// Sends: refused before anything is queued when the mail cannot be sent
     /// (69 refused by policy or a downgrade not confirmed, 65 bad text);
     /// else queued in the outbox and delivered now as far as the server
     /// takes it. Queued is sent: 0, with one line when delivery must wait.
-    private func sendNow() throws {
-        let before = try state()
+    private func sendNow() async throws {
+        let before = await state()
         if flow.send {
             // Nobody was asked: who gets what, and every attachment, is said before anything goes.
             print(ComposeTerminal.screen(before, title: title, colour: false), terminator: "")
         }
         let outcome: ComposeState
-        do { outcome = try runAsync { [session] in try await session.send() } } catch let error as ComposeError {
+        do { outcome = try await session.send() } catch let error as ComposeError {
             switch error.code {
             case .downgrade: throw CommandFailure(error.description + " (--confirm-downgrade)", status: .refused)
             case .notSendable(let why):
@@ -281,8 +288,7 @@ struct ComposeFlow {
         print("sent: \(ids.count) cop\(ids.count == 1 ? "y" : "ies") queued in the outbox (\(ids.joined(separator: ", ")))"
               + (outcome.passwordNotice.map { "; " + noticeClause(sender: outcome.draft.mail.from.address, copy: $0) } ?? ""))
         let only = Set(ids.compactMap { Int64($0) })
-        let submission = context.submission
-        let report = try? runAsync { try await submission.deliver(only: only, ignoringSchedule: true, lockWait: 30) }
+        let report = try? await context.submission.deliver(only: only, ignoringSchedule: true, lockWait: 30)
         guard let report else {
             FileHandle.standardError.write(Data("mailsec: queued; delivery could not start ('mailsec outbox flush' sends it)\n".utf8))
             return
@@ -294,8 +300,8 @@ struct ComposeFlow {
         }
     }
 
-    private func saveNow() throws {
-        let outcome = try runAsync { [session] in try await session.saveAsDraft() }
+    private func saveNow() async throws {
+        let outcome = try await session.saveAsDraft()
         guard case .savedAsDraft(let id) = outcome.phase else { throw CommandFailure("not saved", status: .temporary) }
         print("saved as draft \(id)")
     }
@@ -320,7 +326,7 @@ final class Interruption: @unchecked Sendable {
 
     /// `keep` applies the editor's file (the text it holds) to the session,
     /// when a signal comes while the editor runs.
-    init(session: ComposeSession, workspace: EditorFile, keep: @escaping @Sendable (String) -> Void) {
+    init(session: ComposeSession, workspace: EditorFile, keep: @escaping @Sendable (String) async -> Void) {
         sources = Self.signals.map { number in
             // A handler that does nothing, not SIG_IGN: the source sees the signal either
             // way, and a caught signal is reset by exec, so the editor gets its own signals.
@@ -330,21 +336,23 @@ final class Interruption: @unchecked Sendable {
                 let editing = Interruption.editorRuns.withLock { $0 }
                 if number == SIGINT && editing { return }
                 guard !Interruption.ending.withLock({ ending in defer { ending = true }; return ending }) else { return }
-                if editing {
-                    if let editor = Interruption.editor.withLock({ $0 }) { kill(editor, SIGTERM) }
-                    if let edited = try? workspace.read(), !edited.isEmpty { keep(edited) }
+                if editing, let editor = Interruption.editor.withLock({ $0 }) { kill(editor, SIGTERM) }
+                // The composing thread parks (``parkIfEnding()``) or blocks on the terminal; this
+                // task saves and ends the process, on the cooperative pool, never on that thread.
+                Task {
+                    if editing, let edited = try? workspace.read(), !edited.isEmpty { await keep(edited) }
+                    _ = try? await session.saveAsDraft()
+                    workspace.remove()
+                    // The phase, not the save's answer: the composing thread may have saved (or sent) it just before.
+                    let phase = await session.state.phase
+                    let name = number == SIGINT ? "interrupted" : number == SIGHUP ? "hung up" : "terminated"
+                    switch phase {
+                    case .savedAsDraft(let id): FileHandle.standardError.write(Data("\nmailsec: \(name); saved as draft \(id)\n".utf8))
+                    case .sent: FileHandle.standardError.write(Data("\nmailsec: \(name); the mail was sent\n".utf8))
+                    default: FileHandle.standardError.write(Data("\nmailsec: \(name); the mail could not be saved\n".utf8))
+                    }
+                    exit(128 + number)
                 }
-                _ = try? runAsync { try await session.saveAsDraft() }
-                workspace.remove()
-                // The phase, not the save's answer: the composing thread may have saved (or sent) it just before.
-                let phase = try? runAsync { await session.state.phase }
-                let name = number == SIGINT ? "interrupted" : number == SIGHUP ? "hung up" : "terminated"
-                switch phase {
-                case .savedAsDraft(let id)?: FileHandle.standardError.write(Data("\nmailsec: \(name); saved as draft \(id)\n".utf8))
-                case .sent?: FileHandle.standardError.write(Data("\nmailsec: \(name); the mail was sent\n".utf8))
-                default: FileHandle.standardError.write(Data("\nmailsec: \(name); the mail could not be saved\n".utf8))
-                }
-                exit(128 + number)
             }
             source.resume()
             return source

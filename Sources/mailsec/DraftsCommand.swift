@@ -104,7 +104,7 @@ struct DraftsShow: ParsableCommand {
     }
 }
 
-struct DraftsEdit: ParsableCommand {
+struct DraftsEdit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "edit",
         abstract: "Take a draft up again: the editor and the prompt, as 'mailsec compose'.",
@@ -118,11 +118,11 @@ struct DraftsEdit: ParsableCommand {
     @OptionGroup var choice: DraftChoice
     @OptionGroup(title: "Composing") var flow: ComposeFlowOptions
 
-    func run() throws {
+    func run() async throws {
         let (context, id) = try choice.open()
         guard let draft = try context.drafts.draft(id) else { throw CommandFailure("no draft \(id)", status: .usage) }
-        let session = try context.session(draft, editing: id)
-        try ComposeFlow(session: session, context: context, flow: flow, title: "draft (\(DraftsShow.modeName(draft.mode)))")
+        let session = try await context.session(draft, editing: id)
+        try await ComposeFlow(session: session, context: context, flow: flow, title: "draft (\(DraftsShow.modeName(draft.mode)))")
             .run(body: .replacing)
     }
 }

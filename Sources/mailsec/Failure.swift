@@ -1,18 +1,20 @@
+import ArgumentParser
 import Compose
 import ComposeStore
 import Contacts
 import Foundation
+import Incoming
 import MIME
 import OpenPGP
+import Outbox
 import PartialEncryption
 import Pipeline
 import Platform
-import Outbox
+import Policy
 import ReadingServer
 import Sending
 import Settings
 import Store
-import Policy
 
 /// sysexits.h codes the tool exits with (Platform's, so that the filter reads the same).
 typealias ExitStatus = Platform.ExitStatus
@@ -135,133 +137,10 @@ func fail(_ message: String, status: ExitStatus) -> Never {
     exit(status.rawValue)
 }
 
-/// Reads a whole input file, or standard input for `-`. With `limit`, input
-/// longer than that is refused as too large, and not read further. `what`
-/// names the input when standard input is a terminal: then the command says
-/// it is reading there rather than seem to hang.
-func readInput(_ path: String, limit: Int? = nil, what: String = "the message") throws -> [UInt8] {
-    let handle: FileHandle
-    if path == "-" {
-        handle = .standardInput
-        announceTerminalInput(what)
-    } else {
-        // A named pipe or /dev/stdin too, but not a folder.
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw cannotRead(path, errno) }
-        guard (info.st_mode & S_IFMT) != S_IFDIR else { throw cannotRead(path, EISDIR) }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw cannotRead(path, errno) }
-        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-    }
-    defer { if path != "-" { try? handle.close() } }
-    var bytes: [UInt8] = []
-    while true {
-        let chunk: Data?
-        do { chunk = try handle.read(upToCount: 1 << 20) } catch {
-            throw CommandFailure("cannot read \(path == "-" ? "standard input" : path)", status: .noInput)
-        }
-        guard let chunk, !chunk.isEmpty else { return bytes }  // the end; empty input is no error here
-        bytes += chunk
-        if let limit, bytes.count > limit { throw MIMEError(.tooLarge, limit: limit) }
-    }
-}
-
-/// Reads a small file given by an option (a token, a password), with the
-/// reason when it cannot be read.
-func readSmallFile(_ path: String) throws -> [UInt8] {
-    try readInput(path, limit: 1 << 16, what: "the file")
-}
-
-/// "cannot read PATH: REASON" (66), the reason in a few plain words.
-func cannotRead(_ path: String, _ code: Int32) -> CommandFailure {
-    CommandFailure("cannot read \(path): \(reason(code))", status: .noInput)
-}
-
-/// errno in a few plain words: the common ones as a person says them.
-func reason(_ code: Int32) -> String {
-    switch code {
-    case ENOENT: "no such file"
-    case EACCES, EPERM: "permission denied"
-    case EISDIR: "is a directory"
-    case ENOTDIR: "a part of the path is not a directory"
-    default: String(cString: strerror(code)).lowercased()
-    }
-}
-
-/// Says on standard error that `what` is read from standard input, when
-/// that is a terminal (a person who forgot the file name would otherwise
-/// see nothing happen).
-func announceTerminalInput(_ what: String) {
-    guard isatty(STDIN_FILENO) != 0 else { return }
-    FileHandle.standardError.write(Data("mailsec: reading \(what) from standard input (end with Ctrl-D)\n".utf8))
-}
-
-/// Writes `bytes` to the file at `path`, or standard output for nil or `-`.
-/// A new file is private (0600) from the moment it exists; it is never
-/// written through a symbolic link.
-func writeOutput(_ bytes: [UInt8], to path: String?) throws {
-    try writeOutput(to: path) { try bytes.withUnsafeBytes($0) }
-}
-
-/// Output given in pieces: it calls its argument with each piece in turn.
-typealias Pieces = ((UnsafeRawBufferPointer) throws -> Void) throws -> Void
-
-/// Like ``writeOutput(_:to:)`` for output given in pieces, which is never
-/// held whole (a large letter, say).
-func writeOutput(to path: String?, _ pieces: Pieces) throws {
-    let fd: Int32
-    if let path, path != "-" {
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(reason(errno))", status: .cannotCreate) }
-        fchmod(fd, 0o600)
-    } else {
-        fd = STDOUT_FILENO
-    }
-    defer { if fd != STDOUT_FILENO { close(fd) } }
-    try pieces { piece in
-        var offset = 0
-        while offset < piece.count {
-            let written = write(fd, piece.baseAddress! + offset, piece.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw CommandFailure("cannot write \(path ?? "standard output"): \(reason(errno))", status: .cannotCreate)
-            }
-            offset += written
-        }
-    }
-}
-
-/// Pretty, sorted JSON with a final newline.
-func encodeJSON<T: Encodable>(_ value: T) throws -> [UInt8] {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-    encoder.dateEncodingStrategy = .iso8601
-    return Array(try encoder.encode(value)) + [10]
-}
-
-/// Writes `files` into the folder `path` all at once: they are written into a
-/// private folder beside it, which then takes its name. A failure leaves nothing.
-func writeFolder(_ path: String, _ files: [(String, Pieces)]) throws {
-    let target = URL(fileURLWithPath: path).standardizedFileURL
-    var template = Array((target.deletingLastPathComponent().path + "/.mailsec-partial.XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else {
-        let parent = target.deletingLastPathComponent().path
-        let why = switch errno {
-        case ENOENT: "the folder \(parent) does not exist"
-        case ENOTDIR: "\(parent) is not a folder"
-        default: reason(errno) + " in \(parent)"
-        }
-        throw CommandFailure("cannot create \(path): \(why)", status: .cannotCreate)
-    }
-    let staging = String(cString: made)
-    do {
-        for (name, pieces) in files { try writeOutput(to: staging + "/" + name, pieces) }
-        rmdir(target.path)  // an empty folder given as --out
-        guard rename(staging, target.path) == 0 else {
-            throw CommandFailure("cannot create \(path): \(reason(errno))", status: .cannotCreate)
-        }
-    } catch {
-        try? FileManager.default.removeItem(atPath: staging)
-        throw error
+/// Prints each warning as one line on standard error.
+func warn(_ warnings: [String]) {
+    for warning in warnings {
+        let line = "warning: " + warning.map { $0 == "\n" || $0 == "\r" ? " " : String($0) }.joined() + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
     }
 }

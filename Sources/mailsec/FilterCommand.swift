@@ -40,13 +40,38 @@ struct FilterCommand: ParsableCommand {
     var config: String?
 
     @Option(name: .customShort("f"), help: ArgumentHelp("The envelope sender; empty for the null sender.", valueName: "sender"))
-    var sender: String
+    var sender: String?
 
-    @Argument(help: ArgumentHelp("Envelope recipients, after --.", valueName: "recipient"))
+    @Flag(help: ArgumentHelp("Run the resident filter, on ADDR:PORT when given after it (default: filter.toml's [listen] address)."))
+    var listen = false
+
+    @Flag(help: "With --listen: only check the configuration, one line per problem (0 or 78).")
+    var checkConfig = false
+
+    @Argument(help: ArgumentHelp("Envelope recipients, after --; with --listen, the address to listen on.", valueName: "recipient"))
     var recipients: [String] = []
 
+    /// How the resident filter is started, for its usage errors.
+    static let listenUsage = "(usage: mailsec filter --listen [ADDR:PORT] --config FILE [--check-config])"
+
+    func validate() throws {
+        guard !listen else { return }
+        // The pipe filter's arguments, as Postfix's master.cf gives them.
+        guard sender != nil else { throw ValidationError("Missing expected argument '-f <sender>'") }
+        if checkConfig { throw ValidationError("--check-config goes with --listen") }
+    }
+
     func run() throws {
-        Self.filter(config: config, sender: sender, recipients: recipients)
+        guard listen else { Self.filter(config: config, sender: sender ?? "", recipients: recipients) }
+        // argument-parser has no option whose value may be left out: the address is the one word after --listen.
+        if let extra = sender != nil ? "-f" : recipients.dropFirst().first {
+            fail("filter --listen: unexpected argument '\(extra)' " + Self.listenUsage, status: .usage)
+        }
+        var address: (host: String, port: Int)?
+        if let word = recipients.first {
+            do { address = try ListenConfig.address(word) } catch { fail("filter --listen: \(error)", status: .usage) }
+        }
+        Self.listen(config: config ?? Self.defaultConfig, address: address, checkOnly: checkConfig)
     }
 
     /// The command line as Postfix's pipe(8) gives it, `filter [--config FILE]
@@ -124,37 +149,9 @@ struct FilterCommand: ParsableCommand {
         finish(result, log: settings.log, line: line, setUpWait: min(3, settings.timeout / 2))
     }
 
-    /// `filter --listen [ADDR:PORT] [--config FILE] [--check-config]`, read
-    /// by hand: argument-parser has no option whose value may be left out.
-    /// Runs the resident filter (or checks its configuration) and exits.
-    static func listen(_ arguments: [String]) -> Never {
-        var config: String?, address: (host: String, port: Int)?, checkOnly = false, listen = false
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
-            case "--listen" where !listen:
-                listen = true
-                if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") {
-                    do { address = try ListenConfig.address(arguments[index + 1]) } catch {
-                        fail("filter --listen: \(error)", status: .usage)
-                    }
-                    index += 1
-                }
-            case "--config" where config == nil && index + 1 < arguments.count:
-                config = arguments[index + 1]
-                index += 1
-            case let option where option.hasPrefix("--config=") && config == nil:
-                config = String(option.dropFirst("--config=".count))
-            case "--check-config" where !checkOnly:
-                checkOnly = true
-            default:
-                fail("filter --listen: unexpected argument '\(argument)' (usage: mailsec filter --listen [ADDR:PORT] "
-                     + "--config FILE [--check-config])", status: .usage)
-            }
-            index += 1
-        }
-        let path = config ?? Self.defaultConfig
+    /// Runs the resident filter on `address` (or the configuration's), or
+    /// only checks its configuration, and exits.
+    static func listen(config path: String, address: (host: String, port: Int)?, checkOnly: Bool) -> Never {
         if checkOnly {
             let problems = ResidentFilter.check(configPath: path, address: address)
             for problem in problems { FileHandle.standardError.write(Data("mailsec filter: \(problem)\n".utf8)) }

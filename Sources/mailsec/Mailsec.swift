@@ -6,7 +6,7 @@ import OpenPGP
 
 /// The `mailsec` command line tool.
 @main
-struct Mailsec: ParsableCommand {
+struct Mailsec: AsyncParsableCommand {
     static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(
@@ -35,50 +35,48 @@ struct Mailsec: ParsableCommand {
         version: "mailsec \(version) (GPGME \(GnuPG.libraryVersion ?? "unavailable"), GMime \(MIMELibrary.version))",
         groupedSubcommands: [
             CommandGroup(name: "Writing mail", subcommands: [ComposeCommand.self, ReplyCommand.self, ForwardCommand.self,
-                                                             DraftsCommand.self, PlanCommand.self, Encrypt.self, Redact.self,
+                                                             DraftsCommand.self, PlanCommand.self, EncryptCommand.self, RedactCommand.self,
                                                              ContactsCommand.self]),
-            CommandGroup(name: "Reading mail", subcommands: [Verify.self, Decrypt.self, Reveal.self, AutocryptCommand.self]),
-            CommandGroup(name: "Keys", subcommands: [Keys.self]),
-            CommandGroup(name: "Sending", subcommands: [SendCommand.self, SendmailHelp.self, OutboxCommand.self, ConfigCommand.self]),
-            CommandGroup(name: "Servers", subcommands: [FilterCommand.self, Serve.self]),
+            CommandGroup(name: "Reading mail", subcommands: [VerifyCommand.self, DecryptCommand.self, RevealCommand.self, AutocryptCommand.self]),
+            CommandGroup(name: "Keys", subcommands: [KeysCommand.self]),
+            CommandGroup(name: "Sending", subcommands: [SendCommand.self, SendmailCommand.self, OutboxCommand.self, ConfigCommand.self]),
+            CommandGroup(name: "Servers", subcommands: [FilterCommand.self, ServeCommand.self]),
         ]
     )
 
     /// Runs the command; every failure ends as one line on stderr.
-    static func main() {
+    ///
+    /// Everything goes through argument-parser (`help`, completions, the
+    /// help dump the man pages are made of) except two: `sendmail`, whose
+    /// arguments are sendmail's (`-oi`, `-f ADDR`, `-bm` …) and no grammar
+    /// argument-parser reads, and the pipe filter's own command line, read
+    /// without the parser because parsing costs every mail the runtime's
+    /// protocol-conformance look-ups over the whole command tree (41% of a
+    /// refused mail's samples under perf, debug build; ``FilterCommand/plainInvocation(_:)``).
+    /// Argument-parser's errors and help pass through ``finish(_:_:_:)``.
+    static func main() async {
         // The filter's `[store]`: key continuity in the shared database (SharedStore links postgres-nio; Filter does not).
         SharedStore.install()
         let arguments = Array(CommandLine.arguments.dropFirst())
-        // The shells' completion scripts: `---completion …` and `--generate-completion-script SHELL`,
-        // and the help dump the man pages are generated from (`--experimental-dump-help`, read by
-        // swift-argument-parser's generate-manual), go to argument-parser as they are (they name no
-        // command of ours).
-        if arguments.first == "---completion" || arguments.first?.hasPrefix("--generate-completion-script") == true
-            || arguments.first == "--experimental-dump-help" {
-            do { var command = try parseAsRoot(arguments); try command.run() } catch { finish(error, arguments, arguments) }
-            Foundation.exit(0)
-        }
-        if arguments.first == "sendmail" && !arguments.contains("--help") { SendmailCommand.run(Array(arguments.dropFirst())) }
-        if arguments.first == "filter" && arguments.contains("--listen")
-            && !arguments.contains(where: { ["-h", "--help"].contains($0) }) {
-            FilterCommand.listen(Array(arguments.dropFirst()))
+        if arguments.first == "sendmail" && !arguments.contains("--help") {
+            await SendmailCommand.queueAndDeliver(Array(arguments.dropFirst()))
         }
         if let filter = FilterCommand.plainInvocation(arguments) {
             FilterCommand.filter(config: filter.config, sender: filter.sender, recipients: filter.recipients)
         }
-        if arguments.first == "help" { help(Array(arguments.dropFirst())) }
         let leaf = GlobalOptions.movedToLeaf(arguments)
-        let named = commandPath(leaf)
-        let group = named.type.configuration.subcommands.map { $0._commandName }
-        let asksForHelp = leaf.contains { ["-h", "--help", "--version"].contains($0) }
-        // `mailsec`, `mailsec keys`: a group, no command (`mailsec outbox`, `mailsec drafts` list by default).
-        if !group.isEmpty && named.type.configuration.defaultSubcommand == nil && !asksForHelp {
-            fail("\(named.name) needs a command: \(group.joined(separator: ", ")) (see '\(named.name) --help')",
-                 status: .usage)
-        }
         do {
             var command = try parseAsRoot(leaf)
-            try command.run()
+            // argument-parser's own `help` shows the help of any words it is given: an unknown one is our usage error.
+            if type(of: command)._commandName == "help", leaf.first == "help", let problem = helpProblem(Array(leaf.dropFirst())) {
+                fail(problem, status: .usage)
+            }
+            // `mailsec`, `mailsec keys`: a group, no command (`mailsec outbox`, `mailsec drafts` list by default).
+            let named = commandPath(leaf)
+            if ObjectIdentifier(named.type) == ObjectIdentifier(type(of: command)), let line = needsCommand(named) {
+                fail(line, status: .usage)
+            }
+            if var command = command as? AsyncParsableCommand { try await command.run() } else { try command.run() }
         } catch {
             finish(error, arguments, leaf)
         }
@@ -88,15 +86,30 @@ struct Mailsec: ParsableCommand {
     static func finish(_ error: any Error, _ arguments: [String], _ leaf: [String]) -> Never {
         if let code = error as? ExitCode { Foundation.exit(code.rawValue) }
         let code = exitCode(for: error)
-        // As a filter, wrong arguments are a mis-edited master.cf: defer, never bounce.
         if arguments.first(where: { !$0.hasPrefix("-") }) == "filter", code != .success {
+            // The resident filter is started by a person or a unit file: a usage error.
+            if arguments.contains("--listen") {
+                fail("filter --listen: " + message(for: error) + " " + FilterCommand.listenUsage, status: .usage)
+            }
+            // As a filter, wrong arguments are a mis-edited master.cf: defer, never bounce.
             fail("deferred: " + message(for: error) + " (check the filter's command line)", status: .temporary)
         }
-        if code == .success { exit(withError: error) }  // --help, --version
+        if code == .success { exit(withError: error) }  // --help, --version, help, completions
         if code == .validationFailure {
-            fail(message(for: error) + " (see '\(commandPath(leaf).name) --help')", status: .usage)
+            if leaf.first == "help", let problem = helpProblem(Array(leaf.dropFirst())) { fail(problem, status: .usage) }
+            let named = commandPath(leaf)
+            if let line = needsCommand(named) { fail(line, status: .usage) }
+            fail(message(for: error) + " (see '\(named.name) --help')", status: .usage)
         }
         fail(describe(error), status: ExitStatus(for: error))
+    }
+
+    /// The line for a group of commands named without one of its commands
+    /// (`mailsec keys`), nil for a command, or a group that has a default one.
+    static func needsCommand(_ named: (type: ParsableCommand.Type, name: String, rest: [String])) -> String? {
+        let group = named.type.configuration.subcommands.map { $0._commandName }
+        guard !group.isEmpty, named.type.configuration.defaultSubcommand == nil else { return nil }
+        return "\(named.name) needs a command: \(group.joined(separator: ", ")) (see '\(named.name) --help')"
     }
 
     /// The command the arguments name, as far as they name one: its type
@@ -115,56 +128,12 @@ struct Mailsec: ParsableCommand {
         return (current, name, Array(words))
     }
 
-    /// `mailsec help [COMMAND…]`: the command's help on standard output, or a
-    /// usage error for a command that does not exist.
-    static func help(_ words: [String]) -> Never {
+    /// What is wrong with `mailsec help WORDS…`: a command that does not
+    /// exist, or an option; nil when the words name a command.
+    static func helpProblem(_ words: [String]) -> String? {
         let found = commandPath(words)
-        if let unknown = found.rest.first {
-            fail("\(found.name) has no command '\(unknown)' (see '\(found.name) --help')", status: .usage)
-        }
-        if let option = words.first(where: { $0.hasPrefix("-") }) {
-            fail("help takes command names, not '\(option)' (see 'mailsec --help')", status: .usage)
-        }
-        print(helpMessage(for: found.type))
-        Foundation.exit(0)
-    }
-}
-
-/// Options every subcommand takes.
-struct GlobalOptions: ParsableArguments {
-    @Option(name: .customLong("gnupg-home"), help: ArgumentHelp(
-        "The GnuPG home directory (default: $GNUPGHOME, then ~/.gnupg).", valueName: "dir"))
-    var gnupgHome: String?
-
-    var gnupg: GnuPG { GnuPG(home: gnupgHome) }
-
-    /// gpg would quietly create a missing home and then find no keys, which
-    /// reads like "nobody has a key": a mistyped path must fail instead.
-    func validate() throws {
-        var isDirectory: ObjCBool = false
-        if let gnupgHome, !(FileManager.default.fileExists(atPath: gnupgHome, isDirectory: &isDirectory) && isDirectory.boolValue) {
-            throw ValidationError("--gnupg-home \(gnupgHome) is not a directory")
-        }
-    }
-
-    /// Lets the global options stand before the subcommand too
-    /// (`mailsec --gnupg-home DIR keys lookup ADDR`): argument-parser reads
-    /// options only in the leaf command, so they are moved behind the other
-    /// arguments, yet before any `--`.
-    static func movedToLeaf(_ arguments: [String]) -> [String] {
-        let end = arguments.firstIndex(of: "--") ?? arguments.endIndex
-        var rest: [String] = [], global: [String] = []
-        var index = arguments.startIndex
-        while index < end {
-            let argument = arguments[index]
-            if argument == "--gnupg-home", index + 1 < end {
-                global += [argument, arguments[index + 1]]
-                index += 2
-                continue
-            }
-            if argument.hasPrefix("--gnupg-home=") { global.append(argument) } else { rest.append(argument) }
-            index += 1
-        }
-        return rest + global + arguments[end...]
+        if let unknown = found.rest.first { return "\(found.name) has no command '\(unknown)' (see '\(found.name) --help')" }
+        if let option = words.first(where: { $0.hasPrefix("-") }) { return "help takes command names, not '\(option)' (see 'mailsec --help')" }
+        return nil
     }
 }

@@ -111,7 +111,7 @@ struct EntryJSON: Encodable {
     }
 }
 
-struct OutboxFlush: ParsableCommand {
+struct OutboxFlush: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "flush",
         abstract: "Try every pending copy now, whatever its next try.",
@@ -122,9 +122,9 @@ struct OutboxFlush: ParsableCommand {
 
     @OptionGroup var configOption: ConfigOption
 
-    func run() throws {
+    func run() async throws {
         let submission = try configOption.submission()
-        let report = try runAsync { try await submission.deliver(ignoringSchedule: true) }
+        let report = try await submission.deliver(ignoringSchedule: true)
         warnFilingProblems(report)
         if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
         // Held postcards are not a failure of this run (0): they wait for the notice, or for the person.
@@ -152,7 +152,7 @@ struct CopyChoice: ParsableArguments {
     }
 }
 
-struct OutboxResend: ParsableCommand {
+struct OutboxResend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resend",
         abstract: "Send a failed copy again (to its failed recipients), now.",
@@ -160,12 +160,12 @@ struct OutboxResend: ParsableCommand {
 
     @OptionGroup var copy: CopyChoice
 
-    func run() throws {
+    func run() async throws {
         let submission = try copy.apply { outbox, id throws(OutboxError) in _ = try outbox.resend(id) }
         // A password notice sent again releases the postcards that wait for it: they go in the same run, after it.
         let waiting = (try? submission.outbox.entries().filter { $0.waitingFor == copy.id }.map(\.id)) ?? []
         let only = Set([copy.id] + waiting)
-        let report = try runAsync { try await submission.deliver(only: only, ignoringSchedule: true) }
+        let report = try await submission.deliver(only: only, ignoringSchedule: true)
         warnFilingProblems(report)
         if let status = deliveryStatus(report) { throw CommandFailure(deliveryLine(report) ?? "not delivered", status: status) }
         print("delivered to \(report.delivered) recipient\(report.delivered == 1 ? "" : "s")")
@@ -194,7 +194,7 @@ struct OutboxDiscard: ParsableCommand {
     }
 }
 
-struct OutboxWatch: ParsableCommand {
+struct OutboxWatch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Stay running: report the connection (online, offline, unreachable) and deliver when online.",
@@ -216,22 +216,19 @@ struct OutboxWatch: ParsableCommand {
         try check("--interval", interval, in: Limits.seconds)
     }
 
-    func run() throws {
+    func run() async throws {
         let submission = try configOption.submission()
-        let seconds = TimeInterval(interval)
-        try runAsync {
-            await submission.watch(interval: seconds) { state, report in
-                var line = state.rawValue
-                if let report, report.delivered + report.pending + report.failed > 0 {
-                    line += ": delivered \(report.delivered), pending \(report.pending), failed \(report.failed)"
-                    if !report.reasons.isEmpty { line += " (\(report.reasons.prefix(2).joined(separator: "; ")))" }
-                    if let held = heldClause(report) { line += "; " + held }  // only with a run's news: not every interval
-                }
-                // A line at a time, also into a pipe or a journal; a server's
-                // reason cannot split it.
-                FileHandle.standardOutput.write(Data((oneLine(line) + "\n").utf8))
-                warnFilingProblems(report)
+        await submission.watch(interval: TimeInterval(interval)) { state, report in
+            var line = state.rawValue
+            if let report, report.delivered + report.pending + report.failed > 0 {
+                line += ": delivered \(report.delivered), pending \(report.pending), failed \(report.failed)"
+                if !report.reasons.isEmpty { line += " (\(report.reasons.prefix(2).joined(separator: "; ")))" }
+                if let held = heldClause(report) { line += "; " + held }  // only with a run's news: not every interval
             }
+            // A line at a time, also into a pipe or a journal; a server's
+            // reason cannot split it.
+            FileHandle.standardOutput.write(Data((oneLine(line) + "\n").utf8))
+            warnFilingProblems(report)
         }
     }
 }

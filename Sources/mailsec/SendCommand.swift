@@ -3,7 +3,7 @@ import Foundation
 import Outbox
 import Sending
 
-struct SendCommand: ParsableCommand {
+struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
         abstract: "Encrypt where keys allow, queue every copy in the outbox, and deliver now.",
@@ -34,12 +34,12 @@ struct SendCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The message file; - (the default) reads standard input.", valueName: "message"))
     var message = "-"
 
-    func run() throws {
+    func run() async throws {
         let submission = try configOption.submission()
         let input = try readInput(message, limit: size.parseOptions.maxSize)
         let queued = try submission.queue(input, origin: "send", parseOptions: size.parseOptions,
                                           showPassword: terminalPasswordDisplay())
-        let report = try runAsync { try await submission.deliver(only: Set(queued.copies), ignoringSchedule: true) }
+        let report = try await submission.deliver(only: Set(queued.copies), ignoringSchedule: true)
         warnFilingProblems(report)
         let notice = queued.notice.map { noticeClause(sender: queued.envelopeSender, copy: String($0)) }
         if let status = deliveryStatus(report) {

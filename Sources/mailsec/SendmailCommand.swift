@@ -8,14 +8,44 @@ import Sending
 /// `mailsec sendmail`: the sendmail command line that mail clients call
 /// (neomutt's `sendmail`, git send-email's `--sendmail-cmd`, aerc's
 /// `outgoing`). Read without argument-parser, as sendmail's own flags
-/// (`-oi`, `-f ADDR`, `-F NAME`, `-odb` …) are not its grammar.
+/// (`-oi`, `-f ADDR`, `-F NAME`, `-odb` …) are not its grammar: `main`
+/// hands them to ``queueAndDeliver(_:)``; argument-parser sees only
+/// `sendmail --help` (and the help dump, the completions).
 ///
 /// It exits 0 once the mail is safely in the outbox — the client must not
 /// keep it for a retry of its own — and says in one line on standard error
 /// when it was only queued or a recipient failed; 65 (bad message) or 69
 /// (refused by policy) when nothing was queued; 75 only when it could not
 /// even queue (the client keeps the mail).
-enum SendmailCommand {
+struct SendmailCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sendmail",
+        abstract: "The sendmail interface for mail clients: queue in the outbox, then deliver.",
+        discussion: """
+            mailsec sendmail [-t] [-i] [-oi] [-f ADDR] [-F NAME] [-C CONFIG] [--] [RCPT…]. The mail \
+            on standard input; recipients from the command line, or with -t from To, Cc and Bcc \
+            (command-line recipients are added). -f sets the envelope sender (default: 'from' of \
+            the configuration), -F the name for a From header the mail lacks. Without -i (or -oi) a \
+            line with a single dot ends the input. Other sendmail flags mail clients pass (-odb, \
+            -oem, -B 8BITMIME …) are accepted and ignored. Exit status: 0 once the mail is safely \
+            in the outbox (a line on standard error says when it was only queued, or a recipient \
+            failed); 65 bad message and 69 refused by policy, with nothing queued; 75 only when it \
+            could not queue (the client keeps the mail). For neomutt: set sendmail="mailsec \
+            sendmail"; git: git send-email --sendmail-cmd="mailsec sendmail"; aerc: outgoing = \
+            mailsec sendmail.
+            """)
+
+    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("sendmail's arguments.", valueName: "arguments"),
+              completion: AddressCompletion.kind)
+    var arguments: [String] = []
+
+    /// Only for `mailsec sendmail --help`, which argument-parser would
+    /// otherwise take as one of sendmail's arguments.
+    func run() async throws {
+        if arguments.contains("--help") { throw CleanExit.helpRequest(self) }
+        await Self.queueAndDeliver(arguments)
+    }
+
     struct Invocation: Equatable {
         var readRecipientsFromHeaders = false
         /// `-i` / `-oi`: a line with a single dot does not end the input.
@@ -101,7 +131,7 @@ enum SendmailCommand {
         return bytes
     }
 
-    static func run(_ arguments: [String]) -> Never {
+    static func queueAndDeliver(_ arguments: [String]) async -> Never {
         let invocation: Invocation
         do { invocation = try parse(arguments) } catch {
             fail(describe(error), status: .usage)
@@ -140,7 +170,7 @@ enum SendmailCommand {
         }
         // Safely queued from here on: exit 0 whatever delivery does.
         let ids = Set(queuedCopies)
-        let report = try? runAsync { try await submission.deliver(only: ids, ignoringSchedule: true, lockWait: 30) }
+        let report = try? await submission.deliver(only: ids, ignoringSchedule: true, lockWait: 30)
         if let report {
             if let line = deliveryLine(report, queuedCopies: ids.count) {
                 warn(line + (notice.map { "; " + $0 } ?? ""))
@@ -151,33 +181,6 @@ enum SendmailCommand {
         } else {
             warn("queued; delivery could not start ('mailsec outbox flush' sends it)" + (notice.map { "; " + $0 } ?? ""))
         }
-        exit(0)
+        Foundation.exit(0)
     }
-}
-
-/// `mailsec sendmail --help`: the help page of the sendmail entry (its
-/// arguments are read by ``SendmailCommand``, not by argument-parser).
-struct SendmailHelp: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "sendmail",
-        abstract: "The sendmail interface for mail clients: queue in the outbox, then deliver.",
-        discussion: """
-            mailsec sendmail [-t] [-i] [-oi] [-f ADDR] [-F NAME] [-C CONFIG] [--] [RCPT…]. The mail \
-            on standard input; recipients from the command line, or with -t from To, Cc and Bcc \
-            (command-line recipients are added). -f sets the envelope sender (default: 'from' of \
-            the configuration), -F the name for a From header the mail lacks. Without -i (or -oi) a \
-            line with a single dot ends the input. Other sendmail flags mail clients pass (-odb, \
-            -oem, -B 8BITMIME …) are accepted and ignored. Exit status: 0 once the mail is safely \
-            in the outbox (a line on standard error says when it was only queued, or a recipient \
-            failed); 65 bad message and 69 refused by policy, with nothing queued; 75 only when it \
-            could not queue (the client keeps the mail). For neomutt: set sendmail="mailsec \
-            sendmail"; git: git send-email --sendmail-cmd="mailsec sendmail"; aerc: outgoing = \
-            mailsec sendmail.
-            """)
-
-    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("sendmail's arguments.", valueName: "arguments"),
-              completion: AddressCompletion.kind)
-    var arguments: [String] = []
-
-    func run() throws { SendmailCommand.run(arguments) }
 }

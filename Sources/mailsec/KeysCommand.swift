@@ -1,19 +1,20 @@
 import ArgumentParser
-import Foundation
 import Filter
+import Foundation
 import OpenPGP
 import Pipeline
 import Store
 
-struct Keys: ParsableCommand {
+struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "keys",
         abstract: "Look up and import OpenPGP keys.",
         discussion: "'mailsec keys COMMAND --help' describes each command and its exit status.",
         subcommands: [Lookup.self, Import.self, Forget.self, Accept.self]
     )
 }
 
-extension Keys {
+extension KeysCommand {
     struct Lookup: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show the key each address would be encrypted to, or why it has none.",
@@ -163,7 +164,7 @@ struct LookupReport: Encodable {
     }
 }
 
-extension Keys {
+extension KeysCommand {
     /// Key continuity: clears a remembered key on purpose.
     struct Forget: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -228,7 +229,7 @@ struct ContinuityRecordOptions: ParsableArguments {
     }
 }
 
-extension Keys {
+extension KeysCommand {
     /// Key changes: takes a recipient's new key on purpose.
     struct Accept: ParsableCommand {
         static let configuration = CommandConfiguration(

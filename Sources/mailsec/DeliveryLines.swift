@@ -6,46 +6,6 @@ import Sending
 import Settings
 import Store
 
-/// `--config` of the sending commands.
-struct ConfigOption: ParsableArguments {
-    @Option(help: ArgumentHelp("The configuration (default: $XDG_CONFIG_HOME/mailsec/config.toml).", valueName: "file"))
-    var config: String?
-
-    var path: String { config ?? UserConfig.defaultPath() }
-
-    func load() throws -> UserConfig { try loadConfig(path: path) }
-
-    func submission() throws -> Submission { try openSubmission(configPath: path) }
-}
-
-/// The configuration, or a failure that says what is wrong (75: a mis-edited
-/// file never loses a mail; `mailsec config check` tells more).
-func loadConfig(path: String) throws -> UserConfig {
-    do { return try UserConfig.load(path: path) } catch {
-        throw CommandFailure("\(error.description) (see 'mailsec config check')", status: .temporary)
-    }
-}
-
-/// The configuration's submission, with the store opened.
-func openSubmission(configPath: String) throws -> Submission {
-    let config = try loadConfig(path: configPath)
-    do { return try Submission(config: config) } catch let error as LocalStoreError {
-        throw CommandFailure(error.description, status: .temporary)
-    }
-}
-
-/// Runs async work from a synchronous command, on the cooperative pool.
-func runAsync<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var result: Result<T, any Error>?
-    Task {
-        do { result = .success(try await body()) } catch { result = .failure(error) }
-        done.signal()
-    }
-    done.wait()
-    return try result!.get()
-}
-
 /// sysexits.h for a delivery: 0 every recipient tried was delivered; 76
 /// EX_PROTOCOL when the server refused some for good (they wait in the
 /// outbox: resend or discard); 75 when some wait for a later try.
@@ -53,30 +13,6 @@ func deliveryStatus(_ report: DeliveryReport) -> ExitStatus? {
     if report.failed > 0 { return .serverRefused }
     if report.pending > 0 || report.busy { return .temporary }
     return nil
-}
-
-/// How `send` and `compose` show a reading page's password when it may not
-/// be mailed in clear and the sender has no key for a letter: on the
-/// person's terminal (`/dev/tty`), never on standard output or error, which
-/// may be a log. Nil when the process has no terminal: the mail is then
-/// refused before anything is published (`[reading] notice`).
-func terminalPasswordDisplay() -> (@Sendable (String) throws -> Void)? {
-    let probe = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC)
-    guard probe >= 0 else { return nil }
-    close(probe)
-    return { text in
-        let failure = CommandFailure("the password could not be shown on the terminal; nothing was sent", status: .temporary)
-        let fd = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC)
-        guard fd >= 0 else { throw failure }
-        defer { close(fd) }
-        var rest = Array(("\n" + text).utf8)[...]
-        while !rest.isEmpty {
-            let written = rest.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { throw failure }
-            rest = rest.dropFirst(written)
-        }
-    }
 }
 
 /// The words that tell the person a password notice was queued for them
@@ -127,4 +63,3 @@ func deliveryLine(_ report: DeliveryReport, queuedCopies: Int? = nil) -> String?
     }
     return nil
 }
-
