@@ -9,10 +9,10 @@ import TOMLKit
 
 /// A configuration that cannot be used (from `Settings`, shared with the
 /// user's configuration). The filter defers mail on it (75).
-public typealias ConfigError = Settings.ConfigError
+package typealias ConfigError = Settings.ConfigError
 
 /// How copies are handed back to the mail system.
-public enum Reinjection: Sendable, Equatable {
+package enum Reinjection: Sendable, Equatable {
     /// Run this command with `-f SENDER -- RCPT…` appended, the copy on stdin.
     case sendmail([String])
     /// Speak SMTP to this host and port (Postfix's advanced filter set-up).
@@ -20,7 +20,7 @@ public enum Reinjection: Sendable, Equatable {
 }
 
 /// Where the one line per mail goes.
-public enum LogDestination: String, Sendable {
+package enum LogDestination: String, Sendable {
     case syslog, stderr, none
 }
 
@@ -93,59 +93,59 @@ public enum LogDestination: String, Sendable {
 /// SIGHUP makes the resident filter read this file again; a file that cannot
 /// be used leaves the running configuration as it was (one log line). The
 /// `[listen]` table itself is read at start only.
-public struct FilterConfig: Sendable {
+package struct FilterConfig: Sendable {
     /// `gnupg_home`: the filter's GnuPG home; nil: GnuPG's default.
-    public var gnupgHome: String?
+    package var gnupgHome: String?
     /// The policy keys shared with the user's configuration (`sign_as`,
     /// `mode`, `invite`, `extension`, `[markers]`, `[[rules]]`, `min_validity`),
     /// with the filter's own `on_key_loss` and `on_key_change` in its `mail`.
-    public var policy: PolicySettings
+    package var policy: PolicySettings
     /// `timeout`: seconds for one mail, everything included; past it the filter exits 75.
-    public var timeout: TimeInterval
+    package var timeout: TimeInterval
     /// `log`: syslog, standard error, or none.
-    public var log: LogDestination
+    package var log: LogDestination
     /// `log_format`: the line per mail as words or as JSON.
-    public var logFormat: LogFormat
+    package var logFormat: LogFormat
     /// `log_addresses`: the envelope sender and recipients in the line per mail (default: not).
-    public var logAddresses: Bool
+    package var logAddresses: Bool
     /// `[reinject]`: how copies are handed back (sendmail or SMTP to a loopback port).
-    public var reinjection: Reinjection
+    package var reinjection: Reinjection
     /// `[reinject] timeout`: seconds for one hand-over (SMTP: for each step).
-    public var reinjectionTimeout: TimeInterval
+    package var reinjectionTimeout: TimeInterval
     /// SMTP re-injection: how long the reply after the message is awaited.
     /// Longer than the other steps (RFC 1047): a copy the server takes after
     /// we gave up is sent again on retry. Nil: 1.5 × `reinjectionTimeout`.
-    public var reinjectionFinalTimeout: TimeInterval?
+    package var reinjectionFinalTimeout: TimeInterval?
     /// `[journal] directory`: where the journal (and the loop secret) is kept.
-    public var journalDirectory: String
+    package var journalDirectory: String
     /// `[journal] expire_days`, in seconds: a record never finished is dropped after this.
-    public var journalExpiry: TimeInterval
+    package var journalExpiry: TimeInterval
     /// `[reading]`: where partially encrypted postcards publish their spans; nil when absent.
-    public var reading: ReadingSettings?
+    package var reading: ReadingSettings?
     /// Key continuity's folder: the key each recipient last got a letter with.
     /// Default: `continuity` beside the journal folder.
-    public var continuityDirectory: String?
+    package var continuityDirectory: String?
     /// The resident filter's listener (`[listen]`).
-    public var listen: ListenConfig
+    package var listen: ListenConfig
     /// `[store]`: the database several filters share key continuity in; nil: the folder.
-    public var store: StoreSettings?
+    package var store: StoreSettings?
 
     /// Key continuity's folder: the configured one, or beside the journal
     /// (used when there is no `[store]`).
-    public var continuity: KeyContinuity {
+    package var continuity: KeyContinuity {
         KeyContinuity(directory: continuityDirectory
                       ?? (journalDirectory as NSString).deletingLastPathComponent + "/continuity")
     }
 
     /// Where key continuity is kept: the shared store when `[store]` names
     /// one, else the folder (``continuity``).
-    public var continuityStore: any KeyContinuityStore {
+    package var continuityStore: any KeyContinuityStore {
         if let store { return SharedContinuityHandle(settings: store) }
         return continuity
     }
 
     /// The defaults: sendmail re-injection, journal under /var/spool/mailsec.
-    public init() {
+    package init() {
         gnupgHome = nil
         policy = PolicySettings()
         policy.mail.onKeyChange = .acceptCertified
@@ -163,7 +163,7 @@ public struct FilterConfig: Sendable {
     }
 
     /// Reads the file at `path`.
-    public static func load(path: String) throws(ConfigError) -> FilterConfig {
+    package static func load(path: String) throws(ConfigError) -> FilterConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError("cannot read configuration \(path)")
         }
@@ -195,7 +195,7 @@ public struct FilterConfig: Sendable {
     }
 
     /// Reads configuration text.
-    public static func parse(_ text: String) throws -> FilterConfig {
+    package static func parse(_ text: String) throws -> FilterConfig {
         let root = try TOMLKeys.document(text)
         var config = FilterConfig()
         let top = TOMLKeys(root, "")

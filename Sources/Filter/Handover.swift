@@ -3,9 +3,9 @@ import Platform
 import SMTP
 
 /// A copy could not be handed on. Always temporary for the filter (75).
-public struct HandoverError: Error, Sendable, CustomStringConvertible {
+package struct HandoverError: Error, Sendable, CustomStringConvertible {
     /// One line naming the hand-over and why it failed; never message content.
-    public let description: String
+    package let description: String
 }
 
 extension FilterConfig {
@@ -14,7 +14,7 @@ extension FilterConfig {
     /// a pool whose one session is opened now in the background
     /// (``ReinjectionPool/openAhead(_:)``), while the mail is encrypted,
     /// instead of when the first copy is ready. Nil for sendmail.
-    public func prepareHandover() -> ReinjectionPool? {
+    package func prepareHandover() -> ReinjectionPool? {
         guard let server = Handover(self).server else { return nil }
         let pool = ReinjectionPool(capacity: 1)
         pool.openAhead(server)

@@ -26,11 +26,11 @@ import Synchronization
 /// expire otherwise, by the journal's own clock (``JournalClock``): a record
 /// that vanished while its mail is still retried would let the retry send
 /// every copy again, so no jump of the wall clock may age a record.
-public final class Journal {
+package final class Journal {
     /// The journal folder (0700).
-    public let directory: String
+    package let directory: String
     /// Seconds after which a record never finished is dropped.
-    public let expiry: TimeInterval
+    package let expiry: TimeInterval
     /// Now, in seconds of the journal's clock: what a new record is stamped with.
     let now: Int64
 
@@ -40,7 +40,7 @@ public final class Journal {
     /// Opens (and makes, 0700) the journal folder and drops expired records;
     /// with `sweepOncePerMinute` (a resident filter opens it for every mail)
     /// only when this process has not swept that folder in the last minute.
-    public convenience init(directory: String, expiry: TimeInterval, sweepOncePerMinute: Bool = false) throws {
+    package convenience init(directory: String, expiry: TimeInterval, sweepOncePerMinute: Bool = false) throws {
         try self.init(directory: directory, expiry: expiry, sweepOncePerMinute: sweepOncePerMinute, clock: .system)
     }
 
@@ -103,7 +103,7 @@ public final class Journal {
 
     /// Writes the intent for `mail` to `recipients` durably (or finds the one
     /// an earlier try wrote) and returns it, open for marking.
-    public func begin(mail: String, recipients: [String]) throws(JournalError) -> MailRecord {
+    package func begin(mail: String, recipients: [String]) throws(JournalError) -> MailRecord {
         let record = try open(mail: mail)
         try record.commit(recipients, keys: [:])
         return record
@@ -111,7 +111,7 @@ public final class Journal {
 
     /// The record of `mail` as an earlier try left it (empty when none), not
     /// yet open for marking: ``MailRecord/commit(_:keys:)`` writes the intent.
-    public func open(mail: String) throws(JournalError) -> MailRecord {
+    package func open(mail: String) throws(JournalError) -> MailRecord {
         let path = directory + "/" + Digest.sha256Hex(Array(mail.utf8)) + ".journal"
         var content = MailRecord.Content()
         if access(path, F_OK) == 0 {
@@ -144,7 +144,7 @@ public final class Journal {
 
     /// The pipe filter's Autocrypt exports, kept in the journal's folder
     /// (`autocrypt-exports`, 0600) from one process to the next.
-    public var keptExports: KeptExports {
+    package var keptExports: KeptExports {
         let directory = directory, path = directory + "/autocrypt-exports"
         return KeptExports(read: { FileManager.default.contents(atPath: path).map(Array.init) },
                            write: { bytes in try? Journal.replace(path, with: bytes, in: directory) })
@@ -153,14 +153,14 @@ public final class Journal {
     private func reason() -> String { String(cString: strerror(errno)) }
 
     /// True when `recipient` of `mail` was handed on before (for tests and tools).
-    public func wasSent(mail: String, to recipient: String) -> Bool {
+    package func wasSent(mail: String, to recipient: String) -> Bool {
         let path = directory + "/" + Digest.sha256Hex(Array(mail.utf8)) + ".journal"
         let key = MailRecord.key(mail, recipient)
         return ((try? MailRecord.read(path))?.entries ?? []).contains { $0.key == key && $0.sent }
     }
 
     /// A per-installation secret for the loop tag, made on first use (0600).
-    public func secret() throws -> [UInt8] {
+    package func secret() throws -> [UInt8] {
         let path = directory + "/loop-secret"
         if let data = FileManager.default.contents(atPath: path), data.count >= 32 { return Array(data) }
         var bytes = [UInt8](repeating: 0, count: 32)
@@ -185,7 +185,7 @@ public final class Journal {
 
 /// One mail's record in the journal: read by ``Journal/open(mail:)``, its
 /// intent written by ``commit(_:keys:)``, then open for marking recipients as sent.
-public final class MailRecord {
+package final class MailRecord {
     static let header = "mailsec-journal 2\n"
     /// Version 3 adds the letters' keys after the recipients' lines.
     static let headerWithKeys = "mailsec-journal 3\n"
@@ -233,7 +233,7 @@ public final class MailRecord {
     /// their letter is encrypted to) are kept for the recipients still
     /// pending. Nothing is written when the record holds all of it already.
     /// Then the record is open for ``markSent(_:)``.
-    public func commit(_ recipients: [String], keys: [String: String]) throws(JournalError) {
+    package func commit(_ recipients: [String], keys: [String: String]) throws(JournalError) {
         var changed = !FileManager.default.fileExists(atPath: path)
         let directory = journal.directory
         for recipient in recipients {
@@ -259,7 +259,7 @@ public final class MailRecord {
 
     /// The fingerprint of the key `recipient`'s letter was encrypted to, as
     /// the intent recorded it; nil when none was (a postcard, an old record).
-    public func letterKey(_ recipient: String) -> String? { content.keys[Self.key(mail, recipient)] }
+    package func letterKey(_ recipient: String) -> String? { content.keys[Self.key(mail, recipient)] }
 
     /// Recipients are kept as hashes with the mail: the journal names nobody.
     static func key(_ mail: String, _ recipient: String) -> String {
@@ -317,14 +317,14 @@ public final class MailRecord {
     }
 
     /// True when `recipient` was handed on before.
-    public func wasSent(_ recipient: String) -> Bool {
+    package func wasSent(_ recipient: String) -> Bool {
         let key = Self.key(mail, recipient)
         return entries.contains { $0.key == key && $0.sent }
     }
 
     /// Marks `recipients` as handed on: one byte each, overwritten in place,
     /// then synced. Needs no new disk space.
-    public func markSent(_ recipients: [String]) throws(JournalError) {
+    package func markSent(_ recipients: [String]) throws(JournalError) {
         guard fd >= 0 else { throw JournalError(description: "the journal record was marked before its intent was written") }
         for recipient in recipients {
             let key = Self.key(mail, recipient)
@@ -342,11 +342,11 @@ public final class MailRecord {
     }
 
     /// Forgets the mail once every copy went out.
-    public func clear() { clearance.clear() }
+    package func clear() { clearance.clear() }
 
     /// What ``clear()`` removes, to remove later on another thread (once the
     /// MTA is known to have heard that every copy went out).
-    public var clearance: RecordClearance {
+    package var clearance: RecordClearance {
         let folder = (path as NSString).deletingLastPathComponent
         return RecordClearance(paths: [path] + entries.map { folder + "/" + $0.key + ".sent" })
     }
@@ -354,19 +354,19 @@ public final class MailRecord {
 
 /// A mail's journal record to remove once the MTA heard the mail is done:
 /// until then a retry of the mail must find every copy sent.
-public struct RecordClearance: Sendable {
+package struct RecordClearance: Sendable {
     let paths: [String]
 
     /// Removes the record.
-    public func clear() {
+    package func clear() {
         for path in paths { unlink(path) }
     }
 }
 
 /// The journal cannot be read or written: the mail is deferred (75), nothing is sent.
-public struct JournalError: Error, Sendable, CustomStringConvertible {
+package struct JournalError: Error, Sendable, CustomStringConvertible {
     /// One line naming the journal file or folder.
-    public let description: String
+    package let description: String
 }
 
 /// A full OpenPGP fingerprint as the journal keeps it: 40 or 64 upper-case hex digits.

@@ -4,22 +4,22 @@ import Settings
 /// The `[listen]` table of filter.toml: how the resident filter
 /// (`mailsec filter --listen`) takes mail over SMTP or LMTP. The pipe filter
 /// ignores it.
-public struct ListenConfig: Sendable, Equatable {
+package struct ListenConfig: Sendable, Equatable {
     /// The address to listen on (a loopback address: the listener has no TLS and no AUTH).
-    public var host: String
+    package var host: String
     /// The port; 0 takes any free port.
-    public var port: Int
+    package var port: Int
     /// LMTP (RFC 2033) instead of SMTP.
-    public var lmtp: Bool
+    package var lmtp: Bool
     /// The largest mail taken, in octets (announced with SIZE).
-    public var maxMessageSize: Int
+    package var maxMessageSize: Int
     /// Connections at once; one more is answered 421 and closed.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// Connections at once from one client address (default 32: one Postfix
     /// with its default concurrency of 20 gets through); one more gets 421.
-    public var maxConnectionsPerAddress: Int
+    package var maxConnectionsPerAddress: Int
     /// Mails worked on at once (threads); the default is the number of cores.
-    public var parallel: Int {
+    package var parallel: Int {
         get { chosenParallel ?? max(1, ProcessInfo.processInfo.activeProcessorCount) }
         set { chosenParallel = newValue }
     }
@@ -28,19 +28,19 @@ public struct ListenConfig: Sendable, Equatable {
     /// pays for reading the cgroup's CPU limit).
     private var chosenParallel: Int?
     /// Seconds the listener waits for a client's next command.
-    public var idleTimeout: Int
+    package var idleTimeout: Int
     /// Seconds a new connection has for its first whole command.
-    public var firstCommandTimeout: Int
+    package var firstCommandTimeout: Int
     /// Where mails too large to keep in memory wait; nil: the listener's default.
-    public var spoolDirectory: String?
+    package var spoolDirectory: String?
     /// Seconds SIGTERM waits for the mails in progress before it cuts them off.
-    public var drainTimeout: Int
+    package var drainTimeout: Int
     /// Where Prometheus scrapes `GET /metrics` (`metrics_address`); nil: no endpoint.
     /// Unlike the listener it may be any address: it takes nothing in.
-    public var metrics: (host: String, port: Int)?
+    package var metrics: (host: String, port: Int)?
 
     /// The defaults: 127.0.0.1:10025, SMTP, 10 MB, 100 connections, one mail per core.
-    public init() {
+    package init() {
         host = "127.0.0.1"
         port = 10025
         lmtp = false
@@ -56,7 +56,7 @@ public struct ListenConfig: Sendable, Equatable {
     }
 
     /// `HOST:PORT`, `[IPv6]:PORT`, or `:PORT` for 127.0.0.1.
-    public static func address(_ text: String) throws(ConfigError) -> (host: String, port: Int) {
+    package static func address(_ text: String) throws(ConfigError) -> (host: String, port: Int) {
         var host: Substring, port: Substring
         if text.hasPrefix("[") {
             guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else {
@@ -79,7 +79,7 @@ public struct ListenConfig: Sendable, Equatable {
     }
 
     /// Equal when every setting is, the number of mails at once as it comes out.
-    public static func == (a: ListenConfig, b: ListenConfig) -> Bool {
+    package static func == (a: ListenConfig, b: ListenConfig) -> Bool {
         a.host == b.host && a.port == b.port && a.lmtp == b.lmtp && a.maxMessageSize == b.maxMessageSize
             && a.maxConnections == b.maxConnections && a.parallel == b.parallel && a.idleTimeout == b.idleTimeout
             && a.spoolDirectory == b.spoolDirectory && a.drainTimeout == b.drainTimeout

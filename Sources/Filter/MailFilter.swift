@@ -9,24 +9,24 @@ import Policy
 /// How one run of the filter ended: the exit status for the MTA, the one
 /// line for stderr (which becomes the bounce or defer text), and the line
 /// for the mail log.
-public struct FilterResult: Sendable {
+package struct FilterResult: Sendable {
     /// sysexits.h: 0 all copies handed on, 65 bad message, 69 refused by
     /// policy, 75 anything transient or unexpected (the MTA keeps the mail).
-    public let status: Int32
+    package let status: Int32
     /// The one line to print on failure; nil on success. Never message content.
-    public let errorLine: String?
+    package let errorLine: String?
     /// One line for the mail log: Message-ID, counts, outcome.
-    public let logLine: String
+    package let logLine: String
     /// With ``MailFilter/run(_:sender:recipients:answering:keepingRecord:)``
     /// keeping the record: the mail's journal record, to clear once the MTA
     /// heard this result (nil when there is none to clear).
-    public var clearance: RecordClearance?
+    package var clearance: RecordClearance?
 
     /// The copies handed on, by kind (for the metrics and the structured log line).
-    public var handed = HandedCopies()
+    package var handed = HandedCopies()
     /// The mail's plan, when one was made: the recipients' decisions and what
     /// the postcard withheld (for the metrics and the structured log line).
-    public var plan: Plan?
+    package var plan: Plan?
 
     package init(status: Int32, errorLine: String?, logLine: String, clearance: RecordClearance? = nil,
                  handed: HandedCopies = HandedCopies(), plan: Plan? = nil) {
@@ -40,7 +40,7 @@ public struct FilterResult: Sendable {
 
     /// The result for a mail not finished within `seconds` (the resident
     /// filter answers it while the work goes on): defer.
-    public static func late(seconds: Int) -> FilterResult {
+    package static func late(seconds: Int) -> FilterResult {
         FilterResult(status: MailFilter.deferred,
                      errorLine: "deferred: no result within \(seconds) s (gpg or re-injection hung); the mail stays queued",
                      logLine: "message-id=<-> status=deferred reason=timeout")
@@ -52,7 +52,7 @@ public struct FilterResult: Sendable {
     }
 
     /// The result for a configuration that cannot be read: defer.
-    public static func unreadableConfiguration(_ error: any Error) -> FilterResult {
+    package static func unreadableConfiguration(_ error: any Error) -> FilterResult {
         let (status, line) = MailFilter.classify(error)
         return FilterResult(status: status, errorLine: line, logLine: "status=deferred reason=configuration")
     }
@@ -63,32 +63,32 @@ public struct FilterResult: Sendable {
 /// journal's folder, ``Journal/keptExports``); the resident filter (`mailsec filter --listen`)
 /// keeps key look-ups, dropped when the keyring changes, and its SMTP
 /// sessions to the re-injection address.
-public struct FilterResources: Sendable {
+package struct FilterResources: Sendable {
     /// Key look-ups across mails; nil: every mail lists its keys.
-    public let keys: KeyCache?
+    package let keys: KeyCache?
     /// Kept-open SMTP sessions for `[reinject] method = "smtp"`; nil: one session per mail.
-    public let reinjection: ReinjectionPool?
+    package let reinjection: ReinjectionPool?
 
     /// Resources holding `keys` and `reinjection`.
-    public init(keys: KeyCache?, reinjection: ReinjectionPool?) {
+    package init(keys: KeyCache?, reinjection: ReinjectionPool?) {
         self.keys = keys
         self.reinjection = reinjection
     }
 
     /// Nothing kept: the pipe filter's one mail per process.
-    public static let perMail = FilterResources(keys: nil, reinjection: nil)
+    package static let perMail = FilterResources(keys: nil, reinjection: nil)
 }
 
 /// The sendmail/Postfix content filter: one mail in, its copies handed on.
 /// The one decision path for a mail, for the pipe filter and the resident
 /// filter alike; they differ only in the ``FilterResources`` passed in.
-public struct MailFilter: Sendable {
+package struct MailFilter: Sendable {
     /// EX_TEMPFAIL: Postfix keeps the mail and retries.
-    public static let deferred: Int32 = ExitStatus.temporary.rawValue
+    package static let deferred: Int32 = ExitStatus.temporary.rawValue
     /// EX_DATAERR: the message is bad; Postfix bounces it.
-    public static let dataError: Int32 = ExitStatus.dataError.rawValue
+    package static let dataError: Int32 = ExitStatus.dataError.rawValue
     /// EX_UNAVAILABLE: refused by policy; Postfix bounces it.
-    public static let refused: Int32 = ExitStatus.refused.rawValue
+    package static let refused: Int32 = ExitStatus.refused.rawValue
 
     /// The mails being filtered in this process, by journal key. A resident
     /// filter may be given the same mail again while its first try still
@@ -100,12 +100,12 @@ public struct MailFilter: Sendable {
     static let tagHeader = "X-Mailsec-Copy"
 
     /// The filter's configuration.
-    public let config: FilterConfig
+    package let config: FilterConfig
     /// What this filter keeps from one mail to the next.
-    public let resources: FilterResources
+    package let resources: FilterResources
 
     /// A filter with `config`, keeping across mails what `resources` holds.
-    public init(config: FilterConfig, resources: FilterResources = .perMail) {
+    package init(config: FilterConfig, resources: FilterResources = .perMail) {
         self.config = config
         self.resources = resources
     }
@@ -120,7 +120,7 @@ public struct MailFilter: Sendable {
     /// (``FilterResult/clearance``): the resident filter removes it once its
     /// 250 reached Postfix, so that a retry by a client that gave up before
     /// hearing it finds every copy sent.
-    public func run(_ bytes: [UInt8], sender: String, recipients: [String],
+    package func run(_ bytes: [UInt8], sender: String, recipients: [String],
                     answering: () -> Bool = { true }, keepingRecord: Bool = false) -> FilterResult {
         var messageID = "-"
         var counts = HandedCopies()

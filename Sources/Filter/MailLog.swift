@@ -2,22 +2,22 @@ import Foundation
 import Policy
 
 /// The copies one run of the filter handed on, by kind.
-public struct HandedCopies: Sendable, Equatable {
+package struct HandedCopies: Sendable, Equatable {
     /// Letters (encrypted and signed) handed on.
-    public var letters = 0
+    package var letters = 0
     /// Postcards handed on.
-    public var postcards = 0
+    package var postcards = 0
     /// Copies of a mail that was encrypted already, handed on as it came.
-    public var unchanged = 0
+    package var unchanged = 0
     /// Password notices of partially encrypted postcards (to the sender).
-    public var notices = 0
+    package var notices = 0
 
     /// None yet.
-    public init() {}
+    package init() {}
 }
 
 /// `log_format` in filter.toml: how the one line per mail is written.
-public enum LogFormat: String, Sendable {
+package enum LogFormat: String, Sendable {
     /// `message-id=<…> letters=1 postcards=0 … status=sent duration=0.412`.
     case plain
     /// One JSON object (``MailLogRecord``) on the line.
@@ -26,7 +26,7 @@ public enum LogFormat: String, Sendable {
 
 extension FilterResult {
     /// The outcome as a word: `sent`, `deferred`, `refused` (69) or `rejected` (65).
-    public var outcome: String {
+    package var outcome: String {
         switch status {
         case 0: "sent"
         case MailFilter.refused: "refused"
@@ -44,13 +44,13 @@ extension FilterResult {
     }
 
     /// Postcards handed on with marked spans taken out (censored, or linked to a reading page).
-    public var censoredPostcards: Int {
+    package var censoredPostcards: Int {
         guard handed.postcards > 0, let plan, plan.hasMarkedSpans else { return 0 }
         return handed.postcards
     }
 
     /// Parts the postcards handed on withheld (`opaque_parts = "withhold"`).
-    public var withheldParts: Int {
+    package var withheldParts: Int {
         guard handed.postcards > 0, let plan else { return 0 }
         return plan.postcardParts.withheld.count
     }
@@ -58,7 +58,7 @@ extension FilterResult {
     /// Each recipient's decision and its reason code, as `mailsec plan --json`
     /// names them (`letter`/`key`, `postcard`/`no-key`, `refused`/…); empty
     /// when no plan was made.
-    public var decisions: [(decision: String, reason: String)] {
+    package var decisions: [(decision: String, reason: String)] {
         guard let plan else { return [] }
         return PlanReport(plan).recipients.map { ($0.decision, $0.reason) }
     }
@@ -70,7 +70,7 @@ extension FilterResult {
     /// `queueID` is the resident filter's number for the mail. With
     /// `plainError` false the plain line leaves the error line out (the pipe
     /// filter prints it on its own, for the MTA).
-    public func line(format: LogFormat, addresses: Bool, sender: String, recipients: [String],
+    package func line(format: LogFormat, addresses: Bool, sender: String, recipients: [String],
                      seconds: Double, queueID: UInt64? = nil, plainError: Bool = true) -> String {
         let error = errorLine.map { addresses ? $0 : Self.withoutAddresses($0) }
         let duration = (seconds * 1000).rounded() / 1000

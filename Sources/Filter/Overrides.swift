@@ -3,9 +3,9 @@ import MIME
 import Policy
 
 /// A per-mail header the filter cannot accept. The mail is bad input (65).
-public struct OverrideError: Error, Sendable, CustomStringConvertible {
+package struct OverrideError: Error, Sendable, CustomStringConvertible {
     /// One line naming the header and the problem.
-    public let description: String
+    package let description: String
 }
 
 /// Per-mail overrides through header fields, removed from every copy:

@@ -8,17 +8,17 @@ import SMTP
 /// meantime is dropped and a new one opened — nothing of a copy was sent on
 /// it, so the exactly-once rules are those of a fresh connection. A session
 /// whose transaction failed is never returned (``Handover`` closes it).
-public final class ReinjectionPool: @unchecked Sendable {
+package final class ReinjectionPool: @unchecked Sendable {
     // @unchecked: `idle` is only touched under `lock`; a lent session belongs to one thread.
     private let lock = NSLock()
     private var idle: [(server: SMTPServer, connection: BlockingSMTPConnection)] = []
     /// Sessions being opened ahead (``openAhead(_:)``), each with what signals its end.
     private var opening: [(server: SMTPServer, done: DispatchGroup)] = []
     /// At most this many idle sessions are kept (the rest are ended).
-    public let capacity: Int
+    package let capacity: Int
 
     /// A pool keeping at most `capacity` idle sessions (at least one).
-    public init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity)
     }
 
@@ -31,7 +31,7 @@ public final class ReinjectionPool: @unchecked Sendable {
     /// by a new one, as if it had never been; a failed opening is simply
     /// forgotten (the new one reports the error). One never taken is ended
     /// by ``closeAll()`` if it is open by then, else by the process's exit.
-    public func openAhead(_ server: SMTPServer) {
+    package func openAhead(_ server: SMTPServer) {
         let done = DispatchGroup()
         done.enter()
         lock.lock()
@@ -74,7 +74,7 @@ public final class ReinjectionPool: @unchecked Sendable {
     }
 
     /// Ends every idle session with QUIT (at shutdown).
-    public func closeAll() {
+    package func closeAll() {
         lock.lock()
         let all = idle
         idle.removeAll()

@@ -9,12 +9,12 @@ import Synchronization
 /// per database in a process); a store that cannot be opened, or no
 /// opener, fails the call with a ``KeyContinuityError``: the mail waits (75),
 /// never goes without its record, and never falls back to the folder.
-public struct SharedContinuityHandle: KeyContinuityStore {
+package struct SharedContinuityHandle: KeyContinuityStore {
     /// The database.
-    public let settings: StoreSettings
+    package let settings: StoreSettings
 
     /// What opens key continuity in a shared store; set once by the program.
-    public static let open = Mutex<(@Sendable (StoreSettings) throws(KeyContinuityError) -> any KeyContinuityStore)?>(nil)
+    package static let open = Mutex<(@Sendable (StoreSettings) throws(KeyContinuityError) -> any KeyContinuityStore)?>(nil)
 
     private func store() throws(KeyContinuityError) -> any KeyContinuityStore {
         guard let open = Self.open.withLock({ $0 }) else {
@@ -24,17 +24,17 @@ public struct SharedContinuityHandle: KeyContinuityStore {
     }
 
     /// The remembered fingerprints of `addresses`.
-    public func remembered(_ addresses: [String]) throws(KeyContinuityError) -> [String: String] {
+    package func remembered(_ addresses: [String]) throws(KeyContinuityError) -> [String: String] {
         try store().remembered(addresses)
     }
 
     /// Remembers that `address` got a letter to `fingerprint`.
-    public func record(_ address: String, fingerprint: String) throws(KeyContinuityError) {
+    package func record(_ address: String, fingerprint: String) throws(KeyContinuityError) {
         try store().record(address, fingerprint: fingerprint)
     }
 
     /// Forgets `address` on purpose.
-    public func forget(_ address: String) throws(KeyContinuityError) -> Bool {
+    package func forget(_ address: String) throws(KeyContinuityError) -> Bool {
         try store().forget(address)
     }
 }

@@ -7,7 +7,7 @@ import Synchronization
 /// The copy under way gets a short grace to finish (a copy the mail system
 /// took is recorded in the journal, not sent again); past it the child's
 /// whole process group is killed. No further copy starts.
-public enum Stop {
+package enum Stop {
     /// Monotonic nanoseconds when the stop was asked for; 0: not asked.
     private static let requestedAt = Atomic<UInt64>(0)
     /// The process group of the running sendmail child; 0: none.
@@ -17,11 +17,11 @@ public enum Stop {
     static let grace: TimeInterval = 3
 
     /// True once a stop was asked for.
-    public static var isRequested: Bool { requestedAt.load(ordering: .acquiring) != 0 }
+    package static var isRequested: Bool { requestedAt.load(ordering: .acquiring) != 0 }
 
     /// Asks the filter to stop handing on (async-signal context is not
     /// needed: call it from a dispatch signal source).
-    public static func request() {
+    package static func request() {
         _ = requestedAt.compareExchange(expected: 0, desired: max(1, now()), ordering: .acquiringAndReleasing)
     }
 
@@ -33,7 +33,7 @@ public enum Stop {
 
     /// Kills the running child's process group at once (SIGKILL): for the
     /// watchdog, just before the filter exits.
-    public static func killRunningChild() {
+    package static func killRunningChild() {
         let pgid = group.load(ordering: .acquiring)
         if pgid > 0 { kill(-pgid, SIGKILL) }
     }

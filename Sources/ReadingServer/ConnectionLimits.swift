@@ -4,22 +4,22 @@ import Synchronization
 
 /// Limits on client connections, so that slow or idle clients cannot hold
 /// the server: `mailsec serve` once kept 400 slow clients open for ever.
-public struct ConnectionLimits: Sendable, Hashable {
+package struct ConnectionLimits: Sendable, Hashable {
     /// Time a client has to send a whole request (header and body), counted
     /// from the connection's start or the end of the previous response. A
     /// client dripping a byte at a time is cut off when it is over.
-    public var requestTimeout: Duration
+    package var requestTimeout: Duration
     /// Time a connection may sit with nothing read or written.
-    public var idleTimeout: Duration
+    package var idleTimeout: Duration
     /// Connections served at once; more wait in the listen queue until one closes.
-    public var maximumConnections: Int
+    package var maximumConnections: Int
     /// Connections at once from one client address; one more is closed at
     /// once, so that one client's slow connections cannot fill
     /// ``maximumConnections`` and make everybody else wait.
-    public var maximumPerAddress: Int
+    package var maximumPerAddress: Int
 
     /// Limits; the defaults are ``standard``.
-    public init(requestTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(30), maximumConnections: Int = 256,
+    package init(requestTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(30), maximumConnections: Int = 256,
                 maximumPerAddress: Int = 32) {
         self.requestTimeout = requestTimeout
         self.idleTimeout = idleTimeout
@@ -28,7 +28,7 @@ public struct ConnectionLimits: Sendable, Hashable {
     }
 
     /// The defaults: 10 s for a request, 30 s idle, 256 connections, 32 from one address.
-    public static let standard = ConnectionLimits()
+    package static let standard = ConnectionLimits()
 }
 
 /// The connections open per client address, shared by all connections of a server.

@@ -9,29 +9,29 @@ import Platform
 import Synchronization
 
 /// How `mailsec serve` runs.
-public struct ReadingServerConfiguration: Sendable {
+package struct ReadingServerConfiguration: Sendable {
     /// Address to bind; 127.0.0.1 by default (put a TLS proxy in front).
-    public var host: String
+    package var host: String
     /// Port to bind; 0 picks a free one (reported through `onListening`).
-    public var port: Int
+    package var port: Int
     /// The SQLite file of published postcards.
-    public var storePath: String
+    package var storePath: String
     /// The token publishers must present.
-    public var publishToken: String
+    package var publishToken: String
     /// The address readers reach the server at, e.g. `https://read.example.org`;
     /// nil for `http://host:port`.
-    public var publicURL: String?
+    package var publicURL: String?
     /// How long an entry lives when the publisher does not ask for less.
-    public var lifetime: Int
+    package var lifetime: Int
     /// The largest document accepted, in bytes.
-    public var maximumDocument: Int
+    package var maximumDocument: Int
     /// Time-outs and the cap on concurrent connections.
-    public var limits: ConnectionLimits = .standard
+    package var limits: ConnectionLimits = .standard
     /// Where Prometheus scrapes `GET /metrics`; nil (the default): no endpoint.
-    public var metrics: (host: String, port: Int)?
+    package var metrics: (host: String, port: Int)?
 
     /// A configuration; the store at `storePath`, publishing allowed with `publishToken`.
-    public init(host: String = "127.0.0.1", port: Int = 8080, storePath: String, publishToken: String,
+    package init(host: String = "127.0.0.1", port: Int = 8080, storePath: String, publishToken: String,
                 publicURL: String? = nil, lifetime: Int = 30 * 86400, maximumDocument: Int = 1 << 20) {
         self.host = host
         self.port = port
@@ -52,9 +52,9 @@ public struct ReadingServerConfiguration: Sendable {
 /// | `DELETE /api/postcards/<id>` (bearer deletion token) | 204; 401, 403, 404 |
 /// | `GET /r/<id>` | 200 the reading page; 404 |
 /// | `GET /assets/reader.js`, `/assets/reader.css`, `/healthz` | 200 |
-public final class ReadingServer: Sendable {
+package final class ReadingServer: Sendable {
     /// The configuration it was made with.
-    public let configuration: ReadingServerConfiguration
+    package let configuration: ReadingServerConfiguration
     let store: any DocumentStore
     let log: @Sendable (String) -> Void
     let tokenDigest: [UInt8]
@@ -64,14 +64,14 @@ public final class ReadingServer: Sendable {
     let metrics = ReadingMetrics()
 
     /// A server with `configuration`, opening its store; `log` gets one line per request.
-    public convenience init(configuration: ReadingServerConfiguration, log: @escaping @Sendable (String) -> Void) throws(StoreError) {
+    package convenience init(configuration: ReadingServerConfiguration, log: @escaping @Sendable (String) -> Void) throws(StoreError) {
         self.init(configuration: configuration, store: try PostcardStore(path: configuration.storePath), log: log)
     }
 
     /// A server with `configuration` keeping its documents in `store` (the
     /// configuration's `storePath` is not opened): the shared store, so that
     /// several servers serve what any one of them published.
-    public init(configuration: ReadingServerConfiguration, store: any DocumentStore, log: @escaping @Sendable (String) -> Void) {
+    package init(configuration: ReadingServerConfiguration, store: any DocumentStore, log: @escaping @Sendable (String) -> Void) {
         self.configuration = configuration
         self.boundPort = Mutex(configuration.port)
         self.store = store
@@ -81,7 +81,7 @@ public final class ReadingServer: Sendable {
 
     /// Serves until SIGTERM or SIGINT. `onListening` gets the bound port;
     /// `onMetrics` the metrics endpoint's, when there is one.
-    public func run(onListening: @escaping @Sendable (Int) -> Void, onMetrics: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+    package func run(onListening: @escaping @Sendable (Int) -> Void, onMetrics: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         try await purge(now: Self.now())
         let router = Router()
         router.add(middleware: AccessLog(write: log, count: metrics.request))

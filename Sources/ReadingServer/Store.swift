@@ -7,56 +7,56 @@ import Store
 /// An error of the reading server's store, with SQLite's result code. Never
 /// carries stored content. Match a code in a `catch` clause with
 /// `catch StoreError.Code.busy`.
-public struct StoreError: Error, Sendable, CustomStringConvertible {
+package struct StoreError: Error, Sendable, CustomStringConvertible {
     /// SQLite's result code, as GRDB's `ResultCode` has it: the names below
     /// are the primary codes; an extended code matches its primary one.
-    public struct Code: RawRepresentable, Hashable, Sendable {
+    package struct Code: RawRepresentable, Hashable, Sendable {
         /// The C value (`SQLITE_BUSY` …).
-        public let rawValue: Int32
+        package let rawValue: Int32
         /// A code from its C value.
-        public init(rawValue: Int32) { self.rawValue = rawValue }
+        package init(rawValue: Int32) { self.rawValue = rawValue }
         init(_ code: ResultCode) { self.rawValue = code.rawValue }
 
         /// The primary code of an extended one (`SQLITE_IOERR_READ` → `SQLITE_IOERR`).
-        public var primary: Code { Code(ResultCode(rawValue: rawValue).primaryResultCode) }
+        package var primary: Code { Code(ResultCode(rawValue: rawValue).primaryResultCode) }
 
         /// `SQLITE_ERROR`: a generic error (SQL, a missing table …).
-        public static let error = Code(.SQLITE_ERROR)
+        package static let error = Code(.SQLITE_ERROR)
         /// `SQLITE_PERM`: access permission denied.
-        public static let permission = Code(.SQLITE_PERM)
+        package static let permission = Code(.SQLITE_PERM)
         /// `SQLITE_BUSY`: another connection holds the database longer than the busy timeout.
-        public static let busy = Code(.SQLITE_BUSY)
+        package static let busy = Code(.SQLITE_BUSY)
         /// `SQLITE_LOCKED`: a table is locked by this connection.
-        public static let locked = Code(.SQLITE_LOCKED)
+        package static let locked = Code(.SQLITE_LOCKED)
         /// `SQLITE_NOMEM`: out of memory.
-        public static let noMemory = Code(.SQLITE_NOMEM)
+        package static let noMemory = Code(.SQLITE_NOMEM)
         /// `SQLITE_READONLY`: the database file cannot be written.
-        public static let readOnly = Code(.SQLITE_READONLY)
+        package static let readOnly = Code(.SQLITE_READONLY)
         /// `SQLITE_IOERR`: the operating system reported an I/O error.
-        public static let ioError = Code(.SQLITE_IOERR)
+        package static let ioError = Code(.SQLITE_IOERR)
         /// `SQLITE_CORRUPT`: the database file is damaged.
-        public static let corrupt = Code(.SQLITE_CORRUPT)
+        package static let corrupt = Code(.SQLITE_CORRUPT)
         /// `SQLITE_FULL`: the disk is full.
-        public static let full = Code(.SQLITE_FULL)
+        package static let full = Code(.SQLITE_FULL)
         /// `SQLITE_CANTOPEN`: the file (or its folder) cannot be opened.
-        public static let cannotOpen = Code(.SQLITE_CANTOPEN)
+        package static let cannotOpen = Code(.SQLITE_CANTOPEN)
         /// `SQLITE_CONSTRAINT`: a constraint failed (an identifier already taken).
-        public static let constraint = Code(.SQLITE_CONSTRAINT)
+        package static let constraint = Code(.SQLITE_CONSTRAINT)
         /// `SQLITE_NOTADB`: the file is not an SQLite database.
-        public static let notADatabase = Code(.SQLITE_NOTADB)
+        package static let notADatabase = Code(.SQLITE_NOTADB)
 
         /// Lets `catch StoreError.Code.busy` match a thrown ``StoreError``: the
         /// same code, or an extended code of this primary one.
-        public static func ~= (code: Code, error: any Error) -> Bool {
+        package static func ~= (code: Code, error: any Error) -> Bool {
             guard let error = error as? StoreError else { return false }
             return error.code == code || error.code.primary == code
         }
     }
 
     /// SQLite's result code.
-    public let code: Code
+    package let code: Code
     /// What the store was doing, and SQLite's reason; one line.
-    public let description: String
+    package let description: String
 
     /// An error with `code` and the one line `description` (another store's
     /// failure, described by that store; never content or a password).
@@ -95,7 +95,7 @@ extension StoreError: MailsecError {
     /// (a missing folder, permissions, a read-only file); otherwise 75: a
     /// busy, full or damaged store is for the administrator to mend, and the
     /// server is started again (systemd's `Restart=`) rather than serve from it.
-    public var exitStatus: ExitStatus {
+    package var exitStatus: ExitStatus {
         switch code.primary {
         case .cannotOpen, .permission, .readOnly: .cannotCreate
         default: .temporary
@@ -111,7 +111,7 @@ extension StoreError: MailsecError {
 /// without holding a thread (the SQLite file's methods are synchronous and
 /// satisfy these as they are). Errors are ``StoreError``s; a store that
 /// cannot be reached throws one with exit status 75.
-public protocol DocumentStore: Sendable {
+package protocol DocumentStore: Sendable {
     /// Stores a document; `deleteTokenDigest` is the deletion token's SHA-256.
     func insert(id: String, document: [UInt8], deleteTokenDigest: [UInt8], created: Int64, expires: Int64) async throws(StoreError)
     /// The entry `id` if it exists and has not expired at `now`.
@@ -129,15 +129,15 @@ public protocol DocumentStore: Sendable {
 }
 
 /// One stored postcard.
-public struct StoredPostcard: Sendable {
+package struct StoredPostcard: Sendable {
     /// The postcard's identifier, as in its reading URL.
-    public let id: String
+    package let id: String
     /// The reading document as published (JSON).
-    public let document: [UInt8]
+    package let document: [UInt8]
     /// When it was published, in seconds since 1970.
-    public let created: Int64
+    package let created: Int64
     /// When it expires, in seconds since 1970.
-    public let expires: Int64
+    package let expires: Int64
 
     /// An entry as a store read it.
     package init(id: String, document: [UInt8], created: Int64, expires: Int64) {
@@ -161,15 +161,15 @@ public struct StoredPostcard: Sendable {
 /// missing, the second adds each entry's SHA-256 (identifier and document).
 /// It is checked on every read, so bytes changed in the file are never
 /// served as a document, nor one entry's document under another's identifier.
-public final class PostcardStore: DocumentStore {
+package final class PostcardStore: DocumentStore {
     private let file: DatabaseFile
     /// The SQLite file.
-    public var path: String { file.path }
+    package var path: String { file.path }
 
     /// Opens (or creates, mode 0600) the store at `path`. A file SQLite
     /// finds damaged (`PRAGMA quick_check`, every page read once) is not
     /// served from: the server does not start.
-    public init(path: String) throws(StoreError) {
+    package init(path: String) throws(StoreError) {
         do {
             file = try DatabaseFile(path: path, migrator: Self.migrator, lock: path + ".lock", label: "mailsec-serve")
         } catch {
@@ -235,7 +235,7 @@ public final class PostcardStore: DocumentStore {
     }
 
     /// Stores a document; `deleteToken` is kept only as its SHA-256.
-    public func insert(id: String, document: [UInt8], deleteTokenDigest: [UInt8], created: Int64, expires: Int64) throws(StoreError) {
+    package func insert(id: String, document: [UInt8], deleteTokenDigest: [UInt8], created: Int64, expires: Int64) throws(StoreError) {
         try write("cannot store the document") { db in
             try db.execute(sql: """
                 INSERT INTO postcards (id, document, delete_token_sha256, created, expires, entry_sha256)
@@ -248,7 +248,7 @@ public final class PostcardStore: DocumentStore {
     /// is not the one asked for (a damaged index), holds a value of the wrong
     /// kind, or whose document does not match its SHA-256 is damage: thrown,
     /// never returned.
-    public func find(id: String, now: Int64) throws(StoreError) -> StoredPostcard? {
+    package func find(id: String, now: Int64) throws(StoreError) -> StoredPostcard? {
         let path = path
         return try read("cannot read the store") { db in
             let sql = "SELECT id, document, created, expires, entry_sha256 FROM postcards WHERE id = ? AND expires > ?"
@@ -266,7 +266,7 @@ public final class PostcardStore: DocumentStore {
     }
 
     /// The SHA-256 of the deletion token of `id`, nil when there is no such entry.
-    public func deleteTokenDigest(id: String) throws(StoreError) -> [UInt8]? {
+    package func deleteTokenDigest(id: String) throws(StoreError) -> [UInt8]? {
         let path = path
         return try read("cannot read the store") { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT id, delete_token_sha256 FROM postcards WHERE id = ?", arguments: [id]) else {
@@ -282,13 +282,13 @@ public final class PostcardStore: DocumentStore {
 
     /// Deletes `id`; true when there was such an entry.
     @discardableResult
-    public func delete(id: String) throws(StoreError) -> Bool {
+    package func delete(id: String) throws(StoreError) -> Bool {
         try deleting("cannot delete from the store", "DELETE FROM postcards WHERE id = ?", [id]) > 0
     }
 
     /// Deletes every entry expired at `now`; returns how many.
     @discardableResult
-    public func purge(now: Int64) throws(StoreError) -> Int {
+    package func purge(now: Int64) throws(StoreError) -> Int {
         try deleting("cannot purge the store", "DELETE FROM postcards WHERE expires <= ?", [now])
     }
 
@@ -304,7 +304,7 @@ public final class PostcardStore: DocumentStore {
     }
 
     /// How many entries there are.
-    public func count() throws(StoreError) -> Int {
+    package func count() throws(StoreError) -> Int {
         try read("cannot read the store") { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM postcards") ?? 0 }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Settings
 import Foundation
 import MIME
 import OpenPGP
@@ -61,10 +62,15 @@ struct PolicyOptions: ParsableArguments {
                                domainRules: requireLetterDomains.map { DomainRule($0, .requireLetter) }, invite: invite,
                                postcardExtension: postcardExtension)
         mail.opaqueParts = opaqueParts
-        return MailPipeline(gnupg: global.gnupg, options: PipelineOptions(
-            mail: mail, redactor: try markers.redactor(), signAs: signAs,
-            requirements: KeyRequirements(minimumValidity: minValidity),
-            publisher: try reading?.publisher(), readingLifetime: reading?.lifetimeDays.map { $0 * 86400 }))
+        var policy = PolicySettings()
+        (policy.mail, policy.redactor, policy.signAs, policy.minimumValidity) = (mail, try markers.redactor(), signAs, minValidity)
+        var options = PipelineOptions(policy: policy, reading: nil)
+        // The reading server from the options, not a [reading] table; `encrypt` hands the password
+        // to --password-to itself, so no notice is mailed and none must be a letter.
+        options.publisher = try reading?.publisher()
+        options.readingLifetime = reading?.lifetimeDays.map { $0 * 86400 }
+        options.noticeMustBeLetter = false
+        return MailPipeline(gnupg: global.gnupg, options: options)
     }
 }
 
