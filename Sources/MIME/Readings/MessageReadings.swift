@@ -32,14 +32,18 @@ package enum ReadingContent {
 package struct MessageReadings {
     /// Places (`part 1.2 (text/plain) Content-Type charset`) that cannot be read with certainty.
     package private(set) var uncertain: [String] = []
+    /// ``uncertain`` as a set: a hostile mail notes many places, and a look-up in the list would make that quadratic.
+    private var noted: Set<String> = []
     private let visit: (String, ReadingContent) -> Bool
     /// False once the visitor has seen enough: then only what decides
     /// certainty is still read (fields, structure, nested messages).
     private var reading = true
     private var depth = 0
     /// Parts read other ways too that have been read (their bytes as
-    /// written, depth and digest context, hashed).
-    private var readAlready: Set<Int> = []
+    /// written and digest context, hashed), with the least depth they were
+    /// read at: read at that depth, a part was read as far as it can be
+    /// read at any greater one (where less of it is within the depth limit).
+    private var readAlready: [Int: Int] = [:]
     private static let maxDepth = 24
     /// Text parts up to this size are read whole in every transfer encoding
     /// and charset; larger ones are searched in pieces as their bytes.
@@ -87,7 +91,7 @@ package struct MessageReadings {
     private static let plain = ContentType(type: "text", subtype: "plain", parameters: [:])
 
     private mutating func note(_ place: String) {
-        if !uncertain.contains(place) { uncertain.append(place) }
+        if noted.insert(place).inserted { uncertain.append(place) }
     }
 
     private mutating func fields(_ headers: [Header], prefix: String) {
@@ -134,9 +138,12 @@ package struct MessageReadings {
             written = entity.serialize()
             var hasher = Hasher()   // keyed per process: a sender cannot make two parts collide
             hasher.combine(written)
-            hasher.combine(depth)
             hasher.combine(inDigest)
-            guard readAlready.insert(hasher.finalize()).inserted else { return }
+            // The same part again, also one level deeper (a multipart's decoded reading holds its
+            // children as they are): read once, else each level of such parts repeats all below it.
+            let key = hasher.finalize()
+            if let seen = readAlready[key], seen <= depth { return }
+            readAlready[key] = depth
         }
         fields(headers, prefix: name + " ")
         if ambiguous(entity, types: types, encodings: encodings, written: written, name: name, inDigest: inDigest) { return }
