@@ -11,7 +11,7 @@ import Synchronization
 /// that default into the context, runs under the same lock: contexts for
 /// different homes never mix, and a program with one home pays once.
 enum EngineSelection {
-    struct Choice: Equatable {
+    struct Choice: Hashable {
         let executable: String?
         let home: String?
     }
@@ -19,6 +19,10 @@ enum EngineSelection {
     /// GPGME's own default until engine info is first set: the gpg it
     /// found, with no home given, so gpg takes `$GNUPGHOME` (or ~/.gnupg).
     private static let current = Mutex<Choice>(Choice(executable: nil, home: nil))
+    /// How often each choice was made the process-wide one: each time costs
+    /// GPGME's `gpg --version` (counted by the tests, which share one process
+    /// with others that choose other homes).
+    static let selections = Mutex<[Choice: Int]>([:])
 
     static func newContext(home: String?, executable: String?) throws(GPGMEError) -> gpgme_ctx_t {
         // A home that is `$GNUPGHOME` already needs no engine info, which spares
@@ -32,6 +36,7 @@ enum EngineSelection {
                 let err = gpgme_set_engine_info(GPGME_PROTOCOL_OpenPGP, wanted.executable, wanted.home)
                 if err != 0 { return (err, 0) }
                 ProcessCount.add()  // GPGME's `gpg --version` for the new engine info
+                selections.withLock { $0[wanted, default: 0] += 1 }
                 choice = wanted
             }
             var ctx: gpgme_ctx_t?

@@ -24,14 +24,18 @@ struct EngineSelectionTests {
                 ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains("--version") }.count
             }
             let operations = Int.random(in: 3...6)
-            // The house: contexts from the process-wide selection.
+            // The house: contexts from the process-wide selection. Other tests in this process select
+            // their own homes meanwhile, each change back to this one costing a probe: the probes must be
+            // exactly the changes to this home, not one per operation.
             let gnupg = GnuPG(home: home.path, executable: wrapper)
+            let choice = EngineSelection.Choice(executable: wrapper, home: home.path)
             for _ in 0..<operations {
                 let found = try gnupg.lookup(["bob@example.org"])
                 #expect(found.first?.candidates.isEmpty == false)
             }
-            let house = probes()
-            #expect(house <= 1, "the process-wide selection probes once per change of home, not per operation: \(house)")
+            let house = probes(), selected = EngineSelection.selections.withLock { $0[choice, default: 0] }
+            #expect(house == selected && selected >= 1,
+                    "the process-wide selection probes once per change of home, not per operation: \(house) probes, \(selected) changes")
             // The alternative: engine info set on each context.
             let before = probes()
             for _ in 0..<operations {
