@@ -121,7 +121,7 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
         let (databases, _, _) = try clients(3)
         let nodes = [SharedContinuity(databases[0]), SharedContinuity(databases[1])]
         let observer = SharedContinuity(databases[2])
-        var random = SeededRandom(seed: UInt64(seed + 1))
+        var random = SeededRandom(seed: UInt64(seed + 1) &* 0x9E37_79B9_7F4A_7C15)  // the interleavings as before
         // The model: whether the row exists, its key and generation; each node's view (nil: used, or never read).
         var exists = false, current: String?, generation = 0
         var views: [Int?] = [nil, nil]
@@ -203,18 +203,5 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
         let row = try PostgresServer.shared.superuser("COPY (SELECT generation FROM key_continuity) TO STDOUT;", database: name)
         let generation = try #require(Int(row.output.trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(generation >= 1 && generation <= wins)
-    }
-}
-
-/// A generator with a seed, so that a failing interleaving can be run again.
-struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
