@@ -1,5 +1,6 @@
 import Compose
 import Foundation
+import Platform
 import Policy
 
 /// The person's terminal while composing: `/dev/tty`, so that the prompt and
@@ -60,19 +61,19 @@ final class ComposeTerminal {
     func edit(_ path: String) throws -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         let editor = [environment["VISUAL"], environment["EDITOR"]].compactMap { $0 }.first { !$0.isEmpty } ?? "vi"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", editor + " \"$1\"", editor, path]
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: false)
-        (process.standardInput, process.standardOutput, process.standardError) = (handle, handle, handle)
-        do { try process.run() } catch {
+        // In our own process group, the terminal's foreground one: an editor in a group of its
+        // own would be stopped (SIGTTIN) at its first read of the terminal.
+        let started = ChildProcess.spawn("/bin/sh", ["sh", "-c", editor + " \"$1\"", editor, path],
+                                         stdin: .descriptor(fd), stdout: .descriptor(fd), stderr: .descriptor(fd), ownGroup: false)
+        guard case .success(let pid) = started else {
             throw CommandFailure("cannot start the editor (\(editor))", status: .temporary)
         }
         // A signal that ends composing ends the editor too (Interruption).
-        Interruption.editor.withLock { $0 = process.processIdentifier }
+        Interruption.editor.withLock { $0 = pid }
         defer { Interruption.editor.withLock { $0 = nil } }
-        process.waitUntilExit()
-        return process.terminationStatus
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return ChildProcess.exitCode(status)
     }
 
     /// The plan of `state` as the prompt shows it: each recipient with its
