@@ -77,9 +77,12 @@ struct FilterCommand: ParsableCommand {
     /// The command line as Postfix's pipe(8) gives it, `filter [--config FILE]
     /// -f SENDER -- RECIPIENT…` (options in either order, `--config=FILE`
     /// too), read without argument-parser: the filter runs once per mail, and
-    /// building the parser's command tree costs more than a millisecond of
-    /// type look-ups. Anything else, --help or an unknown option say, returns
-    /// nil and goes through argument-parser as before.
+    /// parsing through the command tree costs every mail the runtime's
+    /// conformance look-ups: in a release build 46.6 million instructions
+    /// (callgrind: 18.1 M for a deferred mail this way, 64.7 M through the
+    /// parser) and 14 ms of user time, half the floor of case 1 in
+    /// `scripts/bench`. Anything else, --help or an unknown option say,
+    /// returns nil and goes through argument-parser as before.
     static func plainInvocation(_ arguments: [String]) -> (config: String?, sender: String, recipients: [String])? {
         guard arguments.first == "filter", let end = arguments.firstIndex(of: "--") else { return nil }
         var config: String?, sender: String?
