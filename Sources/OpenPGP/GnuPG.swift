@@ -30,7 +30,7 @@ public struct GnuPG: Sendable {
     /// re-configured for it, which spares one `gpg --version` per process.
     /// Call it first thing, before other threads run (`setenv` is not
     /// thread-safe). Every child process inherits the variable.
-    public static func makeHomeTheDefault(_ home: String?) {
+    package static func makeHomeTheDefault(_ home: String?) {
         if let home { setenv("GNUPGHOME", home, 1) }
     }
 
@@ -41,7 +41,7 @@ public struct GnuPG: Sendable {
     /// ahead of the first key look-up, which waits for it if need be. Call
     /// it after ``makeHomeTheDefault(_:)``: `setenv` must not race a thread
     /// that starts a process.
-    public static func startLibrarySetUp() {
+    package static func startLibrarySetUp() {
         librarySetUp.enter()
         Thread.detachNewThread {
             // The version check alone starts no process: the probe is the
