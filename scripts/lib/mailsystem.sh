@@ -17,7 +17,7 @@
 # namespace: mailsystem_listen adds a submission service on another address).
 # Needs: T, root (Postfix's master runs as root). Call mailsystem_start/_stop.
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source "$(dirname "${BASH_SOURCE[0]}")/e2e.sh"   # free_port, check, wait_for (a caller may define its own after)
 port_starttls=$(free_port); port_tls=$(free_port); port_otherca=$(free_port); port_notls=$(free_port); port_wrongname=$(free_port)
 password=e2e-$RANDOM$RANDOM
 port_oauth=$(free_port)

@@ -181,12 +181,7 @@ PY
 
     # --- 16. keys changed while the daemon runs: taken on the next mail -----------------
     local erin=$T/check-erin
-    mkdir -m 700 "$erin"
-    GNUPGHOME=$erin gpg --batch --quiet --passphrase '' --quick-gen-key 'Erin <erin@example.org>' ed25519 default never 2>/dev/null
-    GNUPGHOME=$erin gpg --batch --quiet --passphrase '' --quick-add-key "$(GNUPGHOME=$erin gpg --with-colons --list-keys erin@example.org 2>/dev/null | awk -F: '$1=="fpr"{print $10; exit}')" cv25519 encr never 2>/dev/null
-    GNUPGHOME=$erin gpg --batch --armor --export erin@example.org > "$T/erin.pub.asc" 2>/dev/null
-    sed 's/^:-----BEGIN/-----BEGIN/' "$erin"/openpgp-revocs.d/*.rev > "$T/erin.rev.asc"
-    chmod 644 "$T/erin.pub.asc" "$T/erin.rev.asc"
+    throwaway_key "$erin" erin@example.org Erin "$T/erin"
     erin_mail() { printf 'From: Alice <alice@example.org>\nTo: erin@example.org\nSubject: for Erin %s\nMessage-ID: <%s@example.org>\n\nsecret for Erin\n' "$1" "$1" \
         | send alice@example.org erin@example.org; }
     erin_mail e2e.erin1
