@@ -88,29 +88,79 @@ package struct MessageReadings {
         if reading { reading = visit(place, content) }
     }
 
+    /// Each text (with the media it is rendered as) given to the visitor, hashed.
+    private var given: Set<Int> = []
+
+    /// ``emit(_:_:)`` for a reading held whole: given once, however many ways lead to it.
+    /// A hostile mail leads to the same text many ways (a field read again in each
+    /// reading of its part, a part parsed anew with each of its Content-Type fields),
+    /// and the visitor's search of it is the dearest step; an identical reading
+    /// searched again finds nothing new. Keyed per process, as ``readAlready``:
+    /// a sender cannot make two readings collide.
+    private mutating func emitOnce(_ place: String, _ text: String, media: ContentType) {
+        guard reading else { return }
+        var hasher = Hasher()
+        // Its bytes, not the String: Strings that are canonically equivalent hash alike,
+        // and the search reads scalars, which may differ.
+        var text = text
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        hasher.combine(text.utf8.count)
+        hasher.combine(media)
+        guard given.insert(hasher.finalize()).inserted else { return }
+        reading = visit(place, .text(text, media: media))
+    }
+
+    /// ``emitOnce(_:_:media:)`` for bytes searched as they stand.
+    private mutating func emitOnce(_ place: String, bytes: [UInt8]) {
+        guard reading else { return }
+        var hasher = Hasher()
+        hasher.combine(bytes)
+        hasher.combine(0 as UInt8)   // apart from a text with the same bytes
+        guard given.insert(hasher.finalize()).inserted else { return }
+        reading = visit(place, .pieces(asText: false) { body in bytes.withUnsafeBytes(body); return true })
+    }
+
     private static let plain = ContentType(type: "text", subtype: "plain", parameters: [:])
 
     private mutating func note(_ place: String) {
         if noted.insert(place).inserted { uncertain.append(place) }
     }
 
+    /// What a field's raw value reads as (``FieldReadings/readings(_:)``), and the
+    /// parameters it gives twice with different values, by raw value (and whether
+    /// the field's parameters are looked at): a part read several ways (parsed anew
+    /// with each of its Content-Type fields, decoded) carries the same fields in each.
+    private var fieldReadings: [String: (readings: [FieldReadings.Reading], unsure: [String], twice: [String])] = [:]
+
     private mutating func fields(_ headers: [Header], prefix: String) {
         for header in headers {
             let place = prefix + header.name
-            emit(place, .text(header.value, media: Self.plain))
-            let (readings, unsure) = FieldReadings.readings(header.rawValue)
-            for each in readings { emit(place + each.suffix, .text(each.text, media: Self.plain)) }
-            for suffix in unsure { note(place + suffix) }
-            // A parameter given twice with different values (two boundaries,
-            // two charsets): readers differ in which one wins.
-            if ["content-type", "content-disposition"].contains(header.name.lowercased()) {
-                var values: [String: String] = [:]
-                for (name, value) in FieldReadings.rawParameters(FieldReadings.unfolded(header.rawValue)) {
-                    let key = name.lowercased()
-                    if let earlier = values[key], earlier.lowercased() != value.lowercased() { note(place + " " + key + " (given twice)") }
-                    values[key] = value
+            emitOnce(place, header.value, media: Self.plain)
+            let raw = header.rawValue
+            let parametered = ["content-type", "content-disposition"].contains(header.name.lowercased())
+            let key = (parametered ? "p" : "f") + raw
+            let read: (readings: [FieldReadings.Reading], unsure: [String], twice: [String])
+            if let known = fieldReadings[key] {
+                read = known
+            } else {
+                let (readings, unsure) = FieldReadings.readings(raw)
+                // A parameter given twice with different values (two boundaries,
+                // two charsets): readers differ in which one wins.
+                var twice: [String] = []
+                if parametered {
+                    var values: [String: String] = [:]
+                    for (name, value) in FieldReadings.rawParameters(FieldReadings.unfolded(raw)) {
+                        let key = name.lowercased()
+                        if let earlier = values[key], earlier.lowercased() != value.lowercased() { twice.append(key) }
+                        values[key] = value
+                    }
                 }
+                read = (readings, unsure, twice)
+                fieldReadings[key] = read
             }
+            for each in read.readings { emitOnce(place + each.suffix, each.text, media: Self.plain) }
+            for suffix in read.unsure { note(place + suffix) }
+            for key in read.twice { note(place + " " + key + " (given twice)") }
         }
     }
 
@@ -153,7 +203,17 @@ package struct MessageReadings {
             let typeField = headers.last { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) } ?? ""
             if let start = Self.bodyStart(written), depth < Self.maxDepth {
                 for decoded in TransferDecoding.readings(Array(written[start...]), encoding: FieldReadings.unfolded(encoding.rawValue)) ?? [] {
-                    guard let (alternative, _) = try? MIMEEntity.parse(Array("Content-Type: \(typeField)\n\n".utf8) + decoded) else { continue }
+                    let bytes = Array("Content-Type: \(typeField)\n\n".utf8) + decoded
+                    // The same decoded part again (each reading of an ambiguous part that
+                    // keeps this Content-Type and encoding decodes it alike): read once.
+                    var hasher = Hasher()
+                    hasher.combine(bytes)
+                    hasher.combine(inDigest)
+                    hasher.combine("decoded")
+                    let key = hasher.finalize()
+                    if let seen = readAlready[key], seen <= depth + 1 { continue }
+                    readAlready[key] = depth + 1
+                    guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { continue }
                     depth += 1
                     self.entity(alternative, path: [], prefix: name + " decoded ", inDigest: inDigest)
                     depth -= 1
@@ -163,7 +223,7 @@ package struct MessageReadings {
         switch entity.kind {
         case .multipart:
             for text in [entity.prologue, entity.epilogue].compactMap({ $0 }) {
-                emit(name + " preamble or epilogue", .text(text, media: Self.plain))
+                emitOnce(name + " preamble or epilogue", text, media: Self.plain)
                 hiddenParts(text, name: name, inDigest: inDigest)
             }
             let digest = type.is("multipart", "digest")
@@ -182,8 +242,11 @@ package struct MessageReadings {
     /// space and comments; the identity encodings (7bit, 8bit, binary) all
     /// mean one thing (a forwarded mail often carries two of them).
     static func meanings(_ headers: [Header], _ field: String) -> [String] {
+        let named = headers.filter { $0.name.lowercased() == field }
+        // One field has one meaning: its value is all there is to say (most parts).
+        if named.count < 2 { return named.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } }
         var seen: [String] = [], meanings: [String] = []
-        for header in headers where header.name.lowercased() == field {
+        for header in named {
             let value = FieldReadings.unfolded(header.rawValue).trimmingCharacters(in: .whitespaces)
             let meaning = field == "content-transfer-encoding"
                 ? (TransferDecoding.isIdentity(value) ? "" : TransferDecoding.token(value))
@@ -307,17 +370,17 @@ package struct MessageReadings {
                 // Text shown as it is, in ASCII (every such charset reads it the
                 // same) or in UTF-8 without a character that could hide inside a
                 // marker: a search of its bytes is all there is to do.
-                emit(name, .pieces(asText: false) { body in bytes.withUnsafeBytes(body); return true })
+                emitOnce(name, bytes: bytes)
             } else {
                 let guessed = type.parameters["charset"] == nil ? Charsets.guessed(bytes) : []
                 for charset in Charsets.sniffed(bytes) + charsets + guessed where reading {
                     guard let text = Charsets.decode(bytes, charset: charset) else { continue }
-                    emit(name, .text(text, media: media))
+                    emitOnce(name, text, media: media)
                 }
             }
             // A uuencoded block inside a text, which some readers show as an attachment.
             if reading, type.type == "text", Self.hasUUBegin(bytes) {
-                emit(name + " (uuencoded block)", .text(String(decoding: TransferDecoding.uudecode(bytes), as: UTF8.self), media: media))
+                emitOnce(name + " (uuencoded block)", String(decoding: TransferDecoding.uudecode(bytes), as: UTF8.self), media: media)
             }
             if isMessage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
                 // message/partial, external-body, x-…, a digest's children: their
