@@ -205,7 +205,10 @@ public struct GnuPG: Sendable {
             }
             pointer = status.pointee.next
         }
-        if result.considered > 0 && result.imported + result.unchanged + result.secret_read == 0 {
+        // A key already there that gained something (a revocation, a signature, a user ID, a subkey) is neither
+        // "imported" nor "unchanged" in gpg's counts, yet it was taken.
+        let grown = result.new_user_ids + result.new_sub_keys + result.new_signatures + result.new_revocations
+        if result.considered > 0 && result.imported + result.unchanged + result.secret_read + grown == 0 {
             throw GPGMEError(code: .invalidValue, .keyImport)
         }
         if result.considered == 0 {

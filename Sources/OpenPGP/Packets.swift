@@ -156,7 +156,7 @@ extension Packets {
             binaries = [data]
         }
         var keys: [KeyBlock] = []
-        for binary in binaries {
+        for binary in binaries where !binary.isEmpty {
             let packets = list(binary)
             guard packets.reduce(0, { $0 + $1.bytes.count }) == binary.count, let first = packets.first,
                   first.tag == 5 || first.tag == 6 else { return nil }
