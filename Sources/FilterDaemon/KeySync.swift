@@ -27,6 +27,8 @@ package final class KeySync: @unchecked Sendable {
     private var listening: KeyFeedListening?
     private var thread: Thread?
     private let failing = Mutex<String?>(nil)
+    /// One check at a time: the loop's, and one asked for directly (at start, by a test).
+    private let checking = NSLock()
     private let counts = Mutex((checks: 0, applied: 0, failures: 0))
     /// Rows read per query; more are read in further pages of the same check.
     static let page = 500
@@ -98,6 +100,8 @@ package final class KeySync: @unchecked Sendable {
     /// as one change. True when the keyring is now as current as the store.
     @discardableResult
     package func check(announcedAt: ContinuousClock.Instant? = nil) -> Bool {
+        checking.lock()
+        defer { checking.unlock() }
         counts.withLock { $0.checks += 1 }
         let started = announcedAt ?? ContinuousClock.now
         var rows: [PublishedKey] = []
@@ -124,7 +128,7 @@ package final class KeySync: @unchecked Sendable {
                 metrics?.keySync(revision: revision, success: Date(), pending: 0, lag: seconds)
                 log("mailsec filter: key sync: keyring at revision \(revision) (\(rows.count) change\(rows.count == 1 ? "" : "s"), "
                     + "in use \(Int(seconds * 1000)) ms after \(announcedAt == nil ? "the check began" : "the announcement"))")
-                failing.withLock { $0 = nil }
+                recovered()
                 return true
             } catch {
                 metrics?.keySync(revision: keyring.revision, success: nil, pending: rows.count, lag: nil)
@@ -134,19 +138,28 @@ package final class KeySync: @unchecked Sendable {
         }
         keyring.sweep()
         metrics?.keySync(revision: keyring.revision, success: Date(), pending: 0, lag: nil)
-        if failing.withLock({ $0.take() }) != nil {
-            log("mailsec filter: key sync: the shared store is reached again; the keyring is at revision \(keyring.revision)")
-        }
+        recovered()
         return true
     }
 
-    /// Counts a failed check; says `line` when the failure is new (not every interval).
+    /// A check went well: after failures, one line says so.
+    private func recovered() {
+        if failing.withLock({ $0.take() }) != nil {
+            log("mailsec filter: key sync: the shared store is reached again and every revision applied; the keyring is at revision "
+                + "\(keyring.revision)")
+        }
+    }
+
+    /// Counts a failed check; says `line` when the failure is new (not every
+    /// interval): an outage once, whatever its reasons on the way (refused,
+    /// then timing out), and each refusal of another row.
     private func fail(_ reason: String, _ line: String) {
         counts.withLock { $0.failures += 1 }
         metrics?.keySyncFailed(reason)
+        let kind = reason == "unreachable" ? reason : line
         let new = failing.withLock { previous in
-            defer { previous = line }
-            return previous != line
+            defer { previous = kind }
+            return previous != kind
         }
         if new { log(line) }
     }

@@ -31,7 +31,9 @@ package enum ResidentFilter {
                 return configError
             }
             do {
-                keys = (try NodeKeyring(home: home), try open(store), store.keySyncInterval)
+                // The store first: a password that cannot be had leaves the home as it was.
+                let feed = try open(store)
+                keys = (try NodeKeyring(home: home), feed, store.keySyncInterval)
             } catch let error as KeyringSyncError {
                 say("mailsec filter: key sync: \(error)")
                 return configError
