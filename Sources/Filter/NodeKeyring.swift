@@ -119,7 +119,7 @@ package final class NodeKeyring: Sendable {
             try Self.copy(current, to: next)
             let gnupg = GnuPG(home: next)
             for row in rows {
-                try Self.change(gnupg, row)
+                try Self.apply(row, to: gnupg)
             }
             do { try DurableFile.replace(next + "/" + Self.revisionFile, with: Array("\(last)\n".utf8)) } catch {
                 throw KeyringSyncError("cannot write the revision in \(next): \(error)")
@@ -160,8 +160,11 @@ package final class NodeKeyring: Sendable {
     /// Generations replaced and still held by a mail (for tests).
     package var retiredHeld: Int { state.withLock { state in state.retired.count } }
 
-    /// One published row applied to the new generation.
-    private static func change(_ gnupg: GnuPG, _ row: PublishedKey) throws(KeyringSyncError) {
+    /// One published row applied to the home of `gnupg`: a removal deletes
+    /// its key; a key must import as exactly its fingerprint, public only.
+    /// (`mailsec keys publish` tries each key so in a scratch home first: a
+    /// key gpg refuses is never published to stop every node.)
+    package static func apply(_ row: PublishedKey, to gnupg: GnuPG) throws(KeyringSyncError) {
         let name = "revision \(row.revision) (\(row.fingerprint))"
         guard GnuPG.isFingerprint(row.fingerprint) else { throw KeyringSyncError("published keys: \(name): not a fingerprint") }
         guard let armor = row.armor else {
@@ -252,7 +255,7 @@ package final class NodeKeyring: Sendable {
     }
 
     /// Stops the agent of the home at `path`, if one runs, and removes the home.
-    private static func remove(_ path: String) {
+    package static func remove(_ path: String) {
         for gpgconf in ["/usr/bin/gpgconf", "/bin/gpgconf"] where access(gpgconf, X_OK) == 0 {
             if case .success(let pid) = ChildProcess.spawn(gpgconf, ["gpgconf", "--homedir", path, "--kill", "gpg-agent"],
                                                            stdin: .null, stdout: .null, stderr: .null, ownGroup: false) {

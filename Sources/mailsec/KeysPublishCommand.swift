@@ -1,4 +1,5 @@
 import ArgumentParser
+import Filter
 import Foundation
 import OpenPGP
 import Platform
@@ -18,14 +19,15 @@ extension KeysCommand {
                 GnuPG home within key_sync_interval, at once when it hears the announcement. A revocation \
                 is published the same way: the revoked key, again. With --remove, the key is removed \
                 from every node's keyring (key continuity then defers mail to its recipients until \
-                'mailsec keys forget'). Every file is read and checked before anything is written: a \
-                secret key or a file without a key writes nothing. One line per key: 'FINGERPRINT \
+                'mailsec keys forget'). Every file is read and each key imported by gpg in a scratch \
+                home before anything is written: a secret key, a key gpg refuses or a file without a key \
+                writes nothing. One line per key: 'FINGERPRINT \
                 published' or 'FINGERPRINT removed', then 'revision N'.
 
                 \(ExitStatus.section([
                     (.success, "every key was published (or removed)"),
                     (.usage, "usage error, or not a full fingerprint"),
-                    (.dataError, "a file holds no key, a secret key, or data that is not OpenPGP keys (nothing written)"),
+                    (.dataError, "a file holds no key, a secret key, a key gpg refuses, or data that is not OpenPGP keys (nothing written)"),
                     (.noInput, "a file cannot be read"),
                     (.temporary, "the shared store cannot be reached or refused the change (nothing written): try again"),
                     (.config, "--store-config cannot be used (no [store] table, a bad value)"),
@@ -52,7 +54,12 @@ extension KeysCommand {
         func run() throws {
             let settings = try Self.storeSettings(storeConfig)
             var rows: [(fingerprint: String, armor: String?)] = remove.map { ($0.uppercased(), nil) }
-            // Every file read and checked before anything is written.
+            // Every file read and checked before anything is written; every key imported by gpg as a node will
+            // (in a scratch home, removed after): a key gpg refuses would stop every node at its revision.
+            var template = Array("/tmp/mailsec-publish.XXXXXX".utf8CString)
+            guard let made = mkdtemp(&template) else { throw CommandFailure("cannot make a scratch GnuPG home in /tmp", status: .temporary) }
+            let scratch = String(cString: made)
+            defer { NodeKeyring.remove(scratch) }
             for file in files {
                 let name = file == "-" ? "standard input" : file
                 let bytes = try readInput(file, what: "keys")
@@ -67,7 +74,10 @@ extension KeysCommand {
                     guard let fingerprint = key.fingerprint else {
                         throw CommandFailure("\(name) holds a key of a version other than 4, which cannot be published", status: .dataError)
                     }
-                    rows.append((fingerprint, Armor.armor(key.bytes)))
+                    let armor = Armor.armor(key.bytes)
+                    do { try NodeKeyring.apply(PublishedKey(revision: 0, fingerprint: fingerprint, armor: armor), to: GnuPG(home: scratch)) }
+                    catch { throw CommandFailure("\(name): gpg refuses the key \(fingerprint) (nothing published)", status: .dataError) }
+                    rows.append((fingerprint, armor))
                 }
             }
             let revision: Int64

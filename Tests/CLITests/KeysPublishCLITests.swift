@@ -57,6 +57,8 @@ struct KeysPublishCLITests {
             ([config, bob, Paths.key("alice.sec.asc").path], 65, "holds a secret key"),
             ([config, bob, empty], 65, "holds no key"),
             ([config, garbage], 65, "holds no OpenPGP keys"),
+            // A user ID without its self-signature: gpg refuses the key, so no node would ever take it.
+            ([config, bob, Paths.key("invalid.pub.gpg").path], 65, "gpg refuses the key"),
             ([config, folder + "/missing.asc"], 66, "cannot read"),
             ([config, "--remove", "ABCD"], 64, "not a full fingerprint"),
             ([config], 64, "Give key files"),
