@@ -43,10 +43,11 @@ package final class NodeKeyring: Sendable {
         var revision: Int64
         /// Mails in progress per generation path.
         var leases: [String: Int] = [:]
-        /// Generations replaced, to remove once no mail holds them.
-        var retired: Set<String> = []
     }
     private let state: Mutex<State>
+    /// One change of the generations at a time: ``apply(_:)`` and ``sweep()``
+    /// (which would take a generation being built for one left over).
+    private let changing = NSLock()
 
     /// Takes over the home at `home`: a folder becomes the first generation
     /// (`r0`, revision 0) with `home` a link to it; a link made before is
@@ -109,6 +110,8 @@ package final class NodeKeyring: Sendable {
     /// Returns the revision now applied.
     @discardableResult
     package func apply(_ rows: [PublishedKey]) throws(KeyringSyncError) -> Int64 {
+        changing.lock()
+        defer { changing.unlock() }
         let (current, revision) = state.withLock { ($0.current, $0.revision) }
         guard let last = rows.last?.revision else { return revision }
         guard rows.allSatisfy({ $0.revision > revision }) else {
@@ -139,26 +142,28 @@ package final class NodeKeyring: Sendable {
             throw error
         }
         state.withLock { state in
-            state.retired.insert(state.current)
             state.current = next
             state.revision = last
         }
-        sweep()
+        removeUnused()
         return last
     }
 
-    /// Removes the generations replaced that no mail holds any more.
+    /// Removes every generation that is not the current one and that no
+    /// mail holds: those replaced, and any a failed removal left.
     package func sweep() {
-        let free = state.withLock { state -> [String] in
-            let free = state.retired.filter { state.leases[$0] == nil }
-            state.retired.subtract(free)
-            return Array(free)
-        }
-        for path in free where path.hasPrefix(generations + "/") { Self.remove(path) }
+        changing.lock()
+        defer { changing.unlock() }
+        removeUnused()
     }
 
-    /// Generations replaced and still held by a mail (for tests).
-    package var retiredHeld: Int { state.withLock { state in state.retired.count } }
+    private func removeUnused() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: generations)) ?? []
+        let unused = state.withLock { state in
+            names.map { generations + "/" + $0 }.filter { $0 != state.current && state.leases[$0] == nil }
+        }
+        for path in unused { Self.remove(path) }
+    }
 
     /// One published row applied to the home of `gnupg`: a removal deletes
     /// its key; a key must import as exactly its fingerprint, public only.
@@ -264,6 +269,12 @@ package final class NodeKeyring: Sendable {
             }
             break
         }
-        try? FileManager.default.removeItem(atPath: path)
+        // An agent that is still ending may add a file while the folder is removed: tried again, a few times.
+        for _ in 0..<20 {
+            try? FileManager.default.removeItem(atPath: path)
+            var info = stat()
+            if lstat(path, &info) != 0 { return }
+            usleep(50_000)
+        }
     }
 }
