@@ -2,6 +2,7 @@ import Filter
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 import Synchronization
 
@@ -69,32 +70,66 @@ package final class SharedKeys: KeyFeed {
     /// LISTEN on a connection of its own, made again (after a pause) when
     /// it breaks; `notified` is called for every NOTIFY and once each time
     /// the LISTEN is in place, so what was announced while it was down is
-    /// looked for.
+    /// looked for. Futures and callbacks on NIO's event loop, no Swift
+    /// concurrency task: a cooperative pool kept busy elsewhere never delays
+    /// an announcement.
     package func follow(_ notified: @escaping @Sendable () -> Void) -> KeyFeedListening {
-        let database = database
-        let open = Mutex<PostgresConnection?>(nil)
-        let task = Task.detached {
-            while !Task.isCancelled {
-                do {
-                    let connection = try await database.separateConnection().get()
-                    open.withLock { $0 = connection }
-                    defer {
-                        open.withLock { $0 = nil }
-                        let closing: EventLoopFuture<Void> = connection.close()
-                        closing.whenComplete { _ in withExtendedLifetime(connection) {} }
+        let listening = Listening(database: database, notified: notified)
+        listening.connect()
+        return KeyFeedListening { listening.stop() }
+    }
+
+    /// One ``follow(_:)``: its connection, and whether it was stopped.
+    private final class Listening: Sendable {
+        let database: SharedDatabase
+        let notified: @Sendable () -> Void
+        let state = Mutex<(stopped: Bool, connection: PostgresConnection?)>((false, nil))
+
+        init(database: SharedDatabase, notified: @escaping @Sendable () -> Void) {
+            self.database = database
+            self.notified = notified
+        }
+
+        func connect() {
+            guard !state.withLock({ $0.stopped }) else { return }
+            let notified = notified
+            database.separateConnection().flatMap { connection -> EventLoopFuture<PostgresConnection> in
+                let stopped = self.state.withLock { state in
+                    if !state.stopped { state.connection = connection }
+                    return state.stopped
+                }
+                if stopped { return (connection.close() as EventLoopFuture<Void>).map { connection } }
+                connection.addListener(channel: SharedKeys.channel) { _, _ in notified() }
+                // postgres-nio sends LISTEN for a listener; said again, in case it does not (LISTEN twice is no change).
+                return connection.query(PostgresQuery(unsafeSQL: "LISTEN \(SharedKeys.channel)"), logger: self.database.quietLogger)
+                    .map { _ in connection }
+            }.whenComplete { result in
+                switch result {
+                case .success(let connection):
+                    if !self.state.withLock({ $0.stopped }) { notified() }
+                    connection.closeFuture.whenComplete { _ in
+                        withExtendedLifetime(connection) {}
+                        self.state.withLock { if $0.connection === connection { $0.connection = nil } }
+                        self.again()
                     }
-                    try await connection.listen(on: Self.channel) { notifications in
-                        notified()
-                        for try await _ in notifications { notified() }
-                    }
-                } catch {}
-                // Not reachable, or the connection broke: again in a moment (the periodic check covers the time between).
-                try? await Task.sleep(for: .seconds(2))
+                case .failure:
+                    self.again()
+                }
             }
         }
-        return KeyFeedListening {
-            task.cancel()
-            if let connection = open.withLock({ $0 }) {
+
+        /// Not reachable, or the connection broke: again in a moment (the periodic check covers the time between).
+        private func again() {
+            guard !state.withLock({ $0.stopped }) else { return }
+            MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .seconds(2)) { self.connect() }
+        }
+
+        func stop() {
+            let connection = state.withLock { state in
+                state.stopped = true
+                return state.connection.take()
+            }
+            if let connection {
                 let closing: EventLoopFuture<Void> = connection.close()
                 closing.whenComplete { _ in withExtendedLifetime(connection) {} }
             }
