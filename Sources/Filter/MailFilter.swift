@@ -68,11 +68,16 @@ package struct FilterResources: Sendable {
     package let keys: KeyCache?
     /// Kept-open SMTP sessions for `[reinject] method = "smtp"`; nil: one session per mail.
     package let reinjection: ReinjectionPool?
+    /// The GnuPG home kept by the published keys (`[store]`, resident
+    /// filter): each mail takes its current generation once and uses it
+    /// throughout. Nil: `gnupg_home` as it is.
+    package let keyring: NodeKeyring?
 
-    /// Resources holding `keys` and `reinjection`.
-    package init(keys: KeyCache?, reinjection: ReinjectionPool?) {
+    /// Resources holding `keys`, `reinjection` and `keyring`.
+    package init(keys: KeyCache?, reinjection: ReinjectionPool?, keyring: NodeKeyring? = nil) {
         self.keys = keys
         self.reinjection = reinjection
+        self.keyring = keyring
     }
 
     /// Nothing kept: the pipe filter's one mail per process.
@@ -189,7 +194,10 @@ package struct MailFilter: Sendable {
             pipelineOptions.continuity = continuity
             // One mail per process keeps its exports in the journal's folder for the next.
             pipelineOptions.keyCache = resources.keys ?? KeyCache(keeping: journal.keptExports)
-            let pipeline = MailPipeline(gnupg: GnuPG(home: config.gnupgHome), options: pipelineOptions)
+            // One keyring for the whole mail: a key sync swapping the home meanwhile is seen by the next mail.
+            let home = resources.keyring?.enter() ?? config.gnupgHome
+            defer { if let home, let keyring = resources.keyring { keyring.leave(home) } }
+            let pipeline = MailPipeline(gnupg: GnuPG(home: home), options: pipelineOptions)
             // Our own fields never leave, not even on a mail passed on unchanged.
             let original = MailPipeline.withoutBcc(bytes, also: Set(Overrides.names + [Self.tagHeader]))
             let wanted = try pipeline.keysWanted(for: message, envelopeSender: sender, envelopeRecipients: remaining)

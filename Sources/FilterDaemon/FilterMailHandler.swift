@@ -24,8 +24,10 @@ package final class FilterMailHandler: MailHandler {
         self.init(config: config, parallel: parallel, metrics: nil, log: log)
     }
 
-    init(config: FilterConfig, parallel: Int, metrics: FilterMetrics?, log: @escaping @Sendable (String) -> Void) {
-        resources = FilterResources(keys: KeyCache(), reinjection: ReinjectionPool(capacity: parallel))
+    /// With `keyring`, each mail uses the generation of the published keys current at its start.
+    init(config: FilterConfig, parallel: Int, metrics: FilterMetrics?, keyring: NodeKeyring? = nil,
+         log: @escaping @Sendable (String) -> Void) {
+        resources = FilterResources(keys: KeyCache(), reinjection: ReinjectionPool(capacity: parallel), keyring: keyring)
         current = Mutex(MailFilter(config: config, resources: resources))
         workers = WorkerPool(threads: parallel, name: "mailsec-filter")
         self.metrics = metrics

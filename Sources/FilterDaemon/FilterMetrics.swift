@@ -1,4 +1,5 @@
 import Filter
+import Foundation
 import Monitoring
 import OpenPGP
 import Prometheus
@@ -6,8 +7,8 @@ import Synchronization
 
 /// The resident filter's metrics (`[listen] metrics_address`). Counters move
 /// once per mail the listener handed to the filter, when its answer is known;
-/// a retried mail counts again. Key-sync lag is not among them: there is no
-/// key sync yet (issue 25, item 2).
+/// a retried mail counts again. With `[store]`, the key sync's state too
+/// (``keySync(revision:success:)``, ``keySyncFailed(_:)``).
 package final class FilterMetrics: Sendable {
     /// Every metric below, as `GET /metrics` shows it.
     package let registry = PrometheusCollectorRegistry()
@@ -18,6 +19,10 @@ package final class FilterMetrics: Sendable {
     private let gpgSeen = Mutex(0)
     private let inProgress: Gauge
     private let waiting: Gauge
+    private let syncRevision: Gauge
+    private let syncSuccess: Gauge
+    private let syncLag: Gauge
+    private let syncPending: Gauge
 
     static let outcomes = ["sent", "deferred", "refused", "rejected"]
     static let kinds = ["letter", "postcard", "unchanged", "password-notice"]
@@ -40,6 +45,36 @@ package final class FilterMetrics: Sendable {
                                           help: "gpg processes started by this filter (operations and version probes)")
         inProgress = registry.makeGauge(name: "mailsec_filter_mails_in_progress", help: "Mails a worker is filtering now")
         waiting = registry.makeGauge(name: "mailsec_filter_mails_waiting", help: "Mails received and waiting for a free worker")
+        syncRevision = registry.makeGauge(name: "mailsec_key_sync_revision",
+                                          help: "The revision of the published keys this node applied last to its keyring")
+        syncSuccess = registry.makeGauge(name: "mailsec_key_sync_last_success_timestamp_seconds",
+                                         help: "When the key sync last found this node's keyring up to date with the shared store (Unix time)")
+        syncLag = registry.makeGauge(name: "mailsec_key_sync_lag_seconds",
+                                     help: "Seconds from the last applied publication's announcement (or its check) to its keyring being in use")
+        syncPending = registry.makeGauge(name: "mailsec_key_sync_pending_revisions",
+                                         help: "Revisions published and not applied when last seen (a refused one stays here)")
+        for reason in Self.syncFailures { _ = Self.syncFailure(registry, reason) }
+    }
+
+    static let syncFailures = ["unreachable", "refused"]
+
+    static func syncFailure(_ registry: PrometheusCollectorRegistry, _ reason: String) -> Counter {
+        registry.makeCounter(name: "mailsec_key_sync_failures_total", labels: [("reason", reason)],
+                             help: "Key sync checks that failed: the shared store unreachable, or a published revision refused")
+    }
+
+    /// The keyring is at `revision` and the store was read at `success` (nil: it was not reached);
+    /// `pending` revisions wait (nil: not known), `lag` seconds went from announcement to use.
+    func keySync(revision: Int64, success: Date?, pending: Int?, lag: Double?) {
+        syncRevision.set(revision)
+        if let success { syncSuccess.set(success.timeIntervalSince1970) }
+        if let pending { syncPending.set(Int64(pending)) }
+        if let lag { syncLag.set(lag) }
+    }
+
+    /// A key sync check failed: `reason` is one of ``syncFailures``.
+    func keySyncFailed(_ reason: String) {
+        Self.syncFailure(registry, reason).increment()
     }
 
     static func mails(_ registry: PrometheusCollectorRegistry, _ outcome: String) -> Counter {

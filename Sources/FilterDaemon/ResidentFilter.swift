@@ -22,14 +22,35 @@ package enum ResidentFilter {
             say("mailsec filter: \(error)")
             return configError
         }
+        // With [store], the home follows the published keys: it becomes a link to
+        // its current generation (before any thread runs, and before any mail).
+        var keys: (keyring: NodeKeyring, feed: any KeyFeed, interval: Int)?
+        if let store = config.store, let home = config.gnupgHome {
+            guard let open = KeyFeedHandle.open.withLock({ $0 }) else {
+                say("mailsec filter: [store] is set, but this program cannot follow published keys")
+                return configError
+            }
+            do {
+                // The store first: a password that cannot be had leaves the home as it was.
+                let feed = try open(store)
+                keys = (try NodeKeyring(home: home), feed, store.keySyncInterval)
+            } catch let error as KeyringSyncError {
+                say("mailsec filter: key sync: \(error)")
+                return configError
+            } catch {
+                say("mailsec filter: key sync: \(error)")
+                return 75
+            }
+        }
         // Before any thread runs (setenv is not thread-safe): gpg's home as the
-        // process's, so GPGME probes `gpg --version` once for the daemon's life.
-        GnuPG.makeHomeTheDefault(config.gnupgHome)
+        // process's, so GPGME probes `gpg --version` once for the daemon's life
+        // (with [store] a mail's home is the current generation: one probe per change).
+        GnuPG.makeHomeTheDefault(keys?.keyring.current ?? config.gnupgHome)
         signal(SIGPIPE, SIG_IGN)
         let done = DispatchSemaphore(value: 0)
         let status = StatusBox()
         Task.detached {
-            status.value = await serve(config, configPath: configPath, address: address)
+            status.value = await serve(config, configPath: configPath, address: address, keys: keys)
             done.signal()
         }
         done.wait()
@@ -56,10 +77,19 @@ package enum ResidentFilter {
         return problems
     }
 
-    private static func serve(_ initial: FilterConfig, configPath: String, address: (host: String, port: Int)?) async -> Int32 {
+    private static func serve(_ initial: FilterConfig, configPath: String, address: (host: String, port: Int)?,
+                              keys: (keyring: NodeKeyring, feed: any KeyFeed, interval: Int)?) async -> Int32 {
         let listen = initial.listen
         let metrics = listen.metrics.map { _ in FilterMetrics() }
-        let handler = FilterMailHandler(config: initial, parallel: listen.parallel, metrics: metrics, log: say)
+        let handler = FilterMailHandler(config: initial, parallel: listen.parallel, metrics: metrics, keyring: keys?.keyring, log: say)
+        // One check before the first mail (bounded by [store]'s time-outs); a store not reachable leaves the keyring as it is.
+        let sync = keys.map { KeySync(feed: $0.feed, keyring: $0.keyring, keys: handler.resources.keys, metrics: metrics,
+                                      interval: TimeInterval($0.interval), log: say) }
+        if let sync {
+            sync.check()
+            sync.start()
+        }
+        defer { sync?.stop() }
         var settings = ListenerSettings(
             host: address?.host ?? listen.host, port: address?.port ?? listen.port,
             dialect: listen.lmtp ? .lmtp : .smtp, maxMessageSize: listen.maxMessageSize,

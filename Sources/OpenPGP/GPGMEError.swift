@@ -57,6 +57,7 @@ public struct GPGMEError: Error, Sendable, Equatable, CustomStringConvertible {
         case keyListing = "key listing"
         case keyImport = "key import"
         case keyExport = "key export"
+        case keyDeletion = "key deletion"
         case sign = "signing"
         case encrypt = "encryption"
         case decrypt = "decryption"

@@ -205,7 +205,10 @@ public struct GnuPG: Sendable {
             }
             pointer = status.pointee.next
         }
-        if result.considered > 0 && result.imported + result.unchanged + result.secret_read == 0 {
+        // A key already there that gained something (a revocation, a signature, a user ID, a subkey) is neither
+        // "imported" nor "unchanged" in gpg's counts, yet it was taken.
+        let grown = result.new_user_ids + result.new_sub_keys + result.new_signatures + result.new_revocations
+        if result.considered > 0 && result.imported + result.unchanged + result.secret_read + grown == 0 {
             throw GPGMEError(code: .invalidValue, .keyImport)
         }
         if result.considered == 0 {
@@ -215,6 +218,26 @@ public struct GnuPG: Sendable {
             considered: Int(result.considered), imported: Int(result.imported),
             unchanged: Int(result.unchanged), secretRead: Int(result.secret_read),
             fingerprints: fingerprints, gainedUserIDs: gained)
+    }
+
+    /// Deletes the public key `fingerprint` from the keyring
+    /// (`gpgme_get_key`, then `gpgme_op_delete_ext` with `GPGME_DELETE_FORCE`);
+    /// false when the keyring has no such key. A key whose secret part the
+    /// home holds is not deleted (GPGME refuses it without
+    /// `GPGME_DELETE_ALLOW_SECRET`, which is never given): that throws.
+    public func deleteKey(_ fingerprint: String) throws -> Bool {
+        guard Self.isFingerprint(fingerprint) else { throw InvalidAddressError(address: fingerprint) }
+        let context = try Context(home: home, executable: executable)
+        var raw: gpgme_key_t?
+        let found = gpgme_get_key(context.raw, fingerprint, &raw, 0)
+        if GPGMEError.Code(rawValue: mailsec_gpgme_err_code(found)) == .endOfFile { return false }
+        try check(found, .keyDeletion)
+        guard let raw else { return false }
+        let key = Key(taking: raw)
+        try withExtendedLifetime(key) {
+            try check(gpgme_op_delete_ext(context.raw, key.handle.raw, UInt32(GPGME_DELETE_FORCE)), .keyDeletion)
+        }
+        return true
     }
 
     /// Exports the public part of `keys` (`gpgme_op_export_keys`). `minimal`

@@ -127,3 +127,54 @@ package enum Packets {
         return Digest.hex(Digest.sha1(prefix + packet.body), uppercase: true)
     }
 }
+
+/// One transferable key read from key data: its primary key packet and
+/// everything up to the next one (user IDs, signatures, subkeys).
+package struct KeyBlock: Sendable {
+    /// The v4 fingerprint, upper case; nil for another key version.
+    package let fingerprint: String?
+    /// True when it is (or holds) secret key material (tags 5 and 7).
+    package let secret: Bool
+    /// Its packets, as they stand.
+    package let bytes: [UInt8]
+}
+
+extension Packets {
+    /// The keys in `data`: every ASCII-armored block in it (a file may hold
+    /// several, one after another), or the data itself when it holds no
+    /// armor. Nil when the data does not read as OpenPGP packets (armor that
+    /// does not decode, packets cut short, anything before the first key).
+    package static func keys(in data: [UInt8]) -> [KeyBlock]? {
+        let text = String(decoding: data, as: UTF8.self)
+        var binaries: [[UInt8]] = []
+        if text.contains("-----BEGIN PGP ") {
+            for block in text.components(separatedBy: "-----BEGIN PGP ").dropFirst() {
+                guard let binary = Packets.binary(Array(("-----BEGIN PGP " + block).utf8)) else { return nil }
+                binaries.append(binary)
+            }
+        } else {
+            binaries = [data]
+        }
+        var keys: [KeyBlock] = []
+        for binary in binaries where !binary.isEmpty {
+            let packets = list(binary)
+            guard packets.reduce(0, { $0 + $1.bytes.count }) == binary.count, let first = packets.first,
+                  first.tag == 5 || first.tag == 6 else { return nil }
+            var current: [Packet] = []
+            func close() {
+                guard let primary = current.first else { return }
+                let secret = current.contains { $0.tag == 5 || $0.tag == 7 }
+                // A secret key's fingerprint is its public part's; no need to tell it for a key that is refused.
+                keys.append(KeyBlock(fingerprint: secret ? nil : fingerprint(of: primary), secret: secret,
+                                     bytes: current.flatMap { Array($0.bytes) }))
+                current = []
+            }
+            for packet in packets {
+                if packet.tag == 5 || packet.tag == 6 { close() }
+                current.append(packet)
+            }
+            close()
+        }
+        return keys
+    }
+}

@@ -14,6 +14,7 @@ import Platform
 /// ca_file = "/etc/mailsec/db-ca.pem"   # optional: the CAs the server's certificate is checked against
 /// connect_timeout = 10                 # seconds
 /// timeout = 30                         # seconds for one statement
+/// key_sync_interval = 30               # resident filter: seconds between checks for published keys
 /// ```
 ///
 /// TLS, with the server's certificate and name verified, is required for
@@ -50,6 +51,10 @@ public struct StoreSettings: Sendable, Equatable {
     public var timeout: Int
     /// Seconds `password_command` may take.
     public var passwordTimeout: Int
+    /// `key_sync_interval`: seconds between the resident filter's checks for
+    /// keys published (`mailsec keys publish`), the fallback for a NOTIFY
+    /// it missed (1 to 86400; default 30).
+    public var keySyncInterval: Int
 
     /// The URL without any secret, for error lines.
     public var displayURL: String { "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" }
@@ -66,11 +71,12 @@ public struct StoreSettings: Sendable, Equatable {
         self.connectTimeout = 10
         self.timeout = 30
         self.passwordTimeout = 60
+        self.keySyncInterval = 30
     }
 
     /// The keys of `[store]`.
     package static let keys: Set<String> = ["url", "password_file", "password_command", "password_timeout", "ca_file", "tls",
-                                            "connect_timeout", "timeout"]
+                                            "connect_timeout", "timeout", "key_sync_interval"]
 
     /// Reads `top`'s `[store]` table; nil when there is none. The first problem throws.
     package static func read(_ top: TOMLKeys) throws(ConfigError) -> StoreSettings? {
@@ -109,6 +115,7 @@ public struct StoreSettings: Sendable, Equatable {
         settings.connectTimeout = try table.positiveInt("connect_timeout", atMost: 300) ?? settings.connectTimeout
         settings.timeout = try table.positiveInt("timeout", atMost: 3600) ?? settings.timeout
         settings.passwordTimeout = try table.positiveInt("password_timeout", atMost: 3600) ?? settings.passwordTimeout
+        settings.keySyncInterval = try table.positiveInt("key_sync_interval", atMost: TOMLKeys.day) ?? settings.keySyncInterval
         return settings
     }
 

@@ -176,6 +176,19 @@ package final class SharedDatabase: Sendable {
         closing.whenComplete { _ in withExtendedLifetime(connection) {} }
     }
 
+    /// A connection of its own, apart from the one statements share: for
+    /// LISTEN, which lasts as long as the connection. The caller closes it.
+    package func separateConnection() -> EventLoopFuture<PostgresConnection> {
+        let made = state.withLock { state in
+            state.made += 1
+            return state.made
+        }
+        return PostgresConnection.connect(on: loop, configuration: configuration, id: made, logger: logger)
+    }
+
+    /// The logger statements are run with (it prints nothing).
+    package var quietLogger: Logger { logger }
+
     /// Closes the connection (the next statement makes a new one).
     package func close() {
         let connection = state.withLock { state in

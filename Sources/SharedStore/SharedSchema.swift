@@ -39,6 +39,21 @@ package enum SharedSchema {
             """,
             "CREATE INDEX postcards_expires ON postcards (expires)",
         ],
+        // 2: the keys an administrator published (`mailsec keys publish`),
+        //    one row per publication: the fingerprint, the armored public
+        //    key or NULL for a removal, at the next revision. Rows are only
+        //    added: a revocation is the revoked key published again. Every
+        //    node applies the rows after the revision it applied last.
+        [
+            """
+            CREATE TABLE published_keys (
+                revision bigserial PRIMARY KEY,
+                fingerprint text NOT NULL CHECK (fingerprint ~ '^([0-9A-F]{40}|[0-9A-F]{64})$'),
+                armor text,
+                published timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+        ],
     ]
 
     /// The newest version.

@@ -25,11 +25,26 @@ package enum SharedStore {
     /// Lets the filter's configuration open key continuity in a shared store
     /// (``SharedContinuityHandle``); called once by the program at start.
     package static func install() {
+        installKeyFeed()
         SharedContinuityHandle.open.withLock {
             $0 = { (settings: StoreSettings) throws(KeyContinuityError) -> any KeyContinuityStore in
                 do { return try continuity(settings) } catch { throw KeyContinuityError(description: "key continuity: \(error)") }
             }
         }
+    }
+
+    /// Lets the resident filter follow the keys published in a shared store (``KeyFeedHandle``).
+    package static func installKeyFeed() {
+        KeyFeedHandle.open.withLock {
+            $0 = { (settings: StoreSettings) throws(KeyFeedError) -> any KeyFeed in
+                do throws(SharedStoreFailure) { return try keys(settings) } catch { throw KeyFeedError(description: error.description) }
+            }
+        }
+    }
+
+    /// The published keys in `settings`' database.
+    package static func keys(_ settings: StoreSettings) throws(SharedStoreFailure) -> SharedKeys {
+        SharedKeys(try database(settings))
     }
 
     /// Key continuity in `settings`' database.

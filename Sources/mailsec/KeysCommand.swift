@@ -8,9 +8,9 @@ import Store
 struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
-        abstract: "Look up and import OpenPGP keys.",
+        abstract: "Look up, import and publish OpenPGP keys.",
         discussion: "'mailsec keys COMMAND --help' describes each command and its exit status.",
-        subcommands: [Lookup.self, Import.self, Forget.self, Accept.self]
+        subcommands: [Lookup.self, Import.self, Forget.self, Accept.self, Publish.self]
     )
 }
 

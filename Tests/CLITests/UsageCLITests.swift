@@ -5,7 +5,7 @@ import Testing
 /// The commands a person runs, as words, with what each needs to get past
 /// its required options.
 let everyCommand: [[String]] = [["plan"], ["encrypt"], ["redact"], ["verify"], ["decrypt"], ["reveal"],
-                                ["autocrypt", "import"], ["keys", "lookup"], ["keys", "import"], ["keys", "forget"], ["keys", "accept"],
+                                ["autocrypt", "import"], ["keys", "lookup"], ["keys", "import"], ["keys", "forget"], ["keys", "accept"], ["keys", "publish"],
                                 ["contacts", "list"], ["contacts", "learn"], ["filter"], ["serve"],
                                 ["compose"], ["reply"], ["forward"], ["drafts", "list"], ["drafts", "show"], ["drafts", "edit"],
                                 ["drafts", "delete"], ["outbox", "edit"]]

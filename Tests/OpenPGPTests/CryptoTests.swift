@@ -147,6 +147,30 @@ struct CryptoTests {
         }
     }
 
+    @Test("a key that only gains something on import (its revocation) is taken, not refused; deleteKey removes a public key, refuses one with its secret")
+    func importRevocationAndDelete() throws {
+        let maker = try TemporaryGnuPGHome()
+        defer { maker.close() }
+        let fingerprint = try maker.makeKey("Rob <rob@example.org>")
+        let before = try maker.export([fingerprint])
+        try maker.revokeKey(of: "rob@example.org")
+        let revoked = try maker.export([fingerprint])
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let gnupg = GnuPG(home: home.path)
+            #expect(try gnupg.importKeys(before).imported == 1)
+            let merged = try gnupg.importKeys(revoked)
+            #expect(merged.imported == 0 && merged.unchanged == 0 && merged.fingerprints == [fingerprint])
+            #expect(try gnupg.lookup(["rob@example.org"])[0].candidates.first?.key.isRevoked == true)
+            #expect(try gnupg.deleteKey(fingerprint))
+            #expect(try gnupg.lookup(["rob@example.org"])[0].candidates.isEmpty)
+            #expect(try !gnupg.deleteKey(fingerprint), "a key not there is no deletion")
+            let alice = try chosenKey(gnupg, "alice@example.org")
+            #expect(throws: GPGMEError.self) { _ = try gnupg.deleteKey(alice.fingerprint) }
+            #expect(try gnupg.lookup(["alice@example.org"])[0].chosen != nil, "a key with its secret was deleted")
+            #expect(throws: InvalidAddressError.self) { _ = try gnupg.deleteKey("ABCD") }
+        }
+    }
+
     @Test("errors carry the GPGME code and never the data")
     func errors() throws {
         try withSenderHome { _, gnupg throws in
