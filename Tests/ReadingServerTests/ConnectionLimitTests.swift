@@ -122,8 +122,15 @@ struct ConnectionLimitTests {
         #expect(health.status == 200)
     }
 
+    /// 640 sockets and a server filling six addresses' caps through the listen queue, in real
+    /// time: beside the other suites (GnuPG, PostgreSQL and Postfix tests on both cores) the
+    /// five small addresses reached 3 to 25 of their 32 in two full runs, and every time it
+    /// ran alone all 32. scripts/test runs it as a step of its own, after the other suites
+    /// (`MAILSEC_CONNECTION_STORM=1`), as it runs the hostile growth test.
     @Test("400 slow clients from one address (and 40 from each of five more) hold at most 32 connections each: a request from another address is served while they still hold theirs",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(3)),
+          .enabled(if: ProcessInfo.processInfo.environment["MAILSEC_CONNECTION_STORM"] != nil,
+                   "a step of its own in scripts/test (MAILSEC_CONNECTION_STORM=1)"))
     func slowClientsFromOneAddress() throws {
         // Time-outs longer than the test may run (its limit is 3 minutes): nothing is cut off by
         // time, only by the caps. At 120 s, a full run on a loaded machine (the answer below took
