@@ -8,8 +8,14 @@ import Synchronization
 package struct KeyringSyncError: Error, Sendable, CustomStringConvertible {
     /// One line.
     package let description: String
+    /// The node's own folders failed (a full disk, a read-only file system),
+    /// not the published rows: the same rows may apply once that is mended.
+    package let local: Bool
     /// A failure with `description`.
-    package init(_ description: String) { self.description = description }
+    package init(_ description: String, local: Bool = false) {
+        self.description = description
+        self.local = local
+    }
 }
 
 /// The resident filter's GnuPG home as the keys published in the shared
@@ -125,16 +131,16 @@ package final class NodeKeyring: Sendable {
                 try Self.apply(row, to: gnupg)
             }
             do { try DurableFile.replace(next + "/" + Self.revisionFile, with: Array("\(last)\n".utf8)) } catch {
-                throw KeyringSyncError("cannot write the revision in \(next): \(error)")
+                throw KeyringSyncError("cannot write the revision in \(next): \(error)", local: true)
             }
             try Self.syncTree(next)
             // The swap: a new link, renamed over the old one in one step.
             let swap = link + ".swap.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
-            guard symlink(next, swap) == 0 else { throw KeyringSyncError("cannot make a link beside \(link): \(OSError(errno))") }
+            guard symlink(next, swap) == 0 else { throw KeyringSyncError("cannot make a link beside \(link): \(OSError(errno))", local: true) }
             guard rename(swap, link) == 0 else {
                 let failure = OSError(errno)
                 unlink(swap)
-                throw KeyringSyncError("cannot swap \(link): \(failure)")
+                throw KeyringSyncError("cannot swap \(link): \(failure)", local: true)
             }
             Self.syncFolder(of: link)
         } catch {
@@ -213,9 +219,9 @@ package final class NodeKeyring: Sendable {
     /// Copies the home `from` into the new folder `to` (0700), its files 0600:
     /// folders and regular files only (no agent sockets), and no lock files.
     private static func copy(_ from: String, to: String) throws(KeyringSyncError) {
-        guard mkdir(to, 0o700) == 0 else { throw KeyringSyncError("cannot make \(to): \(OSError(errno))") }
+        guard mkdir(to, 0o700) == 0 else { throw KeyringSyncError("cannot make \(to): \(OSError(errno))", local: true) }
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: from) else {
-            throw KeyringSyncError("cannot read \(from)")
+            throw KeyringSyncError("cannot read \(from)", local: true)
         }
         for name in names where !name.hasPrefix(".#lk") && !name.hasSuffix(".lock") && name != revisionFile {
             let source = from + "/" + name, target = to + "/" + name
@@ -225,19 +231,12 @@ package final class NodeKeyring: Sendable {
             case S_IFDIR: try copy(source, to: target)
             case S_IFREG:
                 guard let data = FileManager.default.contents(atPath: source) else {
-                    throw KeyringSyncError("cannot read \(source)")
+                    throw KeyringSyncError("cannot read \(source)", local: true)
                 }
-                let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-                guard fd >= 0 else { throw KeyringSyncError("cannot write \(target): \(OSError(errno))") }
-                var offset = 0, failure: Int32 = 0
-                while offset < data.count {
-                    let written = data.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-                    if written < 0 && errno == EINTR { continue }
-                    guard written > 0 else { failure = written == 0 ? ENOSPC : errno; break }
-                    offset += written
+                // Synced with the rest of the generation (syncTree), after gpg's own changes.
+                do { try DurableFile.writeNew(Array(data), to: target, sync: false) } catch {
+                    throw KeyringSyncError("cannot write \(target): \(error)", local: true)
                 }
-                if close(fd) != 0 && failure == 0 { failure = errno }
-                guard failure == 0 else { throw KeyringSyncError("cannot write \(target): \(OSError(failure))") }
             default: continue
             }
         }
@@ -250,7 +249,7 @@ package final class NodeKeyring: Sendable {
             let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
             if fd < 0 { continue }  // a socket gpg made meanwhile
             defer { close(fd) }
-            guard fsync(fd) == 0 else { throw KeyringSyncError("cannot sync \(path): \(OSError(errno))") }
+            guard fsync(fd) == 0 else { throw KeyringSyncError("cannot sync \(path): \(OSError(errno))", local: true) }
         }
     }
 

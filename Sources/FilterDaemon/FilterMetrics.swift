@@ -56,11 +56,11 @@ package final class FilterMetrics: Sendable {
         for reason in Self.syncFailures { _ = Self.syncFailure(registry, reason) }
     }
 
-    static let syncFailures = ["unreachable", "refused"]
+    static let syncFailures = ["unreachable", "refused", "keyring"]
 
     static func syncFailure(_ registry: PrometheusCollectorRegistry, _ reason: String) -> Counter {
         registry.makeCounter(name: "mailsec_key_sync_failures_total", labels: [("reason", reason)],
-                             help: "Key sync checks that failed: the shared store unreachable, or a published revision refused")
+                             help: "Key sync checks that failed: the shared store unreachable, a published revision refused, or the node's own keyring folder failing (full, read-only)")
     }
 
     /// The keyring is at `revision` and the store was read at `success` (nil: it was not reached);

@@ -132,7 +132,8 @@ package final class KeySync: @unchecked Sendable {
                 return true
             } catch {
                 metrics?.keySync(revision: keyring.revision, success: nil, pending: rows.count, lag: nil)
-                fail("refused", "mailsec filter: key sync: \(error.description); the keyring stays at revision \(keyring.revision)")
+                fail(error.local ? "keyring" : "refused",
+                     "mailsec filter: key sync: \(error.description); the keyring stays at revision \(keyring.revision)")
                 return false
             }
         }

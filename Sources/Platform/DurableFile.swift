@@ -63,6 +63,15 @@ package enum DurableFile {
         try syncFolder(of: path)
     }
 
+    /// Writes `bytes` into the new file `path` (0600, `O_EXCL`, never
+    /// following a link), removed again when any step fails. No temporary
+    /// name: for a folder no reader sees until it is complete (a key sync's
+    /// new generation, swapped in whole), which its maker syncs as a whole
+    /// (`sync` false) or file by file.
+    package static func writeNew(_ bytes: [UInt8], to path: String, sync: Bool) throws(Failure) {
+        try write(bytes, to: path, sync: sync)
+    }
+
     /// `path` with ".PID.RANDOM.tmp" appended.
     static func uniqueName(beside path: String) -> String {
         path + ".\(getpid()).\(UInt64.random(in: 0...UInt64.max)).tmp"

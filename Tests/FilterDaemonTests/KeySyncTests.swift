@@ -25,7 +25,11 @@ struct KeySyncTests {
         let cache = KeyCache()
         let lines = Mutex([String]())
 
-        init(server: PostgresServer = .shared, fixtures: [String] = ["alice.sec.asc"], database name: String? = nil) throws {
+        /// `place`, when given, gets the home's path (its agent stopped) and
+        /// returns the folder the node's keyring is to be made from: a copy on
+        /// a file system of the test's choosing.
+        init(server: PostgresServer = .shared, fixtures: [String] = ["alice.sec.asc"], database name: String? = nil,
+             place: ((String) throws -> String)? = nil) throws {
             home = try TemporaryGnuPGHome()
             try home.importFixtures(fixtures)
             let folder = try makePrivateDirectory(prefix: "ms-ks")
@@ -33,7 +37,12 @@ struct KeySyncTests {
             settings = try #require(try StoreSettings.read(TOMLKeys(try TOMLKeys.document(table), "")))
             database = try SharedDatabase(settings)
             keys = SharedKeys(database)
-            keyring = try NodeKeyring(home: home.path)
+            if let place {
+                _ = try run("gpgconf", ["--homedir", home.path, "--kill", "all"])
+                keyring = try NodeKeyring(home: try place(home.path))
+            } else {
+                keyring = try NodeKeyring(home: home.path)
+            }
         }
 
         func sync(interval: TimeInterval = 3600, feed: (any KeyFeed)? = nil) -> KeySync {
@@ -56,7 +65,7 @@ struct KeySyncTests {
                 _ = try? run("gpgconf", ["--homedir", keyring.generations + "/" + name, "--kill", "all"])
             }
             try? FileManager.default.removeItem(atPath: keyring.generations)
-            unlink(home.path)
+            unlink(keyring.link)
             database.close()
         }
     }
@@ -339,6 +348,85 @@ struct KeySyncTests {
         _ = try node.keys.publish(carol)
         #expect(sync.check())
         #expect(try node.usable(["bob@example.org", "carol@example.org"]) == ["bob@example.org", "carol@example.org"])
+    }
+
+    /// A node whose `gnupg_home` is `FOLDER/gnupg` on a tmpfs of its own
+    /// (FOLDER, 4 MiB), and FOLDER: for faults of the node's own disk.
+    static func nodeOnItsOwnDisk() throws -> (Node, String) {
+        let folder = try makePrivateDirectory(prefix: "ms-ks-disk")
+        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m,mode=700", "tmpfs", folder])
+        guard mounted.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["mount": mounted.errors]) }
+        let node = try Node(place: { home in
+            let copied = try run("/bin/cp", ["-a", home, folder + "/gnupg"])
+            guard copied.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: ["cp": copied.errors]) }
+            return folder + "/gnupg"
+        })
+        return (node, folder)
+    }
+
+    /// Stops the agents of `node`'s generations, then unmounts `mounts` (last first).
+    static func takeDown(_ node: Node, _ mounts: [String]) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: node.keyring.generations)) ?? [] {
+            _ = try? run("gpgconf", ["--homedir", node.keyring.generations + "/" + name, "--kill", "all"])
+        }
+        for mount in mounts.reversed() { _ = try? run("/bin/umount", ["-l", mount]) }
+    }
+
+    /// Checks that the failed sync left the node as it was (`generation` in
+    /// use at `revision`, nothing else in the generations, Bob unknown) and
+    /// counted it as the keyring's own failure, in one line without key material.
+    static func expectUntouched(_ node: Node, _ sync: KeySync, generation: String, revision: Int64, failures: Double) throws {
+        #expect(!sync.check())
+        #expect(node.keyring.revision == revision && node.keyring.current == generation)
+        #expect(NodeKeyring.target(of: node.keyring.link) == generation)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: node.keyring.generations) == [(generation as NSString).lastPathComponent],
+                "a half-made generation was left")
+        #expect(try node.usable(["alice@example.org", "bob@example.org"]) == ["alice@example.org"])
+        let scrape = node.scrape
+        #expect(scrape.value("mailsec_key_sync_failures_total{reason=\"keyring\"}") == failures)
+        #expect(scrape.value("mailsec_key_sync_failures_total{reason=\"refused\"}") == 0)
+        #expect(scrape["mailsec_key_sync_pending_revisions"] == 1)
+        let lines = node.lines.withLock { $0 }
+        #expect(lines.count == 1 && lines.allSatisfy { !$0.contains("\n") && !$0.contains("BEGIN PGP") })
+    }
+
+    @Test("the node's disk full during a sync: the new generation is removed, the keyring in use stays whole (reason=\"keyring\"); space freed, the same row applies")
+    func diskFullDuringSync() throws {
+        let (node, folder) = try Self.nodeOnItsOwnDisk()
+        defer { Self.takeDown(node, [folder]) }
+        let sync = node.sync()
+        #expect(sync.check())
+        let generation = node.keyring.current, revision = node.keyring.revision
+        // Every block taken: dd stops at ENOSPC.
+        let filler = folder + "/filler"
+        _ = try run("/bin/dd", ["if=/dev/zero", "of=" + filler, "bs=4096"])
+        _ = try node.keys.publish(try Self.rows("bob.pub.asc"))
+        try Self.expectUntouched(node, sync, generation: generation, revision: revision, failures: 1)
+        #expect(node.lines.withLock { $0 }.first?.contains("No space left on device") == true)
+        unlink(filler)
+        #expect(sync.check())
+        #expect(node.keyring.revision > revision && node.keyring.current != generation)
+        #expect(try node.usable(["alice@example.org", "bob@example.org"]) == ["alice@example.org", "bob@example.org"])
+    }
+
+    @Test("the folder of gnupg_home read-only (the generations writable): the swap fails, the new generation is removed, the keyring in use stays; writable again, the same row applies")
+    func readOnlyBesideTheLink() throws {
+        let (node, folder) = try Self.nodeOnItsOwnDisk()
+        let generations = node.keyring.generations
+        defer { Self.takeDown(node, [folder, generations]) }
+        let sync = node.sync()
+        #expect(sync.check())
+        let generation = node.keyring.current, revision = node.keyring.revision
+        // A mount of its own for the generations, then the folder of the link read-only
+        // (per mount: the generations stay writable, so the copy and the imports succeed).
+        #expect(try run("/bin/mount", ["--bind", generations, generations]).status == 0)
+        #expect(try run("/bin/mount", ["-o", "remount,bind,ro", folder]).status == 0)
+        _ = try node.keys.publish(try Self.rows("bob.pub.asc"))
+        try Self.expectUntouched(node, sync, generation: generation, revision: revision, failures: 1)
+        #expect(node.lines.withLock { $0 }.first?.contains("Read-only file system") == true)
+        #expect(try run("/bin/mount", ["-o", "remount,bind,rw", folder]).status == 0)
+        #expect(sync.check())
+        #expect(try node.usable(["alice@example.org", "bob@example.org"]) == ["alice@example.org", "bob@example.org"])
     }
 
     @Test("key_sync_interval: read, default 30, range-checked")
