@@ -6,6 +6,7 @@ import MIME
 import OpenPGP
 import Outbox
 import Pipeline
+import Platform
 import Policy
 import Sending
 import Synchronization
@@ -403,14 +404,9 @@ final class EditorFile: Sendable {
             fallback! += "; the editor's file is in a private folder under \(InertText.line(base))"
         }
         self.fallback = fallback
-        var template = Array((base + "/mailsec-compose.XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw CommandFailure("cannot make a folder for the editor in \(base)", status: .cannotCreate) }
-        folder = String(cString: made)
-        // mkdtemp makes it 0700; checked, as everything else about it is taken on trust.
-        var info = stat()
-        guard lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_mode & 0o077 == 0, info.st_uid == getuid() else {
-            rmdir(folder)
-            throw CommandFailure("cannot make a private folder for the editor in \(base)", status: .cannotCreate)
+        do { folder = try PrivateFolder.unique(in: base, prefix: "mailsec-compose") } catch {
+            throw CommandFailure(error.rawValue == EEXIST ? "cannot make a private folder for the editor in \(base)"
+                                                          : "cannot make a folder for the editor in \(base)", status: .cannotCreate)
         }
     }
 

@@ -56,9 +56,10 @@ extension KeysCommand {
             var rows: [(fingerprint: String, armor: String?)] = remove.map { ($0.uppercased(), nil) }
             // Every file read and checked before anything is written; every key imported by gpg as a node will
             // (in a scratch home, removed after): a key gpg refuses would stop every node at its revision.
-            var template = Array("/tmp/mailsec-publish.XXXXXX".utf8CString)
-            guard let made = mkdtemp(&template) else { throw CommandFailure("cannot make a scratch GnuPG home in /tmp", status: .temporary) }
-            let scratch = String(cString: made)
+            let scratch: String
+            do { scratch = try PrivateFolder.unique(in: "/tmp", prefix: "mailsec-publish") } catch {
+                throw CommandFailure("cannot make a scratch GnuPG home in /tmp", status: .temporary)
+            }
             defer { NodeKeyring.remove(scratch) }
             for file in files {
                 let name = file == "-" ? "standard input" : file

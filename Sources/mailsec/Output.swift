@@ -61,17 +61,16 @@ func encodeJSON<T: Encodable>(_ value: T) throws -> [UInt8] {
 /// private folder beside it, which then takes its name. A failure leaves nothing.
 func writeFolder(_ path: String, _ files: [(String, Pieces)]) throws {
     let target = URL(fileURLWithPath: path).standardizedFileURL
-    var template = Array((target.deletingLastPathComponent().path + "/.mailsec-partial.XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else {
-        let parent = target.deletingLastPathComponent().path
-        let why = switch errno {
+    let parent = target.deletingLastPathComponent().path
+    let staging: String
+    do { staging = try PrivateFolder.unique(in: parent, prefix: ".mailsec-partial") } catch {
+        let why = switch error.rawValue {
         case ENOENT: "the folder \(parent) does not exist"
         case ENOTDIR: "\(parent) is not a folder"
-        default: reason(errno) + " in \(parent)"
+        default: reason(error.rawValue) + " in \(parent)"
         }
         throw CommandFailure("cannot create \(path): \(why)", status: .cannotCreate)
     }
-    let staging = String(cString: made)
     do {
         for (name, pieces) in files { try writeOutput(to: staging + "/" + name, pieces) }
         rmdir(target.path)  // an empty folder given as --out
