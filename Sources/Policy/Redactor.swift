@@ -154,6 +154,11 @@ package func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     if scalar.value < 0x80 {
         return scalar.value >= 0x41 && scalar.value <= 0x5A ? Unicode.Scalar(scalar.value + 32)! : scalar
     }
+    // Latin-1 too (what bytes read as ISO-8859-1 give, a whole attachment of
+    // them): its capitals are U+00C0...U+00DE but the multiplication sign.
+    if scalar.value < 0x100 {
+        return scalar.value >= 0xC0 && scalar.value <= 0xDE && scalar.value != 0xD7 ? Unicode.Scalar(scalar.value + 32)! : scalar
+    }
     guard scalar.properties.changesWhenLowercased else { return scalar }
     let lower = scalar.properties.lowercaseMapping.unicodeScalars
     return lower.count == 1 ? lower.first! : scalar
@@ -168,6 +173,8 @@ package func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
 package func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
     let value = scalar.value
     if value < 0xA0 { return value < 0x20 ? value != 0x09 && value != 0x0A && value != 0x0D : value >= 0x7F }
+    // The rest of Latin-1 without a look-up of Unicode properties: only the soft hyphen.
+    if value < 0x100 { return value == 0xAD }
     // U+2028/2029 (line and paragraph separators) and U+FFF9–FFFC (interlinear
     // annotation marks, object replacement) are not default-ignorable, yet a
     // browser draws them as nothing inside a line: a hostile review hid
