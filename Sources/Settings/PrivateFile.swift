@@ -8,8 +8,7 @@ package enum PrivateFile {
     /// The file's text without surrounding white space; `key` names the
     /// configuration key in the error. `~/` is the reader's home.
     package static func read(_ value: String, key: String) throws(ConfigError) -> String {
-        let path = value == "~" || value.hasPrefix("~/")
-            ? (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + value.dropFirst() : value
+        let path = expandTilde(value)
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
               let data = FileManager.default.contents(atPath: path) else {

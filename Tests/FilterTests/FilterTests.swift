@@ -4,6 +4,7 @@ import MIME
 import Pipeline
 import Platform
 import Policy
+import Settings
 import TestSupport
 import Testing
 
