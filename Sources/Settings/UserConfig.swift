@@ -336,7 +336,8 @@ public struct UserConfig: Sendable {
                 password = SecretBytes(consuming: &bytes)
             }
         }
-        if source != .none && username == nil {
+        // A username given but unusable is its own problem already: one line for one line.
+        if source != .none && username == nil && table.table["username"] == nil {
             ok = false
             note(ConfigError("submission.username: required with a password", path: "submission.username"))
         }
