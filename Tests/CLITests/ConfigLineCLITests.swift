@@ -98,11 +98,8 @@ struct ConfigLineCLITests {
         }
     }
 
-    /// A secret-looking value: letters, digits and punctuation a password may hold (no quote or backslash).
-    static func secret(_ random: inout SeededRandom) -> String {
-        let alphabet = Array("abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789!%&*+-/:;<>?@^_|~")
-        return "S" + String((0..<Int.random(in: 12...20, using: &random)).map { _ in alphabet.randomElement(using: &random)! })
-    }
+    /// A secret-looking value, as ConfigErrorCLITests makes them (the last one is random).
+    static func secret(_ random: inout SeededRandom) -> String { ConfigErrorCLITests.secrets(&random).last! }
 
     /// Checks that `output` is exactly one line `path:line: …` without `secret`.
     static func expectLocated(_ output: String, path: String, line: Int, secret: String, _ what: String,
