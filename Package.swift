@@ -222,6 +222,8 @@ let package = Package(
         .testTarget(name: "SMTPListenerTests", dependencies: ["SMTPListener", "TestSupport"], exclude: ["Clients"]),
         .testTarget(name: "ContactsTests", dependencies: ["Contacts", "Store", "OpenPGP", "MIME", "Pipeline", "Incoming", "Policy", "TestSupport"]),
         .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "Pipeline", "ReadingServer", "Settings", "Platform", "TestSupport"]),
+        // Every configuration file as Settings reads it: filter.toml, [listen], config.toml.
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "Policy", "Sending", "SMTP", "TestSupport"]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]
