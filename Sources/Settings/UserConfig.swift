@@ -151,38 +151,19 @@ public struct UserConfig: Sendable {
     static func read(path: String) -> (UserConfig?, problems: [ConfigError]) {
         let text: String, info: stat
         do throws(ConfigError) { (text, info) = try ConfigFile.read(path) } catch { return (nil, [error]) }
-        let privateFile = info.st_mode & 0o077 == 0 && info.st_uid == getuid()
-        var (config, problems) = parse(text, privateFile: privateFile, safeFile: isSafe(path, info))
+        // Whoever can change the file could make `password_command` run their commands as us.
+        var (config, problems) = parse(text, privateFile: FileOwnership.isPrivate(info),
+                                       safeFile: FileOwnership.onlyOwnerCanChange(path, info))
         config?.path = path
         problems = problems.map { $0.located(in: path, text: text) }
         return (problems.isEmpty ? config : nil, problems)
     }
 
-    /// Whether nobody but us (and root) can change the file at `path`, as ssh
-    /// judges its configuration: the file and every folder above it owned by
-    /// us or root, and none writable by group or others (a folder with the
-    /// sticky bit, as /tmp, excepted: others cannot replace what is ours in
-    /// it). Whoever can change the file could make `password_command` run
-    /// their commands as us.
-    static func isSafe(_ path: String, _ info: stat) -> Bool {
-        let owners: Set<uid_t> = [getuid(), 0]
-        guard owners.contains(info.st_uid), info.st_mode & 0o022 == 0 else { return false }
-        guard let resolved = realpath(path, nil) else { return false }
-        defer { free(resolved) }
-        var folder = URL(fileURLWithPath: String(cString: resolved)).deletingLastPathComponent().path
-        while true {
-            var above = stat()
-            guard stat(folder, &above) == 0, owners.contains(above.st_uid) else { return false }
-            if above.st_mode & 0o022 != 0 && above.st_mode & 0o1000 == 0 { return false }
-            if folder == "/" { return true }
-            folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
-        }
-    }
-
     /// Reads configuration text. `privateFile` tells whether the file it came
     /// from is readable by its owner only (a `password` is refused otherwise);
     /// `safeFile` whether only its owner can change it (a `password_command`
-    /// is refused otherwise, see ``isSafe(_:_:)``).
+    /// is refused otherwise, as ssh judges its configuration: the file and
+    /// every folder above it ours or root's, none writable by others).
     /// Returns the configuration (nil when unusable) and every problem found.
     public static func parse(_ text: String, privateFile: Bool = true, safeFile: Bool = true) -> (UserConfig?, problems: [ConfigError]) {
         let lines = SourceLines(text)
