@@ -130,14 +130,16 @@ let package = Package(
         // Composing: a session whose security states are the pipeline's own
         // plan, recomputed on every change; reply, forward, drafts' content.
         .target(name: "Compose", dependencies: ["Pipeline", "Policy", "OpenPGP", "MIME", "Incoming"]),
-        // TOML reading shared by the filter's and the user's configuration:
-        // typed keys that name themselves in errors, and the policy defaults.
-        .target(name: "Settings", dependencies: ["Platform", "Policy", "OpenPGP", "PartialEncryption", "TOMLKit"]),
-        // The sendmail/Postfix filter: configuration, journal, hand-over.
-        .target(name: "Filter", dependencies: ["Platform", "Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings", "TOMLKit"]),
+        // Every file a person edits, read in one place: filter.toml (with [listen]), config.toml
+        // (with [submission]), [reading], [store] and the policy defaults. Typed keys that name
+        // themselves in errors, and one error line, FILE:LINE: problem. SMTP only for the names
+        // [submission] takes (SASL mechanisms, a HELO name); nothing here connects.
+        .target(name: "Settings", dependencies: ["Platform", "Policy", "OpenPGP", "PartialEncryption", "SMTP", "TOMLKit"]),
+        // The sendmail/Postfix filter: journal, hand-over (its configuration is Settings').
+        .target(name: "Filter", dependencies: ["Platform", "Pipeline", "Policy", "OpenPGP", "MIME", "SMTP", "Settings"]),
         // The resident filter (`mailsec filter --listen`): the filter's decision
         // path behind the SMTP/LMTP listener, on worker threads; reload, drain, sd_notify.
-        .target(name: "FilterDaemon", dependencies: ["Filter", "Pipeline", "OpenPGP", "SMTPListener", "Monitoring"]),
+        .target(name: "FilterDaemon", dependencies: ["Filter", "Pipeline", "OpenPGP", "SMTPListener", "Monitoring", "Settings"]),
         // The user's local store under $XDG_DATA_HOME/mailsec (SQLite, WAL):
         // the folder, the file modes and the migrations every feature adds to.
         .target(name: "Store", dependencies: ["Platform", .product(name: "GRDB", package: "GRDB.swift")]),
@@ -153,10 +155,10 @@ let package = Package(
                                                  .product(name: "GRDB", package: "GRDB.swift")]),
         // The outbox: copies and their recipients with their states, durably.
         .target(name: "Outbox", dependencies: ["Store", .product(name: "GRDB", package: "GRDB.swift")]),
-        // Sending as a person does: the user configuration, the password, the
+        // Sending as a person does: the password (config.toml is Settings'), the
         // delivery of the outbox, the sender's own copy, the connection state.
         .target(name: "Sending", dependencies: ["Platform", "Outbox", "Store", "Settings", "Pipeline", "Policy", "OpenPGP", "MIME",
-                                                "PartialEncryption", "SMTP", "TOMLKit", "Contacts",
+                                                "PartialEncryption", "SMTP", "Contacts",
                                                 .product(name: "GRDB", package: "GRDB.swift")]),
         // The library's one product: the entry point (Outgoing) and the targets a library user imports through it.
         .target(name: "Mailsec", dependencies: ["Compose", "ComposeStore", "Incoming", "MIME", "OpenPGP", "Pipeline", "Policy",
@@ -203,7 +205,8 @@ let package = Package(
         .testTarget(name: "ComposeTests", dependencies: ["Compose", "ComposeStore", "Contacts", "Store", "Outbox", "Pipeline", "PartialEncryption", "Policy", "OpenPGP", "MIME", "Incoming", "TestSupport"]),
         .testTarget(name: "IncomingTests", dependencies: ["Incoming", "OpenPGP", "MIME", "TestSupport"]),
         // What the fuzz targets check, as a library the regression tests run too.
-        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming", "Filter", "Sending", "PartialEncryption"],
+        .target(name: "MailsecFuzzChecks", dependencies: ["MIME", "Policy", "Redaction", "Incoming", "Filter", "Sending", "Settings",
+                                                          "PartialEncryption"],
                 path: "Fuzz/Checks"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MailsecFuzzChecks", "MIME", "TestSupport"]),
         .testTarget(name: "PartialEncryptionTests", dependencies: [
@@ -219,6 +222,8 @@ let package = Package(
         .testTarget(name: "SMTPListenerTests", dependencies: ["SMTPListener", "TestSupport"], exclude: ["Clients"]),
         .testTarget(name: "ContactsTests", dependencies: ["Contacts", "Store", "OpenPGP", "MIME", "Pipeline", "Incoming", "Policy", "TestSupport"]),
         .testTarget(name: "SharedStoreTests", dependencies: ["SharedStore", "Pipeline", "ReadingServer", "Settings", "Platform", "TestSupport"]),
+        // Every configuration file as Settings reads it: filter.toml, [listen], config.toml.
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "Policy", "Sending", "SMTP", "TestSupport"]),
         .testTarget(name: "SendingTests", dependencies: ["Sending", "Outbox", "Store", "Settings", "SMTP", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
     ],
     swiftLanguageModes: [.v6]

@@ -6,6 +6,7 @@ import PartialEncryption
 import Policy
 import Redaction
 import Sending
+import Settings
 
 /// What each fuzz target does with one input, as library functions: the
 /// libFuzzer executables in `Fuzz/` call them, and the regression tests run

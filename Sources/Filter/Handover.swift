@@ -1,5 +1,6 @@
 import Foundation
 import Platform
+import Settings
 import SMTP
 
 /// A copy could not be handed on. Always temporary for the filter (75).

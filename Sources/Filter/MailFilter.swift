@@ -1,5 +1,6 @@
 import Foundation
 import MIME
+import Settings
 import Synchronization
 import OpenPGP
 import Pipeline

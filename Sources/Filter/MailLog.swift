@@ -1,5 +1,6 @@
 import Foundation
 import Policy
+import Settings
 
 /// The copies one run of the filter handed on, by kind.
 package struct HandedCopies: Sendable, Equatable {
@@ -14,14 +15,6 @@ package struct HandedCopies: Sendable, Equatable {
 
     /// None yet.
     package init() {}
-}
-
-/// `log_format` in filter.toml: how the one line per mail is written.
-package enum LogFormat: String, Sendable {
-    /// `message-id=<…> letters=1 postcards=0 … status=sent duration=0.412`.
-    case plain
-    /// One JSON object (``MailLogRecord``) on the line.
-    case json
 }
 
 extension FilterResult {

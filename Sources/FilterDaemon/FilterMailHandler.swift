@@ -1,6 +1,7 @@
 import Filter
 import Foundation
 import Pipeline
+import Settings
 import SMTPListener
 import Synchronization
 

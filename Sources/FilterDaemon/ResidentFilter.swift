@@ -2,6 +2,7 @@ import Filter
 import Foundation
 import Monitoring
 import OpenPGP
+import Settings
 import SMTPListener
 
 /// `mailsec filter --listen`: the resident filter. Reads filter.toml, listens
@@ -58,23 +59,26 @@ package enum ResidentFilter {
     }
 
     /// Problems of the configuration at `configPath` for the resident filter,
-    /// one line each; empty when it can be used.
-    package static func check(configPath: String, address: (host: String, port: Int)?) -> [String] {
-        let config: FilterConfig
-        do { config = try FilterConfig.load(path: configPath) } catch { return ["\(error)"] }
-        var problems: [String] = []
-        let host = address?.host ?? config.listen.host
-        if !ListenerSettings.isLoopback(host) {
-            problems.append("listen address \(host) is not a loopback address (the listener has no TLS and no AUTH)")
+    /// one line each (`PATH:LINE: problem`, as every configuration error);
+    /// empty when it can be used.
+    package static func check(configPath: String, address: (host: String, port: Int)?) -> [ConfigError] {
+        FilterConfig.check(path: configPath) { config in
+            var problems: [ConfigError] = []
+            let host = address?.host ?? config.listen.host
+            if !ListenerSettings.isLoopback(host) {
+                problems.append(ConfigError("listen address \(host) is not a loopback address (the listener has no TLS and no AUTH)",
+                                            path: address == nil ? "listen.address" : nil))
+            }
+            for (what, folder, key) in [("journal folder", config.journalDirectory, "journal.directory"),
+                                        ("spool folder", config.listen.spoolDirectory ?? ListenerSettings.defaultSpoolDirectory,
+                                         "listen.spool_directory")] {
+                if let problem = folderProblem(folder) { problems.append(ConfigError("\(what) \(folder): \(problem)", path: key)) }
+            }
+            if case .sendmail(let command) = config.reinjection, let executable = command.first, access(executable, X_OK) != 0 {
+                problems.append(ConfigError("reinject.sendmail \(executable) cannot be run", path: "reinject.sendmail"))
+            }
+            return problems
         }
-        for (what, folder) in [("journal folder", config.journalDirectory),
-                               ("spool folder", config.listen.spoolDirectory ?? ListenerSettings.defaultSpoolDirectory)] {
-            if let problem = folderProblem(folder) { problems.append("\(what) \(folder): \(problem)") }
-        }
-        if case .sendmail(let command) = config.reinjection, let executable = command.first, access(executable, X_OK) != 0 {
-            problems.append("reinject.sendmail \(executable) cannot be run")
-        }
-        return problems
     }
 
     private static func serve(_ initial: FilterConfig, configPath: String, address: (host: String, port: Int)?,

@@ -1,4 +1,5 @@
 import Platform
+import Policy
 
 /// What each ``PipelineError/Code`` means to whoever ran mailsec: the one
 /// table both the command line and the mail filter read.

@@ -1,5 +1,6 @@
 import Foundation
 import Platform
+import Settings
 import SMTP
 
 /// The password could not be had. Never carries the password or the

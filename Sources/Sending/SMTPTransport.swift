@@ -1,6 +1,7 @@
 import Foundation
 import Outbox
 import Platform
+import Settings
 import SMTP
 
 /// The submission server of the configuration, spoken to with the SMTP

@@ -6,6 +6,7 @@ import Outbox
 import Pipeline
 import Platform
 import Policy
+import Settings
 import SMTP
 import Store
 

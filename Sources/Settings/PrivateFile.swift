@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// A secret kept in a file (a publishing token, a database password): read
 /// only from a regular file that its reader owns and nobody else can read
@@ -8,14 +9,13 @@ package enum PrivateFile {
     /// The file's text without surrounding white space; `key` names the
     /// configuration key in the error. `~/` is the reader's home.
     package static func read(_ value: String, key: String) throws(ConfigError) -> String {
-        let path = value == "~" || value.hasPrefix("~/")
-            ? (ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()) + value.dropFirst() : value
+        let path = expandTilde(value)
         var info = stat()
         guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG,
               let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError("\(key): \(path) cannot be read", path: key)
         }
-        guard info.st_mode & 0o077 == 0, info.st_uid == getuid() else {
+        guard FileOwnership.isPrivate(info) else {
             // Never the secret itself: only where it is.
             throw ConfigError("\(key): refused, \(path) can be read by others or is not yours (chmod 600 it)", path: key)
         }

@@ -78,6 +78,20 @@ public struct StoreSettings: Sendable, Equatable {
     package static let keys: Set<String> = ["url", "password_file", "password_command", "password_timeout", "ca_file", "tls",
                                             "connect_timeout", "timeout", "key_sync_interval"]
 
+    /// The `[store]` table of the file `file` whose text is `text` (a
+    /// filter.toml, or a file holding only the table): a file without one is
+    /// an error too. The first problem throws, located (`FILE:LINE: problem`).
+    package static func read(text: String, file: String) throws(ConfigError) -> StoreSettings {
+        do throws(ConfigError) {
+            guard let settings = try read(TOMLKeys(try TOMLKeys.document(text), "")) else {
+                throw ConfigError("no [store] table")
+            }
+            return settings
+        } catch {
+            throw error.located(in: file, text: text)
+        }
+    }
+
     /// Reads `top`'s `[store]` table; nil when there is none. The first problem throws.
     package static func read(_ top: TOMLKeys) throws(ConfigError) -> StoreSettings? {
         guard let table = try top.table("store") else { return nil }

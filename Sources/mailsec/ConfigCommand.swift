@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Sending
+import Settings
 
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,9 +25,16 @@ struct ConfigCheck: ParsableCommand {
     func run() throws {
         let problems = UserConfig.check(path: configOption.path)
         guard problems.isEmpty else {
-            for problem in problems { print(problem.description) }
+            report(problems, to: FileHandle.standardOutput)
             throw ExitCode(ExitStatus.config.rawValue)
         }
         print("\(configOption.path): ok")
     }
+}
+
+/// Writes each problem of a configuration as its one line, `FILE:LINE: problem`
+/// (``ConfigError/description``): `config check` on standard output,
+/// `filter --check-config` on standard error, the same lines.
+func report(_ problems: [ConfigError], to output: FileHandle) {
+    for problem in problems { output.write(Data((oneLine(problem.description) + "\n").utf8)) }
 }

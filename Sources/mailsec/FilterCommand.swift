@@ -3,6 +3,7 @@ import Filter
 import FilterDaemon
 import Foundation
 import OpenPGP
+import Settings
 
 struct FilterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -157,7 +158,7 @@ struct FilterCommand: ParsableCommand {
     static func listen(config path: String, address: (host: String, port: Int)?, checkOnly: Bool) -> Never {
         if checkOnly {
             let problems = ResidentFilter.check(configPath: path, address: address)
-            for problem in problems { FileHandle.standardError.write(Data("mailsec filter: \(problem)\n".utf8)) }
+            report(problems, to: FileHandle.standardError)
             Foundation.exit(problems.isEmpty ? 0 : ResidentFilter.configError)
         }
         Foundation.exit(ResidentFilter.run(configPath: path, address: address))

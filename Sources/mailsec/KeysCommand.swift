@@ -3,6 +3,7 @@ import Filter
 import Foundation
 import OpenPGP
 import Pipeline
+import Settings
 import Store
 
 struct KeysCommand: ParsableCommand {

@@ -91,11 +91,10 @@ extension KeysCommand {
 
         /// The `[store]` table of the file at `path` (78 when it cannot be used, 66 when it cannot be read).
         static func storeSettings(_ path: String) throws -> StoreSettings {
-            let settings: StoreSettings?
-            do { settings = try StoreSettings.read(TOMLKeys(try TOMLKeys.document(String(decoding: try readSmallFile(path), as: UTF8.self)), "")) }
-            catch let error as ConfigError { throw CommandFailure("\(path): \(error.description)", status: .config) }
-            guard let settings else { throw CommandFailure("\(path): no [store] table", status: .config) }
-            return settings
+            let text = String(decoding: try readSmallFile(path), as: UTF8.self)
+            do { return try StoreSettings.read(text: text, file: path) } catch {
+                throw CommandFailure(error.description, status: .config)
+            }
         }
     }
 }

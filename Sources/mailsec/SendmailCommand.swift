@@ -4,6 +4,7 @@ import MIME
 import Outbox
 import Pipeline
 import Sending
+import Settings
 
 /// `mailsec sendmail`: the sendmail command line that mail clients call
 /// (neomutt's `sendmail`, git send-email's `--sendmail-cmd`, aerc's

@@ -105,10 +105,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if let storeConfig {
             // The shared store: nothing connects until the first request (or the purge at start, which then fails with 75).
-            let settings: StoreSettings?
-            do { settings = try StoreSettings.read(TOMLKeys(try TOMLKeys.document(String(decoding: try readSmallFile(storeConfig), as: UTF8.self)), "")) }
-            catch let error as ConfigError { throw CommandFailure("\(storeConfig): \(error.description)", status: .config) }
-            guard let settings else { throw CommandFailure("\(storeConfig): no [store] table", status: .config) }
+            let settings: StoreSettings
+            do { settings = try StoreSettings.read(text: String(decoding: try readSmallFile(storeConfig), as: UTF8.self), file: storeConfig) }
+            catch let error as ConfigError { throw CommandFailure(error.description, status: .config) }
             do { server = ReadingServer(configuration: configuration, store: try SharedStore.documents(settings), log: log) } catch {
                 throw CommandFailure(error.description, status: .temporary)
             }

@@ -3,6 +3,7 @@ import Foundation
 import OpenPGP
 import Pipeline
 import Policy
+import Settings
 import TestSupport
 import Testing
 

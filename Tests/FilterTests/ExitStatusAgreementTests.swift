@@ -2,6 +2,7 @@ import Foundation
 @testable import Filter
 @testable import Pipeline
 import Platform
+@testable import Policy
 import Testing
 
 @Suite("One error table")

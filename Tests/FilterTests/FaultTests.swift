@@ -2,6 +2,7 @@ import Foundation
 @testable import Filter
 import MIME
 import Pipeline
+import Settings
 import TestSupport
 import Testing
 

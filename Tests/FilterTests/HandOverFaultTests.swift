@@ -1,6 +1,7 @@
 import Foundation
 @testable import Filter
 import Pipeline
+import Settings
 import TestSupport
 import Testing
 

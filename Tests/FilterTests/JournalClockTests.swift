@@ -2,6 +2,7 @@ import Foundation
 @testable import Filter
 import MIME
 import Platform
+import Settings
 import Synchronization
 import TestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Filter
+import Settings
 import Testing
 
 @Suite("The line per mail")

@@ -1,6 +1,7 @@
 import Foundation
 import Outbox
 import Sending
+import Settings
 import Store
 import Testing
 import TestSupport

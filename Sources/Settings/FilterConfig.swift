@@ -1,15 +1,7 @@
 import Foundation
 import Platform
-import OpenPGP
-import Pipeline
-import PartialEncryption
 import Policy
-import Settings
 import TOMLKit
-
-/// A configuration that cannot be used (from `Settings`, shared with the
-/// user's configuration). The filter defers mail on it (75).
-package typealias ConfigError = Settings.ConfigError
 
 /// How copies are handed back to the mail system.
 package enum Reinjection: Sendable, Equatable {
@@ -22,6 +14,14 @@ package enum Reinjection: Sendable, Equatable {
 /// Where the one line per mail goes.
 package enum LogDestination: String, Sendable {
     case syslog, stderr, none
+}
+
+/// `log_format` in filter.toml: how the one line per mail is written.
+package enum LogFormat: String, Sendable {
+    /// `message-id=<…> letters=1 postcards=0 … status=sent duration=0.412`.
+    case plain
+    /// One JSON object (`MailLogRecord`) on the line.
+    case json
 }
 
 /// The filter's configuration, read from TOML. Every key is optional; an
@@ -130,20 +130,6 @@ package struct FilterConfig: Sendable {
     /// `[store]`: the database several filters share key continuity in; nil: the folder.
     package var store: StoreSettings?
 
-    /// Key continuity's folder: the configured one, or beside the journal
-    /// (used when there is no `[store]`).
-    package var continuity: KeyContinuity {
-        KeyContinuity(directory: continuityDirectory
-                      ?? (journalDirectory as NSString).deletingLastPathComponent + "/continuity")
-    }
-
-    /// Where key continuity is kept: the shared store when `[store]` names
-    /// one, else the folder (``continuity``).
-    package var continuityStore: any KeyContinuityStore {
-        if let store { return SharedContinuityHandle(settings: store) }
-        return continuity
-    }
-
     /// The defaults: sendmail re-injection, journal under /var/spool/mailsec.
     package init() {
         gnupgHome = nil
@@ -162,23 +148,34 @@ package struct FilterConfig: Sendable {
         listen = ListenConfig()
     }
 
-    /// Reads the file at `path`.
+    /// Reads the file at `path`. A problem is one line, `PATH:LINE: problem`
+    /// (``ConfigError/description``): the first one found.
     package static func load(path: String) throws(ConfigError) -> FilterConfig {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError("cannot read configuration \(path)")
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw ConfigError("configuration \(path) is not UTF-8")
-        }
-        do {
-            let config = try parse(text)
-            try config.checkKeyring()
-            return config
-        } catch let error as ConfigError {
-            throw ConfigError("configuration \(path): \(error.description)")
+        let text = try ConfigFile.read(path).text
+        do throws(ConfigError) { return try usable(text) } catch { throw error.located(in: path, text: text) }
+    }
+
+    /// Every problem `mailsec filter --check-config` reports for the file at
+    /// `path`, each one line as ``load(path:)`` gives it: the first problem
+    /// of the file itself, or else those of the world it names
+    /// (``environmentProblems()``) and `more` (the resident filter's own).
+    /// Empty when the filter can run with it.
+    package static func check(path: String, more: (FilterConfig) -> [ConfigError] = { _ in [] }) -> [ConfigError] {
+        let text: String
+        do throws(ConfigError) { text = try ConfigFile.read(path).text } catch { return [error] }
+        do throws(ConfigError) {
+            let config = try usable(text)
+            return (config.environmentProblems() + more(config)).map { $0.located(in: path, text: text) }
         } catch {
-            throw ConfigError("configuration \(path): \(error)")
+            return [error.located(in: path, text: text)]
         }
+    }
+
+    /// The configuration `text` holds, with its keyring checked.
+    private static func usable(_ text: String) throws(ConfigError) -> FilterConfig {
+        let config = try read(text)
+        try config.checkKeyring()
+        return config
     }
 
     /// A filter without its keyring would give everybody postcards: the GnuPG
@@ -187,15 +184,40 @@ package struct FilterConfig: Sendable {
         guard let home = gnupgHome else { throw ConfigError("gnupg_home is required") }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: home, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw ConfigError("gnupg_home \(home) is not a folder")
+            throw ConfigError("gnupg_home \(home) is not a folder", path: "gnupg_home")
         }
         guard ["pubring.kbx", "pubring.gpg"].contains(where: { access(home + "/" + $0, R_OK) == 0 }) else {
-            throw ConfigError("gnupg_home \(home) has no readable public keyring")
+            throw ConfigError("gnupg_home \(home) has no readable public keyring", path: "gnupg_home")
         }
     }
 
-    /// Reads configuration text.
-    package static func parse(_ text: String) throws -> FilterConfig {
+    /// Problems of the running user's world the file cannot show: with
+    /// `[store]` the resident filter follows the published keys by making
+    /// `gnupg_home` a link to a generation folder it writes beside it, so the
+    /// folder that holds `gnupg_home` must be writable (and searchable) by
+    /// this user. Each is located at its key's line.
+    package func environmentProblems() -> [ConfigError] {
+        var problems: [ConfigError] = []
+        if store != nil, let home = gnupgHome {
+            let parent = (home as NSString).deletingLastPathComponent
+            let folder = parent.isEmpty ? "." : parent
+            if access(folder, W_OK | X_OK) != 0 {
+                problems.append(ConfigError("gnupg_home: with [store] published keys are synced into \(home).keys and "
+                                            + "gnupg_home becomes a link swapped beside it, but \(folder) is not writable by this user",
+                                            path: "gnupg_home"))
+            }
+        }
+        return problems
+    }
+
+    /// Reads configuration text; the first problem throws, a ``ConfigError``
+    /// (untyped for its callers' sake: the 6.x compiler crashes on
+    /// `catch let error as ConfigError` around a typed throw).
+    package static func parse(_ text: String) throws -> FilterConfig { try read(text) }
+
+    /// Reads configuration text; the first problem throws (its line when
+    /// TOMLKit tells it, else the key's path).
+    static func read(_ text: String) throws(ConfigError) -> FilterConfig {
         let root = try TOMLKeys.document(text)
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
@@ -204,13 +226,13 @@ package struct FilterConfig: Sendable {
         config.gnupgHome = try top.string("gnupg_home")
         config.policy = try PolicySettings.read(top)
         if let value = try top.string("on_key_loss") {
-            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value (allowed: defer, postcard)") }
+            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value (allowed: defer, postcard)", path: "on_key_loss") }
             config.policy.mail.onKeyLoss = rule
         }
         config.policy.mail.onKeyChange = .acceptCertified
         if let value = try top.string("on_key_change") {
             guard let rule = KeyChangeRule(rawValue: value) else {
-                throw ConfigError("on_key_change: unknown value (defer, accept-certified or accept)")
+                throw ConfigError("on_key_change: unknown value (defer, accept-certified or accept)", path: "on_key_change")
             }
             config.policy.mail.onKeyChange = rule
         }
@@ -220,11 +242,11 @@ package struct FilterConfig: Sendable {
         }
         config.timeout = TimeInterval(try top.positiveInt("timeout", atMost: TOMLKeys.day) ?? 120)
         if let value = try top.string("log") {
-            guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value (allowed: syslog, stderr, none)") }
+            guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value (allowed: syslog, stderr, none)", path: "log") }
             config.log = log
         }
         if let value = try top.string("log_format") {
-            guard let format = LogFormat(rawValue: value) else { throw ConfigError("log_format: unknown value (allowed: plain, json)") }
+            guard let format = LogFormat(rawValue: value) else { throw ConfigError("log_format: unknown value (allowed: plain, json)", path: "log_format") }
             config.logFormat = format
         }
         config.logAddresses = try top.bool("log_addresses") ?? false
@@ -241,11 +263,12 @@ package struct FilterConfig: Sendable {
             case "smtp":
                 // Re-injection speaks SMTP without TLS or AUTH: the mail system must be on this machine.
                 guard Loopback.contains(host) else {
-                    throw ConfigError("reinject.host: not a loopback address (re-injection has no TLS: use 127.0.0.1, ::1 or localhost)")
+                    throw ConfigError("reinject.host: not a loopback address (re-injection has no TLS: use 127.0.0.1, ::1 or localhost)",
+                                      path: "reinject.host")
                 }
                 config.reinjection = .smtp(host: host, port: port)
             default:
-                throw ConfigError("reinject.method: unknown value (allowed: sendmail, smtp)")
+                throw ConfigError("reinject.method: unknown value (allowed: sendmail, smtp)", path: "reinject.method")
             }
             config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout", atMost: TOMLKeys.day) ?? 60)
             config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout", atMost: TOMLKeys.day).map(TimeInterval.init)
@@ -260,7 +283,7 @@ package struct FilterConfig: Sendable {
         config.store = try StoreSettings.read(top)
         config.reading = try ReadingSettings.read(top)
         if config.policy.mail.postcardExtension == .partiallyEncrypted && config.reading == nil {
-            throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file")
+            throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file", path: "extension")
         }
         return config
     }

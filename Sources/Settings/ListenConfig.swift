@@ -1,5 +1,4 @@
 import Foundation
-import Settings
 
 /// The `[listen]` table of filter.toml: how the resident filter
 /// (`mailsec filter --listen`) takes mail over SMTP or LMTP. The pipe filter
@@ -88,12 +87,16 @@ package struct ListenConfig: Sendable, Equatable {
     }
 
     /// Reads the `[listen]` table.
-    static func read(_ table: TOMLKeys) throws -> ListenConfig {
+    package static func read(_ table: TOMLKeys) throws(ConfigError) -> ListenConfig {
         try table.allow(["address", "lmtp", "max_message_size", "max_connections", "parallel", "idle_timeout",
                          "spool_directory", "drain_timeout", "max_connections_per_address", "first_command_timeout",
                          "metrics_address"])
         var listen = ListenConfig()
-        if let address = try table.string("address") { (listen.host, listen.port) = try Self.address(address) }
+        if let address = try table.string("address") {
+            do { (listen.host, listen.port) = try Self.address(address) } catch {
+                throw ConfigError(error.problem, path: table.name("address"))
+            }
+        }
         listen.lmtp = try table.bool("lmtp") ?? false
         listen.maxMessageSize = try table.positiveInt("max_message_size", atMost: 1 << 32) ?? listen.maxMessageSize
         listen.maxConnections = try table.positiveInt("max_connections", atMost: 65_536) ?? listen.maxConnections
@@ -106,7 +109,7 @@ package struct ListenConfig: Sendable, Equatable {
         listen.drainTimeout = try table.positiveInt("drain_timeout", atMost: TOMLKeys.day) ?? listen.drainTimeout
         if let address = try table.string("metrics_address") {
             do { listen.metrics = try Self.address(address) } catch {
-                throw ConfigError("\(table.name("metrics_address")): \(error.description)", path: table.name("metrics_address"))
+                throw ConfigError("\(table.name("metrics_address")): \(error.problem)", path: table.name("metrics_address"))
             }
         }
         return listen

@@ -1,9 +1,6 @@
 import Foundation
-import OpenPGP
-import Pipeline
 import Platform
 import Policy
-import Settings
 import SMTP
 import TOMLKit
 
@@ -45,7 +42,7 @@ public struct SubmissionSettings: Sendable, Hashable {
     public var heloName: String?
     /// Seconds to wait for the server at each step (nil: RFC 5321's own).
     public var timeout: Int?
-    /// Seconds `password_command` may take (nil: ``Password/defaultTimeout``).
+    /// Seconds `password_command` may take (nil: Sending's `Password.defaultTimeout`).
     public var passwordTimeout: Int?
     /// The SASL mechanisms we may use, most wanted first (`auth`): PLAIN and
     /// LOGIN by default; with XOAUTH2 the password is an OAuth 2.0 access token.
@@ -117,9 +114,9 @@ public struct UserConfig: Sendable {
     public var policy: PolicySettings
     /// The `[reading]` table: where partially encrypted postcards publish; nil: none.
     public var reading: ReadingSettings?
-    /// The password written in the file, when `password` is used. Only the
-    /// ``Password`` type reads it out.
-    var filePassword: SecretBytes?
+    /// The password written in the file, when `password` is used. Only
+    /// Sending's `Password` type reads it out.
+    package var filePassword: SecretBytes?
 
     /// A configuration for `from` sending through `submission`.
     public init(from: String, submission: SubmissionSettings, gnupgHome: String? = nil, sentMaildir: String? = nil,
@@ -152,49 +149,21 @@ public struct UserConfig: Sendable {
     }
 
     static func read(path: String) -> (UserConfig?, problems: [ConfigError]) {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return (nil, [ConfigError("cannot read configuration \(path) (no such file)")]) }
-        guard (info.st_mode & S_IFMT) == S_IFREG, let data = FileManager.default.contents(atPath: path) else {
-            return (nil, [ConfigError("cannot read configuration \(path)")])
-        }
-        guard let text = String(data: data, encoding: .utf8) else { return (nil, [ConfigError("configuration \(path) is not UTF-8")]) }
-        let privateFile = info.st_mode & 0o077 == 0 && info.st_uid == getuid()
-        var (config, problems) = parse(text, privateFile: privateFile, safeFile: isSafe(path, info))
+        let text: String, info: stat
+        do throws(ConfigError) { (text, info) = try ConfigFile.read(path) } catch { return (nil, [error]) }
+        // Whoever can change the file could make `password_command` run their commands as us.
+        var (config, problems) = parse(text, privateFile: FileOwnership.isPrivate(info),
+                                       safeFile: FileOwnership.onlyOwnerCanChange(path, info))
         config?.path = path
-        problems = problems.map { problem in
-            var located = problem
-            located = ConfigError("\(path)\(problem.line.map { ":\($0)" } ?? ""): \(problem.description)", path: problem.path,
-                                  line: problem.line)
-            return located
-        }
+        problems = problems.map { $0.located(in: path, text: text) }
         return (problems.isEmpty ? config : nil, problems)
-    }
-
-    /// Whether nobody but us (and root) can change the file at `path`, as ssh
-    /// judges its configuration: the file and every folder above it owned by
-    /// us or root, and none writable by group or others (a folder with the
-    /// sticky bit, as /tmp, excepted: others cannot replace what is ours in
-    /// it). Whoever can change the file could make `password_command` run
-    /// their commands as us.
-    static func isSafe(_ path: String, _ info: stat) -> Bool {
-        let owners: Set<uid_t> = [getuid(), 0]
-        guard owners.contains(info.st_uid), info.st_mode & 0o022 == 0 else { return false }
-        guard let resolved = realpath(path, nil) else { return false }
-        defer { free(resolved) }
-        var folder = URL(fileURLWithPath: String(cString: resolved)).deletingLastPathComponent().path
-        while true {
-            var above = stat()
-            guard stat(folder, &above) == 0, owners.contains(above.st_uid) else { return false }
-            if above.st_mode & 0o022 != 0 && above.st_mode & 0o1000 == 0 { return false }
-            if folder == "/" { return true }
-            folder = URL(fileURLWithPath: folder).deletingLastPathComponent().path
-        }
     }
 
     /// Reads configuration text. `privateFile` tells whether the file it came
     /// from is readable by its owner only (a `password` is refused otherwise);
     /// `safeFile` whether only its owner can change it (a `password_command`
-    /// is refused otherwise, see ``isSafe(_:_:)``).
+    /// is refused otherwise, as ssh judges its configuration: the file and
+    /// every folder above it ours or root's, none writable by others).
     /// Returns the configuration (nil when unusable) and every problem found.
     public static func parse(_ text: String, privateFile: Bool = true, safeFile: Bool = true) -> (UserConfig?, problems: [ConfigError]) {
         let lines = SourceLines(text)
@@ -348,7 +317,8 @@ public struct UserConfig: Sendable {
                 password = SecretBytes(consuming: &bytes)
             }
         }
-        if source != .none && username == nil {
+        // A username given but unusable is its own problem already: one line for one line.
+        if source != .none && username == nil && table.table["username"] == nil {
             ok = false
             note(ConfigError("submission.username: required with a password", path: "submission.username"))
         }
@@ -388,7 +358,7 @@ public struct UserConfig: Sendable {
 }
 
 /// `~` and `~/…` as the person's home.
-func expandTilde(_ path: String) -> String {
+package func expandTilde(_ path: String) -> String {
     guard path == "~" || path.hasPrefix("~/") else { return path }
     let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
     return home + path.dropFirst()
