@@ -244,10 +244,12 @@ package struct MessageReadings {
     static func meanings(_ headers: [Header], _ field: String) -> [String] {
         let named = headers.filter { $0.name.lowercased() == field }
         // One field has one meaning: its value is all there is to say (most parts).
-        if named.count < 2 { return named.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } }
+        // Trimmed as Foundation's `.whitespaces` trims, without it: a hostile mail's every part
+        // (and every reading of it) comes here, and Foundation's trim cost 18,000 instructions a call.
+        if named.count < 2 { return named.map { FieldReadings.unfolded($0.rawValue).trimmingBlanks } }
         var seen: [String] = [], meanings: [String] = []
         for header in named {
-            let value = FieldReadings.unfolded(header.rawValue).trimmingCharacters(in: .whitespaces)
+            let value = FieldReadings.unfolded(header.rawValue).trimmingBlanks
             let meaning = field == "content-transfer-encoding"
                 ? (TransferDecoding.isIdentity(value) ? "" : TransferDecoding.token(value))
                 : FieldReadings.withoutComments(value).lowercased().split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
