@@ -91,6 +91,10 @@ extension Redactor {
         private let bitMarkers: Bool
         /// How many bytes the last scan kept for the next.
         private var kept = 0
+        /// How many bytes the regions of the escape search decoded in all (each
+        /// region's bytes counted at each decoding): work counted, for the tests
+        /// that check it stays linear in the bytes fed.
+        package private(set) var decodedBytes = 0
         /// Bytes kept from one window to the next: enough for a marker in UTF-16, and even.
         private let overlap: Int
         private static let window = 1 << 20
@@ -98,45 +102,75 @@ extension Redactor {
         package init(_ redactor: Redactor, encodings: Bool) {
             self.redactor = redactor
             self.encodings = encodings
-            let markers = [redactor.open, redactor.close].map { Array($0.lowercased().utf8) }
-            let plain = markers.allSatisfy { $0.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: "k") } }
-            needles = plain ? markers : nil
-            overlap = 2 * (markers.map(\.count).max() ?? 0) + 2
-            var firsts: [Unicode.Scalar] = []
-            for marker in [redactor.open, redactor.close] {
-                for first in [marker.lowercased(), marker.uppercased()].compactMap(\.unicodeScalars.first) where !firsts.contains(first) {
-                    firsts.append(first)
+            // A mail is searched in many pieces (every part, every reading of a hostile
+            // mail's ambiguous parts): the tables of the standard markers are made once.
+            let tables = redactor == .standard ? Self.standardTables : Tables(redactor)
+            needles = tables.needles
+            overlap = tables.overlap
+            startsByLead = tables.startsByLead
+            isLead = tables.isLead
+            seconds = tables.seconds
+            isSecondLead = tables.isSecondLead
+            isFirst = tables.isFirst
+            foldedMarkers = tables.foldedMarkers
+            bitMarkers = tables.bitMarkers
+        }
+
+        private static let standardTables = Tables(.standard)
+
+        /// What the search looks for, made from the markers alone.
+        private struct Tables: Sendable {
+            let needles: [[UInt8]]?
+            let overlap: Int
+            let startsByLead: [[[UInt8]]]
+            let isLead: [Bool]
+            let seconds: [[UInt8]]
+            let isSecondLead: [Bool]
+            let isFirst: [Bool]
+            let foldedMarkers: [[Unicode.Scalar]]
+            let bitMarkers: Bool
+
+            init(_ redactor: Redactor) {
+                let markers = [redactor.open, redactor.close].map { Array($0.lowercased().utf8) }
+                let plain = markers.allSatisfy { $0.allSatisfy { $0 < 0x80 && $0 != UInt8(ascii: "k") } }
+                needles = plain ? markers : nil
+                overlap = 2 * (markers.map(\.count).max() ?? 0) + 2
+                var firsts: [Unicode.Scalar] = []
+                for marker in [redactor.open, redactor.close] {
+                    for first in [marker.lowercased(), marker.uppercased()].compactMap(\.unicodeScalars.first) where !firsts.contains(first) {
+                        firsts.append(first)
+                    }
                 }
+                var starts = firsts.flatMap(Redactor.escapeStarts(of:))
+                // A marker's first two scalars as themselves: what follows them may be escaped
+                // (`[[priv\u0061te]]`) or broken by what a viewer ignores (RTF's bare line ends).
+                for marker in [redactor.open, redactor.close] {
+                    let pair = Array(marker.lowercased().unicodeScalars.prefix(2))
+                    if pair.count == 2, pair.allSatisfy(\.isASCII) { starts.append(Array(String(String.UnicodeScalarView(pair)).utf8)) }
+                }
+                var byLead = [[[UInt8]]](repeating: [], count: 256)
+                for start in starts { byLead[Int(start[0])].append(start) }
+                startsByLead = byLead
+                isLead = byLead.map { !$0.isEmpty }
+                var seconds: [[UInt8]] = []
+                for marker in [redactor.open, redactor.close] {
+                    let scalars = Array(marker.lowercased().unicodeScalars)
+                    guard scalars.count > 1 else { continue }
+                    seconds += [Array(String(scalars[1]).utf8)] + Redactor.escapeStarts(of: scalars[1])
+                }
+                self.seconds = seconds
+                var isSecondLead = [Bool](repeating: false, count: 256)
+                for form in seconds where !form.isEmpty {
+                    isSecondLead[Int(form[0])] = true
+                    if form[0] >= 0x61 && form[0] <= 0x7A { isSecondLead[Int(form[0] - 32)] = true }
+                }
+                self.isSecondLead = isSecondLead
+                var isFirst = [Bool](repeating: false, count: 256)
+                for first in firsts where first.isASCII { isFirst[Int(first.value)] = true }
+                self.isFirst = isFirst
+                foldedMarkers = [redactor.open, redactor.close].map { folded(Array($0.unicodeScalars)) }
+                bitMarkers = foldedMarkers.allSatisfy { !$0.isEmpty && $0.count < 63 && !$0.contains(where: isInvisible) }
             }
-            var starts = firsts.flatMap(Redactor.escapeStarts(of:))
-            // A marker's first two scalars as themselves: what follows them may be escaped
-            // (`[[priv\u0061te]]`) or broken by what a viewer ignores (RTF's bare line ends).
-            for marker in [redactor.open, redactor.close] {
-                let pair = Array(marker.lowercased().unicodeScalars.prefix(2))
-                if pair.count == 2, pair.allSatisfy(\.isASCII) { starts.append(Array(String(String.UnicodeScalarView(pair)).utf8)) }
-            }
-            var byLead = [[[UInt8]]](repeating: [], count: 256)
-            for start in starts { byLead[Int(start[0])].append(start) }
-            startsByLead = byLead
-            isLead = byLead.map { !$0.isEmpty }
-            var seconds: [[UInt8]] = []
-            for marker in [redactor.open, redactor.close] {
-                let scalars = Array(marker.lowercased().unicodeScalars)
-                guard scalars.count > 1 else { continue }
-                seconds += [Array(String(scalars[1]).utf8)] + Redactor.escapeStarts(of: scalars[1])
-            }
-            self.seconds = seconds
-            var isSecondLead = [Bool](repeating: false, count: 256)
-            for form in seconds where !form.isEmpty {
-                isSecondLead[Int(form[0])] = true
-                if form[0] >= 0x61 && form[0] <= 0x7A { isSecondLead[Int(form[0] - 32)] = true }
-            }
-            self.isSecondLead = isSecondLead
-            var isFirst = [Bool](repeating: false, count: 256)
-            for first in firsts where first.isASCII { isFirst[Int(first.value)] = true }
-            self.isFirst = isFirst
-            foldedMarkers = [redactor.open, redactor.close].map { folded(Array($0.unicodeScalars)) }
-            bitMarkers = foldedMarkers.allSatisfy { !$0.isEmpty && $0.count < 63 && !$0.contains(where: isInvisible) }
         }
 
         package mutating func feed(_ piece: UnsafeRawBufferPointer) {
@@ -148,13 +182,18 @@ extension Redactor {
             guard needles != nil, buffer.count - kept >= max(Self.window, kept) + overlap else { return }
             let scanned = scan(buffer)
             found = scanned.found
+            decodedBytes += scanned.decoded
             // An even number of bytes goes, so UTF-16 keeps its alignment.
             buffer.removeFirst(min(buffer.count - overlap, scanned.keepFrom) & ~1)
             kept = buffer.count
         }
 
         package mutating func finish() -> Bool {
-            if !found { found = scan(buffer).found }
+            if !found {
+                let scanned = scan(buffer)
+                found = scanned.found
+                decodedBytes += scanned.decoded
+            }
             return found
         }
 
@@ -163,6 +202,8 @@ extension Redactor {
         private struct Scan {
             var found: Bool
             var keepFrom: Int
+            /// How many bytes its regions decoded (``decodedBytes``).
+            var decoded = 0
         }
 
         private func scan(_ bytes: [UInt8]) -> Scan {
@@ -174,7 +215,10 @@ extension Redactor {
                 }) { return Scan(found: true, keepFrom: bytes.count) }
                 return encodings ? decodedShowsMarker(bytes) : Scan(found: false, keepFrom: bytes.count)
             }
-            if encodings && decodedShowsMarker(bytes).found { return Scan(found: true, keepFrom: bytes.count) }
+            if encodings {
+                let decoded = decodedShowsMarker(bytes)
+                if decoded.found { return decoded }
+            }
             if redactor.hasMarkers(String(decoding: bytes, as: UTF8.self)) { return Scan(found: true, keepFrom: bytes.count) }
             guard encodings else { return Scan(found: false, keepFrom: bytes.count) }
             // Bare line ends inside a marker, which RTF readers ignore.
@@ -223,7 +267,8 @@ extension Redactor {
                 // A unit narrows to one byte, a control to three: a place in the narrowed
                 // bytes is at most twice as far into the bytes, at least two thirds.
                 let narrowedScan = regionsShowMarker(narrowed)
-                if narrowedScan.found { return narrowedScan }
+                result.decoded += narrowedScan.decoded
+                if narrowedScan.found { return Scan(found: true, keepFrom: bytes.count, decoded: result.decoded) }
                 if narrowedScan.keepFrom < narrowed.count { result.keepFrom = min(result.keepFrom, narrowedScan.keepFrom / 3 * 2) }
             }
             return result
@@ -254,7 +299,9 @@ extension Redactor {
         /// emphasis) does not count. One pass: the candidates in progress are
         /// carried forward together, each byte read once. A region is decoded
         /// from its start, first ``reach`` bytes, doubled while some reading ends
-        /// inside what may still become a marker; regions that overlap are
+        /// inside what may still become a marker (taken to the window's end at
+        /// once when that reading is under a bidirectional control, whose line
+        /// may run that far); regions that overlap are
         /// merged, so each byte is decoded a bounded number of times. A region,
         /// a candidate or a control's line still open at the end of `bytes` is
         /// kept for the next window.
@@ -351,7 +398,7 @@ extension Redactor {
                     // A bound on the work, whatever the input: past it the bytes count as
                     // holding a marker (they could not be read with certainty in linear time).
                     decoded += end - start
-                    if decoded > Self.workFactor * bytes.count + Self.reach * 512 { return Scan(found: true, keepFrom: bytes.count) }
+                    if decoded > Self.workFactor * bytes.count + Self.reach * 512 { return Scan(found: true, keepFrom: bytes.count, decoded: decoded) }
                     // Whatever starts inside the region is decoded with it.
                     while next < starts.count && starts[next] < end { end = max(end, min(bytes.count, starts[next] + Self.reach)); next += 1 }
                     while line < lines.count && lines[line].lowerBound < end { end = max(end, lines[line].upperBound); line += 1; fromLine = true }
@@ -364,14 +411,15 @@ extension Redactor {
                     }) {
                         texts.append(Array(String(decoding: slice, as: UTF8.self).unicodeScalars))
                     }
-                    var live = false
+                    var live = false, underControl = false
                     for text in texts {
                         // Under a bidirectional control the end of a reading need not be the region's.
-                        let (decoded, visual) = redactor.decodedScalarReadings(text)
-                        for reading in [text] + decoded {
+                        let (readings, visual) = redactor.decodedScalarReadings(text)
+                        for reading in [text] + readings {
                             let seen = examine(reading, visual: visual)
-                            if seen.found { return Scan(found: true, keepFrom: bytes.count) }
+                            if seen.found { return Scan(found: true, keepFrom: bytes.count, decoded: decoded) }
                             live = live || seen.live
+                            underControl = underControl || seen.live && visual
                         }
                     }
                     guard live else { break }
@@ -379,10 +427,16 @@ extension Redactor {
                         keepFrom = min(keepFrom, start)
                         break
                     }
-                    end = min(bytes.count, start + 2 * (end - start))
+                    // A reading under a bidirectional control is live to its line's end, and a
+                    // line of RTF's reading (bare line ends show nothing) or of a visual order
+                    // may run to the window's end: straight there, decoded once more, not
+                    // doubled from the start again and again (each doubling decodes every
+                    // reading and visual order of all the region so far: on long right-to-left
+                    // lines that was three times the work at twice the size).
+                    end = underControl ? bytes.count : min(bytes.count, start + 2 * (end - start))
                 }
             }
-            return Scan(found: false, keepFrom: keepFrom)
+            return Scan(found: false, keepFrom: keepFrom, decoded: decoded)
         }
 
         /// What one reading of a region shows, in one pass and without a copy: whether

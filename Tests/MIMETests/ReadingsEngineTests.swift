@@ -139,6 +139,25 @@ struct ReadingsEngineTests {
         let duplicate = "From: a@example.org\nContent-Type: text/plain\nContent-Type: text/html\n\nx\n"
         #expect(try texts(duplicate).uncertain.contains { $0.contains("two Content-Type fields") })
     }
+
+    @Test("two multipart Content-Type fields are read once only when nothing but the subtype differs: a boundary in another case, or digest, is read too")
+    func multipartSubtypes() throws {
+        func partRead(_ read: (texts: [String], uncertain: [String]), _ text: String) -> Bool {
+            read.texts.contains { $0.hasPrefix(text) && !$0.contains("--") }
+        }
+        let parts = "--b\nContent-Type: text/plain\n\nzqlower\n--b--\n--B\nContent-Type: text/plain\n\nzqupper\n--B--\n"
+        let cases = try texts("From: a@example.org\nContent-Type: multipart/mixed; boundary=\"b\"\n"
+                              + "Content-Type: multipart/alternative; boundary=\"B\"\n\n" + parts)
+        #expect(partRead(cases, "zqlower") && partRead(cases, "zqupper"), "\(cases.texts)")
+        #expect(cases.uncertain.contains { $0.contains("two Content-Type fields") })
+        let inner = "Subject: =?utf-8?q?=5B=5Bzqdigest?=\n\nbody\n"
+        let digest = try texts("From: a@example.org\nContent-Type: multipart/mixed; boundary=d\n"
+                               + "Content-Type: multipart/digest; boundary=d\n\n--d\n\n\(inner)--d--\n")
+        #expect(digest.texts.contains("[[zqdigest"), "the digest's child read as a message")
+        let same = try texts("From: a@example.org\nContent-Type: multipart/mixed; boundary=b\n"
+                             + "Content-Type: multipart/related; boundary=b\n\n--b\nContent-Type: text/plain\n\nzqsame\n--b--\n")
+        #expect(partRead(same, "zqsame") && same.uncertain.contains { $0.contains("two Content-Type fields") })
+    }
 }
 
 @Suite("Trimming and gathering text without Foundation")

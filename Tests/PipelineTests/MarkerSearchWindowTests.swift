@@ -59,4 +59,45 @@ struct MarkerSearchWindowTests {
             #expect(found, "round \(round): \(filler.count) bytes after the override")
         }
     }
+
+    /// Bytes like `scripts/hostile-mail escape-starts`: near misses of the escape search
+    /// (`\u00ad` and `\0` runs, escaped brackets before invisibles, `\x5b\x5b` before long
+    /// runs of letters, `[` and invisibles before `[privat.`) and right-to-left overrides on
+    /// long lines, in random order, about `size` bytes; no marker in any reading.
+    static func nearMisses(_ size: Int, _ random: inout SeededRandom) -> [UInt8] {
+        var out: [UInt8] = []
+        while out.count < size {
+            let unit: String
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0: unit = String(repeating: "\\u00ad", count: Int.random(in: 20..<200, using: &random)) + "x "
+            case 1: unit = String(repeating: "\\0", count: Int.random(in: 20..<200, using: &random)) + "y "
+            case 2: unit = "\\x5b" + String(repeating: "\\u200b", count: Int.random(in: 5..<60, using: &random)) + "q "
+            case 3: unit = "\\x5b\\x5b" + String(repeating: "abcdefgh ", count: Int.random(in: 5..<200, using: &random)) + ".\n"
+            case 4: unit = "\u{202E}" + String(repeating: "abc ", count: Int.random(in: 10..<400, using: &random)) + "\n"
+            default: unit = "[" + String(repeating: "\u{200B}", count: Int.random(in: 5..<100, using: &random)) + "[privat. "
+            }
+            out += Array(unit.utf8)
+        }
+        return out
+    }
+
+    @Test("near misses with right-to-left overrides: each region decoded about once, whatever the size (it was doubled from its start)")
+    func regionsDecodedOnce() {
+        var random = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["MAILSEC_TEST_SEED"] ?? "") ?? 2026_11_26_13)
+        var perByte: [Double] = []
+        for size in [60_000, 240_000] {
+            let bytes = Self.nearMisses(size, &random)
+            var search = Redactor.MarkerSearch(.standard, encodings: true)
+            bytes.withUnsafeBytes { search.feed($0) }
+            let found = search.finish()
+            #expect(!found, "no marker in any reading of \(bytes.count) bytes of near misses")
+            perByte.append(Double(search.decodedBytes) / Double(bytes.count))
+        }
+        print("escape regions: decoded a byte \(perByte)")
+        // A region under a right-to-left override is live to the window's end (RTF's reading
+        // joins its lines): taken there at once it is decoded about once more; doubled
+        // from its start, it was decoded two to three times, more at some sizes than others.
+        #expect(perByte.allSatisfy { $0 <= 1.5 }, "bytes decoded a byte scanned: \(perByte)")
+        #expect(perByte[1] <= 1.2 * perByte[0], "bytes decoded a byte scanned: \(perByte)")
+    }
 }

@@ -32,7 +32,8 @@ package enum FieldReadings {
 
     /// Line breaks taken out (the white space after them stays).
     static func unfolded(_ raw: String) -> String {
-        guard raw.contains("\n") || raw.contains("\r") else { return raw }
+        // By bytes: Foundation's substring search cost 8,000 instructions a call.
+        guard raw.utf8.contains(where: { $0 == 10 || $0 == 13 }) else { return raw }
         return String(String.UnicodeScalarView(raw.unicodeScalars.filter { $0 != "\n" && $0 != "\r" }))
     }
 

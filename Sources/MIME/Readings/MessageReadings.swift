@@ -244,10 +244,12 @@ package struct MessageReadings {
     static func meanings(_ headers: [Header], _ field: String) -> [String] {
         let named = headers.filter { $0.name.lowercased() == field }
         // One field has one meaning: its value is all there is to say (most parts).
-        if named.count < 2 { return named.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } }
+        // Trimmed as Foundation's `.whitespaces` trims, without it: a hostile mail's every part
+        // (and every reading of it) comes here, and Foundation's trim cost 18,000 instructions a call.
+        if named.count < 2 { return named.map { FieldReadings.unfolded($0.rawValue).trimmingBlanks } }
         var seen: [String] = [], meanings: [String] = []
         for header in named {
-            let value = FieldReadings.unfolded(header.rawValue).trimmingCharacters(in: .whitespaces)
+            let value = FieldReadings.unfolded(header.rawValue).trimmingBlanks
             let meaning = field == "content-transfer-encoding"
                 ? (TransferDecoding.isIdentity(value) ? "" : TransferDecoding.token(value))
                 : FieldReadings.withoutComments(value).lowercased().split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
@@ -267,7 +269,11 @@ package struct MessageReadings {
         note(name + (types.count > 1 ? " (two Content-Type fields)" : " (two Content-Transfer-Encoding fields)"))
         guard let blank = Self.bodyStart(written) else { return false }
         let body = Array(written[blank...])
+        var multiparts: Set<String> = []
         for (typeIndex, contentType) in (types.isEmpty ? [""] : types).prefix(4).enumerated() {
+            // Two multipart subtypes with the same parameters hold the same parts, read alike
+            // (a hostile mail gives mixed and alternative at every level): read once.
+            if let same = Self.multipartReading(contentType), !multiparts.insert(same).inserted { continue }
             for encoding in (encodings.isEmpty ? [""] : encodings).prefix(4) {
                 var head = ""
                 if !contentType.isEmpty { head += "Content-Type: " + contentType + "\n" }
@@ -277,6 +283,18 @@ package struct MessageReadings {
             }
         }
         return false
+    }
+
+    /// What a Content-Type value reads as when it names a multipart: any subtype but
+    /// `digest` (whose parts are messages unless they say otherwise) reads its parts
+    /// alike, so the subtype is left out; nil for any other type.
+    static func multipartReading(_ contentType: String) -> String? {
+        let value = FieldReadings.withoutComments(contentType)
+        let cut = value.firstIndex(of: ";")
+        let media = (cut.map { value[..<$0] } ?? value[...]).lowercased().filter { $0 != " " && $0 != "\t" }
+        guard media.hasPrefix("multipart/"), media != "multipart/digest" else { return nil }
+        // The parameters as written: a boundary's case is its own.
+        return cut.map { String(value[$0...]) } ?? ""
     }
 
     /// A bare CR (not before LF) ends a line for some readers (Python's
