@@ -34,6 +34,8 @@ public struct MIMEError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let tooManyHeaders = Code(rawValue: "tooManyHeaders")
         /// A header section holds a NUL byte, which mail may not carry.
         public static let nulInHeader = Code(rawValue: "nulInHeader")
+        /// Encoded-words left open in a header field, so many that decoding them would cost more than linear time.
+        public static let encodedWordsUnbounded = Code(rawValue: "encodedWordsUnbounded")
         /// GMime could not make a message or part out of the input.
         public static let notParsable = Code(rawValue: "notParsable")
         /// Reading or writing failed (``MIMEError/detail``: GLib's or the system's text).
@@ -70,6 +72,8 @@ public struct MIMEError: Error, Sendable, Equatable, CustomStringConvertible {
         case .tooManyParts: "message has more than the limit of \(limit) MIME parts"
         case .tooManyHeaders: "a header section has more than the limit of \(limit) fields"
         case .nulInHeader: "a header section contains a NUL byte, which mail may not carry"
+        case .encodedWordsUnbounded: "a header field holds so many encoded-words (=?) without their end (?=) that reading it would "
+            + "cost more than linear time"
         case .notParsable: "input is not a MIME message"
         case .io: "I/O error: \(detail ?? "unknown")"
         case .invalidArgument: "invalid argument: \(detail ?? "unknown")"

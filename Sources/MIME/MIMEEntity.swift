@@ -180,6 +180,7 @@ public final class MIMEEntity {
     public static func parse(_ bytes: [UInt8], options: ParseOptions = .standard) throws -> (entity: MIMEEntity, issues: [ParseIssue]) {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
         try HeaderScan.refuseNUL(in: bytes)
+        try HeaderScan.refuseUnboundedEncodedWords(in: bytes)
         let stream = MemoryStream(copying: bytes)
         let collector = IssueCollector()
         let object = collector.withParserOptions { parserOptions in

@@ -33,6 +33,7 @@ public final class MIMEMessage {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
         let bytes = HeaderScan.bareCRAsLineEnds(bytes)
         try HeaderScan.refuseNUL(in: bytes)
+        try HeaderScan.refuseUnboundedEncodedWords(in: bytes)
         let stream = MemoryStream(copying: bytes)
         return try withExtendedLifetime(stream) { try parse(stream: stream.raw, options: options) }
     }
@@ -72,6 +73,7 @@ public final class MIMEMessage {
                 let size = Int(info.st_size)
                 guard size <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
                 try HeaderScan.refuseNUL(inFile: fd, size: size, mbox: mbox)
+                try HeaderScan.refuseUnboundedEncodedWords(inFile: fd, size: size)
                 // A file with a bare CR is read into memory, where its line ends are made one kind.
                 if try HeaderScan.hasBareCR(inFile: fd, size: size) { self = .bytes(try HeaderScan.contents(ofFile: fd, size: size)); return }
                 let own = dup(fd)
@@ -111,6 +113,7 @@ public final class MIMEMessage {
         guard bytes.count <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
         let bytes = HeaderScan.bareCRAsLineEnds(bytes)
         try HeaderScan.refuseNUL(in: bytes, mbox: true)
+        try HeaderScan.refuseUnboundedEncodedWords(in: bytes)
         let stream = MemoryStream(copying: bytes)
         // The parts may keep pointing into the stream, which lives as long as they need.
         try withExtendedLifetime(stream) { try forEachInMbox(stream: stream.raw, persist: true, options: options, body) }
@@ -429,29 +432,75 @@ enum HeaderScan {
     /// whether there is a NUL at all, as nearly all mail has none, and only
     /// then once more, line by line, to place it.
     static func refuseNUL(inFile fd: Int32, size: Int, mbox: Bool = false) throws {
-        guard size > 0 else { return }
-        var piece = [UInt8](repeating: 0, count: min(size, 1 << 20))
-        func eachPiece(_ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
-            var offset = 0
-            while offset < size {
-                let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, min($0.count, size - offset), off_t(offset)) }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    throw MIMEError(.io, detail: String(cString: strerror(errno)))
-                }
-                if count == 0 { break }
-                guard try piece.withUnsafeBytes({ try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { return }
-                offset += count
-            }
-        }
         var sawNUL = false
-        try eachPiece { bytes in
+        try eachPiece(ofFile: fd, size: size) { bytes in
             sawNUL = memchr(bytes.baseAddress!, 0, bytes.count) != nil
             return !sawNUL
         }
         guard sawNUL else { return }
         var scan = Lines(mbox: mbox)
-        try eachPiece { try scan.feed($0); return true }
+        try eachPiece(ofFile: fd, size: size) { try scan.feed($0); return true }
+    }
+
+    /// Calls `body` with the first `size` bytes of a regular file in pieces
+    /// of 1 MiB at most, until it returns false.
+    static func eachPiece(ofFile fd: Int32, size: Int, _ body: (UnsafeRawBufferPointer) throws -> Bool) throws {
+        guard size > 0 else { return }
+        var piece = [UInt8](repeating: 0, count: min(size, 1 << 20))
+        var offset = 0
+        while offset < size {
+            let count = piece.withUnsafeMutableBytes { pread(fd, $0.baseAddress, min($0.count, size - offset), off_t(offset)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw MIMEError(.io, detail: String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            guard try piece.withUnsafeBytes({ try body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { return }
+            offset += count
+        }
+    }
+
+    /// GMime decodes a header field's encoded-words as it parses the
+    /// message, and for each `=?` it looks for the `?=` that ends it up to
+    /// the field's end: a field of n unclosed encoded-words costs it n times
+    /// the field's length (40,000 in a Subject of 600 KB: minutes of a
+    /// filter's worker). Before parsing, this counts that work — for each
+    /// byte, the `=?` still open before it in the same field (a line and
+    /// the lines after it that start with a space or tab; bodies are
+    /// counted too, which can only count more) — and refuses the input
+    /// when it passes ``encodedWordWorkLimit``. Ordinary mail, a few
+    /// encoded-words, each closed, counts next to nothing. One pass, in pieces.
+    struct EncodedWordWork {
+        private var previous: UInt8 = 10
+        private var open = 0
+        private(set) var work = 0
+
+        mutating func feed(_ bytes: UnsafeRawBufferPointer) throws {
+            for byte in bytes {
+                if previous == 10 && byte != 32 && byte != 9 { open = 0 }  // a new field
+                if open > 0 {
+                    work += open
+                    if work > HeaderScan.encodedWordWorkLimit { throw MIMEError(.encodedWordsUnbounded, limit: HeaderScan.encodedWordWorkLimit) }
+                }
+                if previous == UInt8(ascii: "=") && byte == UInt8(ascii: "?") { open += 1 }
+                else if previous == UInt8(ascii: "?") && byte == UInt8(ascii: "=") { open = 0 }
+                previous = byte
+            }
+        }
+    }
+
+    /// The most ``EncodedWordWork`` lets through: 32 Mi bytes scanned, some
+    /// tens of milliseconds of GMime's time.
+    static let encodedWordWorkLimit = 1 << 25
+
+    static func refuseUnboundedEncodedWords(in bytes: [UInt8]) throws {
+        var count = EncodedWordWork()
+        try bytes.withUnsafeBytes { try count.feed($0) }
+    }
+
+    static func refuseUnboundedEncodedWords(inFile fd: Int32, size: Int) throws {
+        var count = EncodedWordWork()
+        try eachPiece(ofFile: fd, size: size) { try count.feed($0); return true }
     }
 
     static func refuseNUL(in bytes: [UInt8], mbox: Bool = false) throws {
