@@ -233,6 +233,10 @@ struct ComposeFlow {
         Interruption.editorRuns.withLock { $0 = true }
         defer { Interruption.editorRuns.withLock { $0 = false } }
         let status = try terminal.edit(file.path)
+        // An editor ended by the hang-up or SIGTERM that came to us too: on a loaded machine our
+        // handler may not have run yet. It is waited for while the edit still counts as running,
+        // so that it keeps what the editor wrote (a full test run once saved the draft without it).
+        if status == 128 + SIGHUP || status == 128 + SIGTERM { Interruption.awaitEnding(seconds: 10) }
         Interruption.parkIfEnding()
         let edited = try file.read()
         template = edited
@@ -363,6 +367,11 @@ final class Interruption: @unchecked Sendable {
     /// Waits for the end when a signal is ending composing, so that the
     /// composing thread, which the signal woke (the editor ended, the terminal
     /// gone), does not race the handler to save or to exit.
+    /// Waits up to `seconds` for a signal's handler to start ending composing.
+    static func awaitEnding(seconds: Int) {
+        for _ in 0..<(seconds * 100) where !ending.withLock({ $0 }) { usleep(10_000) }
+    }
+
     static func parkIfEnding() {
         guard ending.withLock({ $0 }) else { return }
         while true { sleep(60) }
