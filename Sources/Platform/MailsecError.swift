@@ -1,3 +1,5 @@
+import Glibc
+
 /// The statuses mailsec exits with, from sysexits.h: the command line exits
 /// with them and the mail filter answers the mail server with them.
 public enum ExitStatus: Int32, Sendable, CaseIterable {
@@ -40,4 +42,17 @@ extension MailsecError where Self: CustomStringConvertible {
     /// type that is described is described safely. A type whose
     /// `description` may hold more gives its own ``safeDescription``.
     public var safeDescription: String { description }
+}
+
+/// errno in a few plain words, for an error line: the common ones as a
+/// person says them ("no such file", "permission denied"), the rest as the
+/// C library words them, in lower case.
+package func errnoReason(_ code: Int32) -> String {
+    switch code {
+    case ENOENT: "no such file"
+    case EACCES, EPERM: "permission denied"
+    case EISDIR: "is a directory"
+    case ENOTDIR: "a part of the path is not a directory"
+    default: String(cString: strerror(code)).lowercased()
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Platform
 
 /// A configuration that cannot be used. The filter defers mail on it (75):
 /// a mis-edited file must never bounce mail. `path` names the key (such as
@@ -53,8 +54,12 @@ package enum ConfigFile {
     /// one located error.
     package static func read(_ path: String) throws(ConfigError) -> (text: String, info: stat) {
         var info = stat()
-        guard stat(path, &info) == 0 else { throw ConfigError("cannot read the configuration (no such file)").located(in: path, text: nil) }
-        guard (info.st_mode & S_IFMT) == S_IFREG, let data = FileManager.default.contents(atPath: path) else {
+        guard stat(path, &info) == 0 else { throw ConfigError("cannot read the configuration (\(errnoReason(errno)))").located(in: path, text: nil) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            let kind = (info.st_mode & S_IFMT) == S_IFDIR ? "is a directory" : "not a regular file"
+            throw ConfigError("cannot read the configuration (\(kind))").located(in: path, text: nil)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError("cannot read the configuration").located(in: path, text: nil)
         }
         guard let text = String(data: data, encoding: .utf8) else {

@@ -54,18 +54,7 @@ func readSmallFile(_ path: String) throws -> [UInt8] {
 
 /// "cannot read PATH: REASON" (66), the reason in a few plain words.
 func cannotRead(_ path: String, _ code: Int32) -> CommandFailure {
-    CommandFailure("cannot read \(path): \(reason(code))", status: .noInput)
-}
-
-/// errno in a few plain words: the common ones as a person says them.
-func reason(_ code: Int32) -> String {
-    switch code {
-    case ENOENT: "no such file"
-    case EACCES, EPERM: "permission denied"
-    case EISDIR: "is a directory"
-    case ENOTDIR: "a part of the path is not a directory"
-    default: String(cString: strerror(code)).lowercased()
-    }
+    CommandFailure("cannot read \(path): \(errnoReason(code))", status: .noInput)
 }
 
 /// Says on standard error that `what` is read from standard input, when

@@ -30,7 +30,7 @@ func writeOutput(to path: String?, _ pieces: Pieces) throws {
     let fd: Int32
     if let path, path != "-" {
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(reason(errno))", status: .cannotCreate) }
+        guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(errnoReason(errno))", status: .cannotCreate) }
         fchmod(fd, 0o600)
     } else {
         fd = STDOUT_FILENO
@@ -42,7 +42,7 @@ func writeOutput(to path: String?, _ pieces: Pieces) throws {
             let written = write(fd, piece.baseAddress! + offset, piece.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
-                throw CommandFailure("cannot write \(path ?? "standard output"): \(reason(errno))", status: .cannotCreate)
+                throw CommandFailure("cannot write \(path ?? "standard output"): \(errnoReason(errno))", status: .cannotCreate)
             }
             offset += written
         }
@@ -67,7 +67,7 @@ func writeFolder(_ path: String, _ files: [(String, Pieces)]) throws {
         let why = switch error.rawValue {
         case ENOENT: "the folder \(parent) does not exist"
         case ENOTDIR: "\(parent) is not a folder"
-        default: reason(error.rawValue) + " in \(parent)"
+        default: errnoReason(error.rawValue) + " in \(parent)"
         }
         throw CommandFailure("cannot create \(path): \(why)", status: .cannotCreate)
     }
@@ -75,7 +75,7 @@ func writeFolder(_ path: String, _ files: [(String, Pieces)]) throws {
         for (name, pieces) in files { try writeOutput(to: staging + "/" + name, pieces) }
         rmdir(target.path)  // an empty folder given as --out
         guard rename(staging, target.path) == 0 else {
-            throw CommandFailure("cannot create \(path): \(reason(errno))", status: .cannotCreate)
+            throw CommandFailure("cannot create \(path): \(errnoReason(errno))", status: .cannotCreate)
         }
     } catch {
         try? FileManager.default.removeItem(atPath: staging)

@@ -3,6 +3,7 @@ import Filter
 import Foundation
 import HTTPRequests
 import PartialEncryption
+import Platform
 import Pipeline
 import ReadingServer
 
@@ -58,7 +59,7 @@ struct ReadingOptions: ParsableArguments {
         guard let passwordTo else { return nil }
         let fd = open(passwordTo, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw CommandFailure("cannot create \(passwordTo): \(errno == EEXIST ? "it exists already" : reason(errno))",
+            throw CommandFailure("cannot create \(passwordTo): \(errno == EEXIST ? "it exists already" : errnoReason(errno))",
                                  status: .cannotCreate)
         }
         return fd

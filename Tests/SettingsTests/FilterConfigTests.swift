@@ -149,6 +149,30 @@ struct FilterConfigTests {
         try "gnupg_home = \"\(folder)\"\n".write(toFile: path, atomically: true, encoding: .utf8)
         #expect(try FilterConfig.load(path: path).gnupgHome == folder)
     }
+
+    @Test("a configuration that cannot be read says why in its one line: missing, a folder, a path through a file, not a regular file")
+    func unreadableSaysWhy() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-config")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        FileManager.default.createFile(atPath: folder + "/plain", contents: Data("x = 1\n".utf8))
+        #expect(mkfifo(folder + "/fifo", 0o600) == 0)
+        let cases = [
+            (folder + "/missing.toml", "(no such file)"),
+            (folder, "(is a directory)"),
+            (folder + "/plain/filter.toml", "(a part of the path is not a directory)"),
+            (folder + "/fifo", "(not a regular file)"),
+        ]
+        for (path, reason) in cases {
+            do {
+                _ = try FilterConfig.load(path: path)
+                Issue.record("\(path) was read")
+            } catch {
+                let line = "\(error)"
+                #expect(line.hasPrefix(path + ": ") && line.hasSuffix("cannot read the configuration " + reason), "\(line)")
+                #expect(!line.contains("\n"))
+            }
+        }
+    }
 }
 
 
