@@ -68,3 +68,21 @@ package enum ConfigFile {
         return (text, info)
     }
 }
+
+/// How a reader of configuration meets a problem: without `collect` the
+/// first one throws; with it, each is handed to `collect` and reading goes on
+/// (`config check`, `--check-config`).
+package struct ProblemCollector {
+    let collect: ((ConfigError) -> Void)?
+
+    package init(_ collect: ((ConfigError) -> Void)?) { self.collect = collect }
+
+    /// Runs `body`; a problem it throws is collected, or without a collector thrown.
+    package func step(_ body: () throws -> Void) throws(ConfigError) {
+        do { try body() } catch {
+            let error = error as? ConfigError ?? ConfigError("\(error)")
+            guard let collect else { throw error }
+            collect(error)
+        }
+    }
+}

@@ -149,33 +149,43 @@ package struct FilterConfig: Sendable {
     }
 
     /// Reads the file at `path`. A problem is one line, `PATH:LINE: problem`
-    /// (``ConfigError/description``): the first one found.
+    /// (``ConfigError/description``): the first in the file's order.
     package static func load(path: String) throws(ConfigError) -> FilterConfig {
         let text = try ConfigFile.read(path).text
-        do throws(ConfigError) { return try usable(text) } catch { throw error.located(in: path, text: text) }
+        let (config, problems) = read(text, located: path)
+        if let first = problems.first { throw first }
+        return config!
     }
 
     /// Every problem `mailsec filter --check-config` reports for the file at
-    /// `path`, each one line as ``load(path:)`` gives it: the first problem
-    /// of the file itself, or else those of the world it names
-    /// (``environmentProblems()``) and `more` (the resident filter's own).
-    /// Empty when the filter can run with it.
+    /// `path`, each one line as ``load(path:)`` gives it: every problem of the
+    /// file itself (each key's, and a missing or empty keyring), or else those
+    /// of the world it names (``environmentProblems()``) and `more` (the
+    /// resident filter's own). Empty when the filter can run with it.
     package static func check(path: String, more: (FilterConfig) -> [ConfigError] = { _ in [] }) -> [ConfigError] {
         let text: String
         do throws(ConfigError) { text = try ConfigFile.read(path).text } catch { return [error] }
-        do throws(ConfigError) {
-            let config = try usable(text)
-            return (config.environmentProblems() + more(config)).map { $0.located(in: path, text: text) }
-        } catch {
-            return [error.located(in: path, text: text)]
-        }
+        let (config, problems) = read(text, located: path)
+        guard let config, problems.isEmpty else { return problems }
+        return (config.environmentProblems() + more(config)).map { $0.located(in: path, text: text) }
     }
 
-    /// The configuration `text` holds, with its keyring checked.
-    private static func usable(_ text: String) throws(ConfigError) -> FilterConfig {
-        let config = try read(text)
-        try config.checkKeyring()
-        return config
+    /// The configuration `text` holds (nil with any problem) and every problem
+    /// of its keys and keyring, located in `file`, in the file's order (as a
+    /// person fixes them).
+    private static func read(_ text: String, located file: String) -> (FilterConfig?, [ConfigError]) {
+        var problems: [ConfigError] = []
+        do throws(ConfigError) {
+            let config = try read(text, collect: { problems.append($0) })
+            if !problems.contains(where: { $0.path == "gnupg_home" }) {
+                do throws(ConfigError) { try config.checkKeyring() } catch { problems.append(error) }
+            }
+            if problems.isEmpty { return (config, []) }
+        } catch {
+            problems = [error]
+        }
+        let located = problems.map { $0.located(in: file, text: text) }
+        return (nil, located.enumerated().sorted { ($0.element.line ?? .max, $0.offset) < ($1.element.line ?? .max, $1.offset) }.map(\.element))
     }
 
     /// A filter without its keyring would give everybody postcards: the GnuPG
@@ -215,75 +225,98 @@ package struct FilterConfig: Sendable {
     /// `catch let error as ConfigError` around a typed throw).
     package static func parse(_ text: String) throws -> FilterConfig { try read(text) }
 
-    /// Reads configuration text; the first problem throws (its line when
-    /// TOMLKit tells it, else the key's path).
-    static func read(_ text: String) throws(ConfigError) -> FilterConfig {
+    /// Reads configuration text: the first problem throws (its line when
+    /// TOMLKit tells it, else the key's path). With `collect`, every problem
+    /// of a key is handed to it and reading goes on (for `--check-config`, as
+    /// `config check` reads config.toml); only text that is not TOML throws.
+    static func read(_ text: String, collect: ((ConfigError) -> Void)? = nil) throws(ConfigError) -> FilterConfig {
         let root = try TOMLKeys.document(text)
         var config = FilterConfig()
         let top = TOMLKeys(root, "")
-        try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "log_format", "log_addresses", "reading", "reinject", "journal",
-                                                 "on_key_loss", "on_key_change", "continuity", "listen", "store"]))
-        config.gnupgHome = try top.string("gnupg_home")
-        config.policy = try PolicySettings.read(top)
-        if let value = try top.string("on_key_loss") {
-            guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value (allowed: defer, postcard)", path: "on_key_loss") }
-            config.policy.mail.onKeyLoss = rule
+        let problems = ProblemCollector(collect)
+        func step(_ body: () throws -> Void) throws(ConfigError) { try problems.step(body) }
+        try step {
+            try top.allow(PolicySettings.keys.union(["gnupg_home", "timeout", "log", "log_format", "log_addresses", "reading", "reinject",
+                                                     "journal", "on_key_loss", "on_key_change", "continuity", "listen", "store"]))
+        }
+        try step { config.gnupgHome = try top.string("gnupg_home") }
+        config.policy = try PolicySettings.read(top, collect: collect)
+        try step {
+            if let value = try top.string("on_key_loss") {
+                guard let rule = KeyLossRule(rawValue: value) else { throw ConfigError("on_key_loss: unknown value (allowed: defer, postcard)", path: "on_key_loss") }
+                config.policy.mail.onKeyLoss = rule
+            }
         }
         config.policy.mail.onKeyChange = .acceptCertified
-        if let value = try top.string("on_key_change") {
-            guard let rule = KeyChangeRule(rawValue: value) else {
-                throw ConfigError("on_key_change: unknown value (defer, accept-certified or accept)", path: "on_key_change")
-            }
-            config.policy.mail.onKeyChange = rule
-        }
-        if let continuity = try top.table("continuity") {
-            try continuity.allow(["directory"])
-            config.continuityDirectory = try continuity.string("directory")
-        }
-        config.timeout = TimeInterval(try top.positiveInt("timeout", atMost: TOMLKeys.day) ?? 120)
-        if let value = try top.string("log") {
-            guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value (allowed: syslog, stderr, none)", path: "log") }
-            config.log = log
-        }
-        if let value = try top.string("log_format") {
-            guard let format = LogFormat(rawValue: value) else { throw ConfigError("log_format: unknown value (allowed: plain, json)", path: "log_format") }
-            config.logFormat = format
-        }
-        config.logAddresses = try top.bool("log_addresses") ?? false
-
-        if let reinject = try top.table("reinject") {
-            try reinject.allow(["method", "sendmail", "host", "port", "timeout", "final_timeout"])
-            // Every value is checked, also those the chosen method does not use.
-            let command = try reinject.strings("sendmail")
-            let host = try reinject.string("host") ?? "127.0.0.1"
-            let port = try reinject.positiveInt("port", atMost: TOMLKeys.port) ?? 10026
-            switch try reinject.string("method") ?? "sendmail" {
-            case "sendmail":
-                if !command.isEmpty { config.reinjection = .sendmail(command) }
-            case "smtp":
-                // Re-injection speaks SMTP without TLS or AUTH: the mail system must be on this machine.
-                guard Loopback.contains(host) else {
-                    throw ConfigError("reinject.host: not a loopback address (re-injection has no TLS: use 127.0.0.1, ::1 or localhost)",
-                                      path: "reinject.host")
+        try step {
+            if let value = try top.string("on_key_change") {
+                guard let rule = KeyChangeRule(rawValue: value) else {
+                    throw ConfigError("on_key_change: unknown value (defer, accept-certified or accept)", path: "on_key_change")
                 }
-                config.reinjection = .smtp(host: host, port: port)
-            default:
-                throw ConfigError("reinject.method: unknown value (allowed: sendmail, smtp)", path: "reinject.method")
+                config.policy.mail.onKeyChange = rule
             }
-            config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout", atMost: TOMLKeys.day) ?? 60)
-            config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout", atMost: TOMLKeys.day).map(TimeInterval.init)
+        }
+        try step {
+            if let continuity = try top.table("continuity") {
+                try continuity.allow(["directory"])
+                config.continuityDirectory = try continuity.string("directory")
+            }
+        }
+        try step { config.timeout = TimeInterval(try top.positiveInt("timeout", atMost: TOMLKeys.day) ?? 120) }
+        try step {
+            if let value = try top.string("log") {
+                guard let log = LogDestination(rawValue: value) else { throw ConfigError("log: unknown value (allowed: syslog, stderr, none)", path: "log") }
+                config.log = log
+            }
+        }
+        try step {
+            if let value = try top.string("log_format") {
+                guard let format = LogFormat(rawValue: value) else { throw ConfigError("log_format: unknown value (allowed: plain, json)", path: "log_format") }
+                config.logFormat = format
+            }
+        }
+        try step { config.logAddresses = try top.bool("log_addresses") ?? false }
+
+        try step {
+            guard let reinject = try top.table("reinject") else { return }
+            try step { try reinject.allow(["method", "sendmail", "host", "port", "timeout", "final_timeout"]) }
+            // Every value is checked, also those the chosen method does not use.
+            var command: [String] = [], host = "127.0.0.1", port = 10026
+            try step { command = try reinject.strings("sendmail") }
+            try step { host = try reinject.string("host") ?? host }
+            try step { port = try reinject.positiveInt("port", atMost: TOMLKeys.port) ?? port }
+            try step {
+                switch try reinject.string("method") ?? "sendmail" {
+                case "sendmail":
+                    if !command.isEmpty { config.reinjection = .sendmail(command) }
+                case "smtp":
+                    // Re-injection speaks SMTP without TLS or AUTH: the mail system must be on this machine.
+                    guard Loopback.contains(host) else {
+                        throw ConfigError("reinject.host: not a loopback address (re-injection has no TLS: use 127.0.0.1, ::1 or localhost)",
+                                          path: "reinject.host")
+                    }
+                    config.reinjection = .smtp(host: host, port: port)
+                default:
+                    throw ConfigError("reinject.method: unknown value (allowed: sendmail, smtp)", path: "reinject.method")
+                }
+            }
+            try step { config.reinjectionTimeout = TimeInterval(try reinject.positiveInt("timeout", atMost: TOMLKeys.day) ?? 60) }
+            try step { config.reinjectionFinalTimeout = try reinject.positiveInt("final_timeout", atMost: TOMLKeys.day).map(TimeInterval.init) }
         }
 
-        if let listen = try top.table("listen") { config.listen = try ListenConfig.read(listen) }
-        if let journal = try top.table("journal") {
-            try journal.allow(["directory", "expire_days"])
-            config.journalDirectory = try journal.string("directory") ?? config.journalDirectory
-            config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days", atMost: TOMLKeys.tenYears) ?? 7) * 86400
+        try step { if let listen = try top.table("listen") { config.listen = try ListenConfig.read(listen) } }
+        try step {
+            guard let journal = try top.table("journal") else { return }
+            try step { try journal.allow(["directory", "expire_days"]) }
+            try step { config.journalDirectory = try journal.string("directory") ?? config.journalDirectory }
+            try step { config.journalExpiry = TimeInterval(try journal.positiveInt("expire_days", atMost: TOMLKeys.tenYears) ?? 7) * 86400 }
         }
-        config.store = try StoreSettings.read(top)
-        config.reading = try ReadingSettings.read(top)
-        if config.policy.mail.postcardExtension == .partiallyEncrypted && config.reading == nil {
-            throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file", path: "extension")
+        try step { config.store = try StoreSettings.read(top) }
+        config.reading = try ReadingSettings.read(top, collect: collect)
+        try step {
+            if config.policy.mail.postcardExtension == .partiallyEncrypted && config.reading == nil {
+                throw ConfigError("extension: partially-encrypted needs a [reading] table with publish_url and token_file", path: "extension")
+            }
         }
         return config
     }

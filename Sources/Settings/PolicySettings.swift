@@ -43,13 +43,8 @@ public struct PolicySettings: Sendable {
     /// to it and reading goes on (for `config check`); without, the first throws.
     package static func read(_ top: TOMLKeys, collect: ((ConfigError) -> Void)? = nil) throws(ConfigError) -> PolicySettings {
         var settings = PolicySettings()
-        func step(_ body: () throws -> Void) throws(ConfigError) {
-            do { try body() } catch {
-                let error = error as? ConfigError ?? ConfigError("\(error)")
-                guard let collect else { throw error }
-                collect(error)
-            }
-        }
+        let problems = ProblemCollector(collect)
+        func step(_ body: () throws -> Void) throws(ConfigError) { try problems.step(body) }
         try step {
             if let signAs = try top.string("sign_as"), signAs != "from" { settings.signAs = signAs }
         }

@@ -56,6 +56,44 @@ struct ConfigLineCLITests {
         }
     }
 
+    @Test("several wrong keys in filter.toml: --check-config names every one, in the file's order; the pipe filter defers naming the first")
+    func everyProblem() throws {
+        let seed = UInt64.random(in: 1...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let token = Self.token(in: home.path)
+            let path = home.path + "/filter.toml"
+            let filter = Self.filterLines(home.path, token: token)
+            // (line, the wrong line, the start of its problem): one key each, in four tables.
+            let wrongs = [(7, "timeout = \"soon\"", "reading.timeout: must be a whole number"),
+                          (8, "lifetime_days = 0", "reading.lifetime_days: must be a whole number"),
+                          (11, "close = 7", "markers.close: must be a string"),
+                          (13, "method = \"pigeon\"", "reinject.method: unknown value"),
+                          (14, "port = 0", "reinject.port: must be a whole number"),
+                          (16, "final_timeout = \"later\"", "reinject.final_timeout: must be a whole number"),
+                          (24, "folder = \"x\"", "continuity.folder: unknown key")]
+            for round in 0..<6 {
+                let chosen = wrongs.shuffled(using: &random).prefix(Int.random(in: 2...4, using: &random)).sorted { $0.0 < $1.0 }
+                var lines = filter
+                for (line, text, _) in chosen { lines[line - 1] = text }
+                try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+                let what = "seed \(seed), round \(round): lines \(chosen.map(\.0))"
+                let checked = try mailsec(["filter", "--listen", "--check-config", "--config", path], home: home)
+                #expect(checked.status == 78, "\(what): \(checked.status)")
+                let said = checked.errors.split(separator: "\n").map(String.init)
+                #expect(said.count == chosen.count, "\(what): \(checked.errors)")
+                for (line, (number, _, problem)) in zip(said, chosen) {
+                    #expect(line.hasPrefix("\(path):\(number): \(problem)"), "\(what): \(line)")
+                }
+                let piped = try mailsec(["filter", "--config", path, "-f", "alice@example.org", "--", "bob@example.org"],
+                                        input: Array("From: alice@example.org\n\nx\n".utf8), home: home)
+                #expect(piped.status == 75, "\(what): \(piped.errors)")
+                expectOneLine(piped)
+                #expect(said.first.map { piped.errors.contains($0) } ?? false, "\(what): \(piped.errors)")
+            }
+        }
+    }
+
     /// One line of a file, and what a corruption of it does.
     enum Corruption: CaseIterable {
         case wrongType, outOfRange, unknownKey, duplicateKey, badTOML
