@@ -132,15 +132,20 @@ public enum Postcard {
     }
 
     /// True when `message` has marked spans: in some reading of it
-    /// (`readings`), or in GMime's text, where markers must pair up. Markers
-    /// that do not pair up there but do in the rebuilt model count as spans
-    /// (GMime's text of a part stops at a NUL, which the model strips); else
-    /// the error stands.
+    /// (`readings`), in GMime's text, where markers must pair up, or in the
+    /// model a rebuild reads (``PostcardRebuild/modelHasSpans(_:redactor:)``:
+    /// what recipients' programs show, hidden HTML and escape sequences gone).
+    /// Markers that do not pair up in GMime's text but do in the rebuilt model
+    /// count as spans (GMime's text of a part stops at a NUL, which the model
+    /// strips); else the error stands.
     static func hasMarkedSpans(_ message: MIMEMessage, redactor: Redactor, readings: Redactor.ReadingsFinding) throws -> Bool {
-        do { return try redactor.hasMarkedSpans(message) || readings.marker != nil } catch let error as PolicyError {
+        do {
+            if try redactor.hasMarkedSpans(message) || readings.marker != nil { return true }
+        } catch let error as PolicyError {
             guard (try? PostcardRebuild.rebuild(message, redactor: redactor)) != nil else { throw error }
             return true
         }
+        return try PostcardRebuild.modelHasSpans(message, redactor: redactor)
     }
 
     /// A postcard of a mail without marked spans: the mail as it is, Bcc

@@ -111,6 +111,25 @@ public enum PostcardRebuild {
                                    ?? builder.htmlText.map { RebuiltPostcard.ReadingText.html($0) })
     }
 
+    /// True when the model a rebuild reads of `message` holds a marked span.
+    /// A recipient's program shows more than the raw parts: HTML without its
+    /// hidden content, text without its terminal escape sequences, header
+    /// fields cleaned of controls. Those join a marker that no reading of the
+    /// parts as they stand shows (`[[pri<span hidden>x</span>vate]]`), and a
+    /// mail judged to have no spans goes out as it came. So the model is read
+    /// too (opaque parts withheld, not read). A signed or too deeply nested
+    /// mail has no model: false, the other readings decide. Throws
+    /// `PolicyError` when the model's markers do not pair up.
+    public static func modelHasSpans(_ message: MIMEMessage, redactor: Redactor) throws -> Bool {
+        let catalog = SpanCatalog()
+        do {
+            _ = try rebuild(message, redactor: redactor, mode: .number(catalog), opaque: .withhold)
+        } catch is RebuildError {
+            return false
+        }
+        return !catalog.spans.isEmpty
+    }
+
     /// Only the header fields of `message`, rebuilt as in ``rebuild(_:redactor:mode:opaque:)``,
     /// over an empty body: what a letter shows outside.
     public static func outside(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode = .censor) throws -> MIMEMessage {

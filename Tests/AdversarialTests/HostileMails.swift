@@ -588,7 +588,13 @@ struct HostileMailGenerator {
 
     /// A6: format=flowed, iCalendar folding, text/enriched, invisible characters.
     mutating func hostileRendering() -> String {
-        switch number(0...6) {
+        switch number(0...7) {
+        case 7:
+            // Markers joined by what a reader hides (hidden HTML content, a terminal escape), in a mail with no other span.
+            let joined = HiddenMarkerMails.joinedMail(&random)
+            variant = "joined markers alone: " + joined.variant
+            tokens.append(joined.secret)
+            return joined.mail
         case 5:
             // A marker only an escape-decoding viewer shows, in a mail with no other span (issue 21).
             let hidden = HiddenMarkerMails.escapedMail(&random)

@@ -137,6 +137,81 @@ public enum HiddenMarkerMails {
                     secret: secret, shown: secret, reversed: false)
     }
 
+    /// A mail whose only markers are joined by what a recipient's program
+    /// hides (the red team of 26 November): content a browser does not show
+    /// (the `hidden` attribute, `display:none`, script, template, noscript,
+    /// style, a comment, a hidden textarea) or a terminal escape sequence
+    /// (CSI, OSC, DCS, APC, PM, character set designation, DECSC/DECRC,
+    /// keypad mode, S7C1T; backspace overstrike) cut into each marker at a
+    /// random place, in an HTML part, a text part or the Subject.
+    public static func joinedMail(_ random: inout SeededRandom, anchor: Bool = false) -> Mail {
+        let secret = Self.secret(&random)
+        func cut(_ marker: String, _ insert: () -> String) -> String {
+            let at = Int.random(in: 1..<marker.count, using: &random)
+            return String(marker.prefix(at)) + insert() + String(marker.dropFirst(at))
+        }
+        let open = pick(["[[private]]", "[[PRIVATE]]", "[[Private]]"], &random), close = "[[/private]]"
+        let word = "x" + String(Int.random(in: 0...99, using: &random))
+        let variant: String
+        var parts: [String] = [], subject = "notes"
+        if Bool.random(using: &random) {
+            let hiders = ["<span hidden>\(word)</span>", "<span style=\"display:none\">\(word)</span>", "<script>\(word)</script>",
+                          "<template>\(word)</template>", "<noscript>\(word)</noscript>", "<style>.\(word){}</style>",
+                          "<!-- \(word) -->", "<textarea hidden>\(word)</textarea>", "<b hidden></b>"]
+            let hider = pick(hiders, &random)
+            variant = "HTML markers joined by hidden content: " + hider
+            let span = cut(open, { hider }) + secret + cut(close, { hider })
+            let html = "<!DOCTYPE html><html><body><p>Hello Bob</p><p>Code: \(span)</p></body></html>\n"
+            parts = [leaf("text/html; charset=utf-8", disposition: nil, content: html, &random)]
+        } else {
+            let escapes = ["\u{1B}[0m", "\u{1B}[1;31m", "\u{1B}[K", "\u{1B}]0;title\u{07}", "\u{1B}]8;;http://x/\u{1B}\\", "\u{1B}P1$r\u{1B}\\",
+                           "\u{1B}_app\u{1B}\\", "\u{1B}^pm\u{1B}\\", "\u{1B}(B", "\u{1B})0", "\u{1B}7", "\u{1B}8", "\u{1B}=", "\u{1B}>", "\u{1B} F"]
+            let escape = pick(escapes, &random)
+            let shown = escape.unicodeScalars.map { $0.value < 0x20 ? "^" + String(UnicodeScalar($0.value + 0x40)!) : String($0) }.joined()
+            let span = cut(open, { escape }) + secret + cut(close, { escape })
+            if Bool.random(using: &random) {
+                variant = "text markers joined by a terminal escape: " + shown
+                parts = [leaf("text/plain; charset=utf-8", disposition: nil, content: "Hello Bob,\ncode: \(span)\n", &random)]
+            } else {
+                variant = "Subject markers joined by a terminal escape: " + shown
+                subject = "=?utf-8?b?" + Data(("notes " + span).utf8).base64EncodedString() + "?="
+                parts = ["Content-Type: text/plain; charset=utf-8\n\nHello Bob.\n"]
+            }
+        }
+        return Mail(variant: variant, mail: envelope(subject: subject, parts: parts, anchor: anchor, &random),
+                    secret: secret, shown: secret, reversed: false)
+    }
+
+    /// A mail whose only span stands in a part that only a second reading of
+    /// its multipart's boundary opens (the red team of 26 November): the
+    /// boundary given twice, in RFC 2231 form beside the plain one (extended,
+    /// a continuation, upper case) or unquoted with a blank, either one first.
+    public static func boundaryMail(_ random: inout SeededRandom) -> Mail {
+        let secret = Self.secret(&random)
+        let (one, other) = ("b" + Self.secret(&random), "c" + Self.secret(&random))
+        let forms: [(String, String)] = [
+            ("given twice", "boundary=\"\(one)\"; boundary=\"\(other)\""),
+            ("RFC 2231 extended", "boundary=\"\(one)\"; boundary*=utf-8''\(other)"),
+            ("RFC 2231 continuation", "boundary=\"\(one)\"; boundary*0=\(other)"),
+            ("upper-case extended", "boundary=\"\(one)\"; BOUNDARY*=us-ascii'en'\(other)"),
+            ("unquoted with a blank", "boundary=\(other) \(one)"),
+        ]
+        var (variant, parameters) = pick(forms, &random)
+        if Bool.random(using: &random), variant != "unquoted with a blank" {
+            // The other order: which one a reader takes first differs too.
+            parameters = parameters.components(separatedBy: "; ").reversed().joined(separator: "; ")
+            variant += ", reversed"
+        }
+        let hiddenText = "Hello Bob, the code is [[private]]\(secret)[[/private]].\n"
+        let hidden = "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\n"
+            + Data(hiddenText.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed]) + "\n"
+        let body = "Content-Type: multipart/mixed; \(parameters)\n\n--\(one)\nContent-Type: text/plain; charset=utf-8\n\n"
+            + "Hello Bob, nothing private here.\n--\(other)\n" + hidden + "--\(other)--\n--\(one)--\n"
+        let mail = "From: Alice <alice@example.org>\nTo: Bob <bob@example.org>\nCc: Dora <dora@example.net>\nSubject: notes\n"
+            + "Date: Wed, 25 Nov 2026 10:00:00 +0000\nMessage-ID: <boundary.\(random.next())@example.org>\nMIME-Version: 1.0\n" + body
+        return Mail(variant: "boundary " + variant, mail: mail, secret: secret, shown: secret, reversed: false)
+    }
+
     /// Bidirectional controls that make what follows right-to-left.
     static let overrides = ["\u{202E}", "\u{202B}", "\u{2067}"]
 

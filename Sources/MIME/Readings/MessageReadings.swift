@@ -222,6 +222,7 @@ package struct MessageReadings {
         }
         switch entity.kind {
         case .multipart:
+            otherBoundaries(entity, headers: headers, name: name, inDigest: inDigest)
             for text in [entity.prologue, entity.epilogue].compactMap({ $0 }) {
                 emitOnce(name + " preamble or epilogue", text, media: Self.plain)
                 hiddenParts(text, name: name, inDigest: inDigest)
@@ -281,6 +282,86 @@ package struct MessageReadings {
                 guard let (alternative, _) = try? MIMEEntity.parse(Array((head + "\n").utf8) + body) else { continue }
                 self.entity(alternative, path: [], prefix: name + " read as Content-Type #\(typeIndex + 1) ", inDigest: inDigest)
             }
+        }
+        return false
+    }
+
+    /// A multipart whose boundary other readers take otherwise (the red team
+    /// of 26 November): `boundary` given twice, in RFC 2231 form beside the
+    /// plain one (`boundary*=utf-8''cc`, `boundary*0=cc`, any case), or
+    /// unquoted with a space (`boundary=cc aa`, which one reader cuts at the
+    /// space). GMime takes one; a reader that takes another sees other parts,
+    /// which may hold a marker no reading of GMime's parts shows. Each
+    /// boundary that stands on a line of the body splits it again, and those
+    /// parts are read too; the multipart counts as not readable with certainty.
+    private mutating func otherBoundaries(_ entity: MIMEEntity, headers: [Header], name: String, inDigest: Bool) {
+        guard depth < Self.maxDepth else { return }
+        var candidates: [String] = []
+        for field in headers where field.name.lowercased() == "content-type" {
+            for candidate in Self.boundaryCandidates(FieldReadings.unfolded(field.rawValue)) where !candidates.contains(candidate) {
+                candidates.append(candidate)
+            }
+        }
+        // Which one GMime split at is not told (its parser takes the first, its
+        // parameter table the last): with more than one, each is read.
+        guard candidates.count > 1 else { return }
+        let written = entity.serialize()
+        guard let start = Self.bodyStart(written) else { return }
+        let body = Array(written[start...])
+        for (index, boundary) in candidates.prefix(4).enumerated() where Self.hasDelimiterLine(body, boundary) {
+            note(name + " (boundary read more than one way)")
+            let bytes = Array("Content-Type: multipart/mixed; boundary=\"\(boundary)\"\n\n".utf8) + body
+            var hasher = Hasher()   // keyed per process, as readAlready's other keys
+            hasher.combine(bytes)
+            hasher.combine(inDigest)
+            let key = hasher.finalize()
+            if let seen = readAlready[key], seen <= depth + 1 { continue }
+            readAlready[key] = depth + 1
+            guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { continue }
+            depth += 1
+            self.entity(alternative, path: [], prefix: name + " split at boundary #\(index + 1) ", inDigest: inDigest)
+            depth -= 1
+        }
+    }
+
+    /// Every value a reader may take as the boundary of a Content-Type value:
+    /// each `boundary` parameter (any case), RFC 2231's extended form without
+    /// its charset and language and percent-decoded, its continuations joined,
+    /// and an unquoted value with blanks cut at the first one.
+    static func boundaryCandidates(_ value: String) -> [String] {
+        var candidates: [String] = []
+        var sections: [(Int, String)] = []
+        func add(_ candidate: String) {
+            let trimmed = candidate.trimmingBlanks
+            if !trimmed.isEmpty, !trimmed.contains("\""), !candidates.contains(trimmed) { candidates.append(trimmed) }
+        }
+        for (rawName, rawValue) in FieldReadings.rawParameters(value) {
+            let name = rawName.lowercased()
+            guard name == "boundary" || name.hasPrefix("boundary*") else { continue }
+            var value = rawValue
+            if name.hasSuffix("*") {
+                // charset'language'percent-encoded (only the first section has the prefix)
+                let pieces = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+                if pieces.count == 3 { value = String(pieces[2]) }
+                value = String(decoding: PercentEncoding.decoded(Array(value.utf8)), as: UTF8.self)
+            }
+            add(value)
+            if let blank = value.firstIndex(where: { $0 == " " || $0 == "\t" }) { add(String(value[..<blank])) }
+            let section = name.dropFirst("boundary*".count).filter(\.isNumber)
+            if name != "boundary", name != "boundary*", let number = Int(section) { sections.append((number, value)) }
+        }
+        if sections.count > 1 { add(sections.sorted { $0.0 < $1.0 }.map(\.1).joined()) }
+        return candidates
+    }
+
+    /// True when a line of `body` starts with `--` and `boundary`.
+    static func hasDelimiterLine(_ body: [UInt8], _ boundary: String) -> Bool {
+        let delimiter = Array(("--" + boundary).utf8)
+        var index = 0
+        while index + delimiter.count <= body.count {
+            if body[index..<(index + delimiter.count)].elementsEqual(delimiter) { return true }
+            guard let newline = body[index...].firstIndex(of: 10) else { return false }
+            index = newline + 1
         }
         return false
     }
