@@ -158,6 +158,38 @@ struct ReadingsEngineTests {
                              + "Content-Type: multipart/related; boundary=b\n\n--b\nContent-Type: text/plain\n\nzqsame\n--b--\n")
         #expect(partRead(same, "zqsame") && same.uncertain.contains { $0.contains("two Content-Type fields") })
     }
+
+    /// A multipart whose Content-Type fields read its parts alike is no longer parsed
+    /// anew for each of its transfer encodings: each encoding, the first as much as the
+    /// last, must still be decoded, and its parts read.
+    @Test("a multipart with two Content-Type fields alike is read decoded in each of its transfer encodings")
+    func ambiguousMultipartDecoded() throws {
+        let inner = "--b\nContent-Type: text/plain\n\nzqdecoded\n--b--\n"
+        let encoded = Data(inner.utf8).base64EncodedString()
+        for (first, last) in [("base64", "7bit"), ("7bit", "base64"), ("base64", "quoted-printable"), ("quoted-printable", "base64")] {
+            let mail = try texts("From: a@example.org\nContent-Type: multipart/mixed; boundary=b\n"
+                                 + "Content-Type: multipart/alternative; boundary=b\n"
+                                 + "Content-Transfer-Encoding: \(first)\nContent-Transfer-Encoding: \(last)\n\n"
+                                 + "\(encoded)\n--b\nContent-Type: text/plain\n\nzqplain\n--b--\n")
+            #expect(mail.texts.contains { $0.contains("zqdecoded") }, "\(first), \(last)")
+            #expect(mail.texts.contains { $0.contains("zqplain") }, "\(first), \(last)")
+            #expect(mail.uncertain.contains { $0.contains("transfer encoding on a multipart") }, "\(first), \(last)")
+        }
+    }
+
+    /// ``MessageReadings/firstBoundaryLike(_:)`` finds by bytes the line that
+    /// `split(separator: "\n")` found: random text of line ends (LF, CR LF, a lone
+    /// CR), dashes, combining marks and letters.
+    @Test("the first line like a boundary is the one Character-wise splitting finds")
+    func boundaryLikeLines() {
+        var generator = SystemRandomNumberGenerator()
+        let pieces = ["--", "-", "\n", "\r\n", "\r", "a", "x-", "\u{301}", "é", " ", "--\u{301}", "\n--", "\r\n--"]
+        for _ in 0..<3_000 {
+            let text = (0..<Int.random(in: 0...14, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let expected = text.split(separator: "\n").first { $0.hasPrefix("--") && $0.count > 2 }
+            #expect(MessageReadings.firstBoundaryLike(text).map(String.init) == expected.map(String.init), "\(Array(text.unicodeScalars))")
+        }
+    }
 }
 
 @Suite("Trimming and gathering text without Foundation")

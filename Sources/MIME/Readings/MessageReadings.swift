@@ -196,30 +196,7 @@ package struct MessageReadings {
             readAlready[key] = depth
         }
         fields(headers, prefix: name + " ")
-        if ambiguous(entity, types: types, encodings: encodings, written: written, name: name, inDigest: inDigest) { return }
-        if let encoding = encodedNonLeaf {
-            // Encoded multiparts and messages are not allowed (RFC 2045 §6.4); some readers decode them anyway.
-            note(name + " (transfer encoding on a \(entity.kind == .multipart ? "multipart" : "message"))")
-            let typeField = headers.last { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) } ?? ""
-            if let start = Self.bodyStart(written), depth < Self.maxDepth {
-                for decoded in TransferDecoding.readings(Array(written[start...]), encoding: FieldReadings.unfolded(encoding.rawValue)) ?? [] {
-                    let bytes = Array("Content-Type: \(typeField)\n\n".utf8) + decoded
-                    // The same decoded part again (each reading of an ambiguous part that
-                    // keeps this Content-Type and encoding decodes it alike): read once.
-                    var hasher = Hasher()
-                    hasher.combine(bytes)
-                    hasher.combine(inDigest)
-                    hasher.combine("decoded")
-                    let key = hasher.finalize()
-                    if let seen = readAlready[key], seen <= depth + 1 { continue }
-                    readAlready[key] = depth + 1
-                    guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { continue }
-                    depth += 1
-                    self.entity(alternative, path: [], prefix: name + " decoded ", inDigest: inDigest)
-                    depth -= 1
-                }
-            }
-        }
+        let decodings = ambiguous(entity, types: types, encodings: encodings, written: written, name: name, inDigest: inDigest)
         switch entity.kind {
         case .multipart:
             otherBoundaries(entity, headers: headers, name: name, inDigest: inDigest)
@@ -235,6 +212,18 @@ package struct MessageReadings {
             if let embedded = entity.embeddedMessage { message(embedded, prefix: name + " ") }
         case .leaf:
             leaf(entity, type: type, headers: headers, name: name, inDigest: inDigest)
+        }
+        // Decoded after the parts as they stand are read: a decoding that leaves a part as it
+        // was finds it read already at this depth (read first one level deeper, it would be
+        // read again here, and so at every level above).
+        for (encoding, typeField) in decodings {
+            decoded(written, encoding: encoding, typeField: typeField, name: name, inDigest: inDigest)
+        }
+        if let encoding = encodedNonLeaf {
+            // Encoded multiparts and messages are not allowed (RFC 2045 §6.4); some readers decode them anyway.
+            note(name + " (transfer encoding on a \(entity.kind == .multipart ? "multipart" : "message"))")
+            let typeField = headers.last { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) } ?? ""
+            decoded(written, encoding: FieldReadings.unfolded(encoding.rawValue), typeField: typeField, name: name, inDigest: inDigest)
         }
     }
 
@@ -262,13 +251,29 @@ package struct MessageReadings {
     /// Two different Content-Type or Content-Transfer-Encoding fields
     /// (`types`, `encodings`: their values): readers differ in which wins,
     /// so the part (`written`) is read with each (parsed anew with only
-    /// that one), and it counts as not readable with certainty. True when
-    /// so (the part is then read here).
+    /// that one), and it counts as not readable with certainty. Returns the
+    /// transfer encodings (with the Content-Type) that the caller decodes the
+    /// part in after reading its children, when it is not parsed anew.
     private mutating func ambiguous(_ entity: MIMEEntity, types: [String], encodings: [String], written: [UInt8],
-                                    name: String, inDigest: Bool) -> Bool {
-        guard types.count > 1 || encodings.count > 1 else { return false }
+                                    name: String, inDigest: Bool) -> [(encoding: String, typeField: String)] {
+        guard types.count > 1 || encodings.count > 1 else { return [] }
         note(name + (types.count > 1 ? " (two Content-Type fields)" : " (two Content-Transfer-Encoding fields)"))
-        guard let blank = Self.bodyStart(written) else { return false }
+        // A multipart whose every Content-Type reads its parts alike (the same parameters, so
+        // the same boundary; a hostile mail gives mixed and alternative at every level), parsed
+        // anew with any of them, holds the very parts GMime found: its children, read by the
+        // caller. Only a transfer encoding, which some readers decode a multipart in, reads
+        // otherwise: decoded here, each way, and the body not parsed again for each (a part
+        // parsed anew holds all below it, which each level of such parts parsed again).
+        if entity.kind == .multipart, let first = types.first, let same = Self.multipartReading(first),
+           types.allSatisfy({ Self.multipartReading($0) == same }) {
+            let encoded = encodings.filter { !TransferDecoding.isIdentity($0) }
+            if !encoded.isEmpty { note(name + " (transfer encoding on a multipart)") }
+            // Written as the part's own decoding writes it (its last Content-Type field), so that
+            // the two decode one encoding once.
+            let typeField = entity.headers.last { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) } ?? first
+            return encoded.map { ($0, typeField) }
+        }
+        guard let blank = Self.bodyStart(written) else { return [] }
         let body = Array(written[blank...])
         var multiparts: Set<String> = []
         for (typeIndex, contentType) in (types.isEmpty ? [""] : types).prefix(4).enumerated() {
@@ -283,7 +288,30 @@ package struct MessageReadings {
                 self.entity(alternative, path: [], prefix: name + " read as Content-Type #\(typeIndex + 1) ", inDigest: inDigest)
             }
         }
-        return false
+        return []
+    }
+
+    /// A multipart or message (`written`) with a transfer encoding, decoded each way
+    /// `encoding` allows, as a reader that decodes it takes it: parsed anew as
+    /// `typeField` says and read (each decoded part once).
+    private mutating func decoded(_ written: [UInt8], encoding: String, typeField: String, name: String, inDigest: Bool) {
+        guard let start = Self.bodyStart(written), depth < Self.maxDepth else { return }
+        for decoded in TransferDecoding.readings(Array(written[start...]), encoding: encoding) ?? [] {
+            let bytes = Array("Content-Type: \(typeField)\n\n".utf8) + decoded
+            // The same decoded part again (each reading of an ambiguous part that
+            // keeps this Content-Type and encoding decodes it alike): read once.
+            var hasher = Hasher()
+            hasher.combine(bytes)
+            hasher.combine(inDigest)
+            hasher.combine("decoded")
+            let key = hasher.finalize()
+            if let seen = readAlready[key], seen <= depth + 1 { continue }
+            readAlready[key] = depth + 1
+            guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { continue }
+            depth += 1
+            self.entity(alternative, path: [], prefix: name + " decoded ", inDigest: inDigest)
+            depth -= 1
+        }
     }
 
     /// A multipart whose boundary other readers take otherwise (the red team
@@ -402,7 +430,7 @@ package struct MessageReadings {
     /// They are read as such, and the place counts as not readable with certainty.
     private mutating func hiddenParts(_ text: String, name: String, inDigest: Bool) {
         guard depth < Self.maxDepth,
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("--") && $0.count > 2 }) else { return }
+              let line = Self.firstBoundaryLike(text) else { return }
         var boundary = line.dropFirst(2).trimmingCharacters(in: .whitespacesAndNewlines)
         if boundary.hasSuffix("--") { boundary.removeLast(2) }
         guard !boundary.isEmpty, !boundary.contains("\"") else { return }
@@ -412,6 +440,29 @@ package struct MessageReadings {
         depth += 1
         entity(alternative, path: [], prefix: name + " preamble or epilogue read as parts ", inDigest: inDigest)
         depth -= 1
+    }
+
+    /// The first line of `text` that starts `--` and holds more, cut as
+    /// `split(separator: "\n")` cuts (a CR LF is one Character, not a line end),
+    /// found by bytes: a hostile mail's decoded garbage comes here whole for
+    /// every part, and splitting it all into lines cost a tenth of its reading.
+    static func firstBoundaryLike(_ text: String) -> Substring? {
+        let bytes = text.utf8
+        var lineStart = bytes.startIndex, index = bytes.startIndex
+        var previous: UInt8 = 0
+        while true {
+            let atEnd = index == bytes.endIndex
+            let byte = atEnd ? 0 : bytes[index]
+            // An LF after anything but CR is a Character of its own, and so a grapheme boundary on both sides.
+            if atEnd || (byte == 10 && previous != 13) {
+                let line = text[lineStart..<index]
+                if line.utf8.starts(with: [45, 45]), line.hasPrefix("--"), line.count > 2 { return line }
+                if atEnd { return nil }
+                lineStart = bytes.index(after: index)
+            }
+            previous = byte
+            index = bytes.index(after: index)
+        }
     }
 
     /// Where the body starts in a written entity: after the first empty line.

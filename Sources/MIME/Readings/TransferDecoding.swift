@@ -23,7 +23,13 @@ package enum TransferDecoding {
     package static func token(_ value: String) -> String {
         var value = FieldReadings.withoutComments(value)
         if let cut = value.firstIndex(of: ";") { value = String(value[..<cut]) }
-        return value.trimmingCharacters(in: [" ", "\t", "\r", "\n", "\"", "'"]).lowercased()
+        // Trimmed by scalars, not with Foundation's CharacterSet: every part of a hostile mail,
+        // and every reading of it, asks for its encoding's name.
+        func trimmed(_ scalar: Unicode.Scalar) -> Bool { [" ", "\t", "\r", "\n", "\"", "'"].contains(scalar) }
+        let scalars = value.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !trimmed($0) }),
+              let last = scalars.lastIndex(where: { !trimmed($0) }) else { return "" }
+        return String(scalars[first...last]).lowercased()
     }
 
     /// True for the encodings that leave the bytes as they are (`7bit`,
