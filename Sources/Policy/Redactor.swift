@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Finds marked spans and redacts them, in plain text and in HTML.
 ///
 /// Markers match case-insensitively, so `[[Private]]` counts too: a typo in
@@ -159,6 +161,14 @@ package func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     if scalar.value < 0x100 {
         return scalar.value >= 0xC0 && scalar.value <= 0xDE && scalar.value != 0xD7 ? Unicode.Scalar(scalar.value + 32)! : scalar
     }
+    // Above Latin-1 (the replacement character of every byte that is not UTF-8, what
+    // UTF-7 and escapes make of random bytes): the page's table, made once.
+    return Unicode.Scalar(ScalarPages.shared.entry(scalar) & ScalarPages.scalarBits)!
+}
+
+/// ``fold(_:)`` from Unicode's properties, for a scalar above Latin-1: what the
+/// tables of ``ScalarPages`` hold.
+package func foldedByProperties(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     guard scalar.properties.changesWhenLowercased else { return scalar }
     let lower = scalar.properties.lowercaseMapping.unicodeScalars
     return lower.count == 1 ? lower.first! : scalar
@@ -175,6 +185,13 @@ package func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
     if value < 0xA0 { return value < 0x20 ? value != 0x09 && value != 0x0A && value != 0x0D : value >= 0x7F }
     // The rest of Latin-1 without a look-up of Unicode properties: only the soft hyphen.
     if value < 0x100 { return value == 0xAD }
+    return ScalarPages.shared.entry(scalar) & ScalarPages.invisibleBit != 0
+}
+
+/// ``isInvisible(_:)`` from Unicode's properties, for a scalar above Latin-1: what
+/// the tables of ``ScalarPages`` hold.
+package func isInvisibleByProperties(_ scalar: Unicode.Scalar) -> Bool {
+    let value = scalar.value
     // U+2028/2029 (line and paragraph separators) and U+FFF9–FFFC (interlinear
     // annotation marks, object replacement) are not default-ignorable, yet a
     // browser draws them as nothing inside a line: a hostile review hid
@@ -217,4 +234,69 @@ func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Ind
 /// True when `needle` (folded) occurs in `text`, read scalar by scalar in place.
 func contains(_ needle: [Unicode.Scalar], in text: String.UnicodeScalarView) -> Bool {
     find(needle, in: text, from: text.startIndex) != nil
+}
+
+/// ``fold(_:)`` and ``isInvisible(_:)`` above Latin-1, a page of 256 scalars at a
+/// time, each page made from Unicode's properties the first time a scalar of it is
+/// asked for. The marker search asks for both at every scalar of every reading of a
+/// region, and random bytes read as UTF-8, UTF-7 or escapes give scalars of every
+/// page (U+FFFD above all): each property look-up cost more than the rest of the
+/// search of that scalar (issue 24, bench case 3). Made lazily, as a table of the
+/// whole Basic Multilingual Plane would cost every process ~13 ms at start; shared by
+/// every thread (the resident filter's workers): a page is published whole with one
+/// atomic exchange, and a thread that loses the race frees its own copy.
+package final class ScalarPages: @unchecked Sendable {
+    /// The tables of the process.
+    package static let shared = ScalarPages()
+
+    /// An entry's bits that hold the folded scalar.
+    package static let scalarBits: UInt32 = 0x1F_FFFF
+    /// The entry's bit that says the scalar is invisible.
+    package static let invisibleBit: UInt32 = 1 << 31
+    private static let pageCount = 0x11_0000 >> 8
+
+    /// Each page's address as an integer, 0 until it is made. Never freed: the
+    /// shared tables live as long as the process (a page is 1 KiB).
+    private let pages: UnsafeMutablePointer<Atomic<Int>>
+    /// How many pages this table has made (a thread that lost a race counts too):
+    /// work counted, for the tests.
+    private let made = Atomic<Int>(0)
+
+    /// Empty tables; ``shared`` is the one the search uses (tests make their own).
+    package init() {
+        pages = .allocate(capacity: Self.pageCount)
+        for index in 0..<Self.pageCount { (pages + index).initialize(to: Atomic(0)) }
+    }
+
+    /// How many pages have been made.
+    package var pagesMade: Int { made.load(ordering: .relaxed) }
+
+    /// The entry of `scalar`: its ``fold(_:)`` in ``scalarBits``, and ``invisibleBit`` when ``isInvisible(_:)``.
+    @inline(__always)
+    package func entry(_ scalar: Unicode.Scalar) -> UInt32 {
+        let value = scalar.value
+        var page = pages[Int(value >> 8)].load(ordering: .acquiring)
+        if page == 0 { page = make(Int(value >> 8)) }
+        return UnsafePointer<UInt32>(bitPattern: page).unsafelyUnwrapped[Int(value & 0xFF)]
+    }
+
+    @inline(never)
+    private func make(_ index: Int) -> Int {
+        let page = UnsafeMutablePointer<UInt32>.allocate(capacity: 256)
+        for low in 0..<256 {
+            let value = UInt32(index << 8 | low)
+            // Surrogates are no scalars: never asked for.
+            guard let scalar = Unicode.Scalar(value) else { (page + low).initialize(to: value); continue }
+            let folded = value < 0x100 ? fold(scalar) : foldedByProperties(scalar)
+            let invisible = value < 0x100 ? isInvisible(scalar) : isInvisibleByProperties(scalar)
+            (page + low).initialize(to: folded.value | (invisible ? Self.invisibleBit : 0))
+        }
+        made.add(1, ordering: .relaxed)
+        let address = Int(bitPattern: page)
+        let (exchanged, current) = pages[index].compareExchange(expected: 0, desired: address,
+                                                                 successOrdering: .releasing, failureOrdering: .acquiring)
+        if exchanged { return address }
+        page.deallocate()
+        return current
+    }
 }
