@@ -109,9 +109,15 @@ public struct Redactor: Sendable, Hashable {
         var result: [Span] = []
         var index = 0
         var pendingOpen: (start: Int, end: Int)?
+        // Each marker's next place, looked for again only once the search has passed
+        // it: looked for anew at every step, each search ran on to the following span
+        // (an open's past its close), so the text was read twice over (issue 24, item 4).
+        // Where a marker is found does not depend on where the search began.
+        var nextOpen = find(openScalars, in: scalars, from: 0)
+        var nextClose = find(closeScalars, in: scalars, from: 0)
         while index < scalars.count {
-            let nextOpen = find(openScalars, in: scalars, from: index)
-            let nextClose = find(closeScalars, in: scalars, from: index)
+            if let found = nextOpen, found.lowerBound < index { nextOpen = find(openScalars, in: scalars, from: index) }
+            if let found = nextClose, found.lowerBound < index { nextClose = find(closeScalars, in: scalars, from: index) }
             switch (nextOpen, nextClose) {
             case (nil, nil):
                 index = scalars.count
