@@ -1,4 +1,5 @@
 @testable import Policy
+import TestSupport
 import Testing
 
 /// Redactor.spans looks for each marker's next place again only once the search
@@ -41,7 +42,7 @@ struct SpanSearchTests {
     func sameAsAnew() throws {
         var generator = SystemRandomNumberGenerator()
         let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
-        var random = SplitMix(seed)
+        var random = SeededRandom(seed: seed)
         let redactors = [Redactor.standard, try Redactor(open: "<<", close: ">>"), try Redactor(open: "{s}", close: "{/s}")]
         let invisibles: [Unicode.Scalar] = ["\u{200B}", "\u{AD}", "\u{FEFF}", "\u{2028}"]
         var withSpans = 0, refused = 0
@@ -79,18 +80,5 @@ struct SpanSearchTests {
         }
         // Both kinds of text came up often: the comparison is not of empty searches.
         #expect(withSpans > 300 && refused > 300, "\(withSpans) texts with spans, \(refused) refused")
-    }
-}
-
-/// A small seeded generator (PolicyTests has no TestSupport), so a failure names its seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
