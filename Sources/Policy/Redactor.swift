@@ -65,12 +65,12 @@ public struct Redactor: Sendable, Hashable {
 
     /// Checks that the markers in `text` pair up; `part` names the text in errors.
     public func validate(_ text: String, part: String) throws(PolicyError) {
-        _ = try spans(Array(text.unicodeScalars), part: part)
+        _ = try spans(scalarArray(text), part: part)
     }
 
     /// Applies `mode` to plain text. Throws when markers do not pair up.
     public func redact(_ text: String, mode: Mode, part: String = "text") throws(PolicyError) -> String {
-        let scalars = Array(text.unicodeScalars)
+        let scalars = scalarArray(text)
         let found = try spans(scalars, part: part)
         guard !found.isEmpty else { return text }
         // Built as UTF-8 in an array: appending a slice to a
@@ -146,6 +146,34 @@ public struct Redactor: Sendable, Hashable {
             if scalar == "\n" { line += 1; column = 1 } else { column += 1 }
         }
         return PolicyError(.unbalancedMarkers, marker: .init(part: part, line: line, column: column, problem: problem))
+    }
+}
+
+/// `text`'s scalars in an array, as `Array(text.unicodeScalars)` gives them, in one
+/// pass over its UTF-8: that counts the scalars first and then copies them one by one
+/// through an iterator (15% of redacting 100 MB of text, issue 24 item 4).
+package func scalarArray(_ text: String) -> [Unicode.Scalar] {
+    var text = text
+    return text.withUTF8 { bytes in
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let byte = bytes[index]
+            if byte < 0x80 {
+                out.append(Unicode.Scalar(byte))
+                index += 1
+                continue
+            }
+            // A String's UTF-8 is valid: its lead byte says how long a sequence is.
+            let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
+            var value = UInt32(byte) & (0xFF >> (length + 1))
+            for k in 1..<length { value = value << 6 | UInt32(bytes[index + k] & 0x3F) }
+            out.append(Unicode.Scalar(value)!)
+            index += length
+        }
+        return out
     }
 }
 

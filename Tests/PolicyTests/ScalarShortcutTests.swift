@@ -1,4 +1,5 @@
 @testable import Policy
+import TestSupport
 import Testing
 
 /// fold and isInvisible answer ASCII and Latin-1 without Unicode's property
@@ -72,5 +73,31 @@ struct ScalarPageTests {
         _ = pages.entry("\u{FFFE}")
         _ = pages.entry("\u{200B}")
         #expect(pages.pagesMade == 2)
+    }
+}
+
+/// scalarArray reads a String's UTF-8 by hand, where Array(text.unicodeScalars)
+/// counted and then iterated: on random text of every UTF-8 length they agree.
+@Suite("A text's scalars read from its UTF-8")
+struct ScalarArrayTests {
+    @Test("random texts of one- to four-byte scalars, the same scalars as the String's own view")
+    func sameAsTheView() {
+        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
+        var random = SeededRandom(seed: seed)
+        let ranges: [ClosedRange<UInt32>] = [0...0x7F, 0x80...0x7FF, 0x800...0xD7FF, 0xE000...0xFFFF, 0x10000...0x10FFFF]
+        for round in 0..<2000 {
+            var view = String.UnicodeScalarView()
+            for _ in 0..<Int.random(in: 0..<40, using: &random) {
+                let range = ranges[Int.random(in: 0..<ranges.count, using: &random)]
+                view.append(Unicode.Scalar(UInt32.random(in: range, using: &random))!)
+            }
+            let text = String(view)
+            #expect(scalarArray(text) == Array(text.unicodeScalars), "seed \(seed) round \(round)")
+        }
+        // Every boundary of every length.
+        let edges: [UInt32] = [0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF]
+        let all = String(String.UnicodeScalarView(edges.map { Unicode.Scalar($0)! }))
+        #expect(scalarArray(all) == Array(all.unicodeScalars))
     }
 }
