@@ -190,7 +190,7 @@ let package = Package(
         .testTarget(name: "OpenPGPTests", dependencies: ["OpenPGP", "CGPGME", "Platform", "TestSupport"]),
         .testTarget(name: "MIMETests", dependencies: ["MIME", "Platform", "TestSupport"]),
         .testTarget(name: "PlatformTests", dependencies: ["Platform", "TestSupport"]),
-        .testTarget(name: "PolicyTests", dependencies: ["Policy"]),
+        .testTarget(name: "PolicyTests", dependencies: ["Policy", "TestSupport"]),
         // The HTML rebuild: Gumbo's reading of hostile HTML, the allow-list, spans across nodes, one reading.
         .testTarget(name: "HTMLRebuildTests", dependencies: ["HTML", "Redaction", "Policy", "TestSupport"], exclude: ["chromium_text.py"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Policy", "Redaction", "OpenPGP", "MIME", "PartialEncryption",

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Finds marked spans and redacts them, in plain text and in HTML.
 ///
 /// Markers match case-insensitively, so `[[Private]]` counts too: a typo in
@@ -63,12 +65,12 @@ public struct Redactor: Sendable, Hashable {
 
     /// Checks that the markers in `text` pair up; `part` names the text in errors.
     public func validate(_ text: String, part: String) throws(PolicyError) {
-        _ = try spans(Array(text.unicodeScalars), part: part)
+        _ = try spans(scalarArray(text), part: part)
     }
 
     /// Applies `mode` to plain text. Throws when markers do not pair up.
     public func redact(_ text: String, mode: Mode, part: String = "text") throws(PolicyError) -> String {
-        let scalars = Array(text.unicodeScalars)
+        let scalars = scalarArray(text)
         let found = try spans(scalars, part: part)
         guard !found.isEmpty else { return text }
         // Built as UTF-8 in an array: appending a slice to a
@@ -107,9 +109,15 @@ public struct Redactor: Sendable, Hashable {
         var result: [Span] = []
         var index = 0
         var pendingOpen: (start: Int, end: Int)?
+        // Each marker's next place, looked for again only once the search has passed
+        // it: looked for anew at every step, each search ran on to the following span
+        // (an open's past its close), so the text was read twice over (issue 24, item 4).
+        // Where a marker is found does not depend on where the search began.
+        var nextOpen = find(openScalars, in: scalars, from: 0)
+        var nextClose = find(closeScalars, in: scalars, from: 0)
         while index < scalars.count {
-            let nextOpen = find(openScalars, in: scalars, from: index)
-            let nextClose = find(closeScalars, in: scalars, from: index)
+            if let found = nextOpen, found.lowerBound < index { nextOpen = find(openScalars, in: scalars, from: index) }
+            if let found = nextClose, found.lowerBound < index { nextClose = find(closeScalars, in: scalars, from: index) }
             switch (nextOpen, nextClose) {
             case (nil, nil):
                 index = scalars.count
@@ -141,6 +149,34 @@ public struct Redactor: Sendable, Hashable {
     }
 }
 
+/// `text`'s scalars in an array, as `Array(text.unicodeScalars)` gives them, in one
+/// pass over its UTF-8: that counts the scalars first and then copies them one by one
+/// through an iterator (15% of redacting 100 MB of text, issue 24 item 4).
+package func scalarArray(_ text: String) -> [Unicode.Scalar] {
+    var text = text
+    return text.withUTF8 { bytes in
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let byte = bytes[index]
+            if byte < 0x80 {
+                out.append(Unicode.Scalar(byte))
+                index += 1
+                continue
+            }
+            // A String's UTF-8 is valid: its lead byte says how long a sequence is.
+            let length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : 2
+            var value = UInt32(byte) & (0xFF >> (length + 1))
+            for k in 1..<length { value = value << 6 | UInt32(bytes[index + k] & 0x3F) }
+            out.append(Unicode.Scalar(value)!)
+            index += length
+        }
+        return out
+    }
+}
+
 /// Each scalar lower-cased where that gives one scalar, so that offsets stay
 /// those of the original text.
 package func folded(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar] {
@@ -159,6 +195,14 @@ package func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     if scalar.value < 0x100 {
         return scalar.value >= 0xC0 && scalar.value <= 0xDE && scalar.value != 0xD7 ? Unicode.Scalar(scalar.value + 32)! : scalar
     }
+    // Above Latin-1 (the replacement character of every byte that is not UTF-8, what
+    // UTF-7 and escapes make of random bytes): the page's table, made once.
+    return Unicode.Scalar(ScalarPages.shared.entry(scalar) & ScalarPages.scalarBits)!
+}
+
+/// ``fold(_:)`` from Unicode's properties, for a scalar above Latin-1: what the
+/// tables of ``ScalarPages`` hold.
+package func foldedByProperties(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     guard scalar.properties.changesWhenLowercased else { return scalar }
     let lower = scalar.properties.lowercaseMapping.unicodeScalars
     return lower.count == 1 ? lower.first! : scalar
@@ -175,6 +219,13 @@ package func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
     if value < 0xA0 { return value < 0x20 ? value != 0x09 && value != 0x0A && value != 0x0D : value >= 0x7F }
     // The rest of Latin-1 without a look-up of Unicode properties: only the soft hyphen.
     if value < 0x100 { return value == 0xAD }
+    return ScalarPages.shared.entry(scalar) & ScalarPages.invisibleBit != 0
+}
+
+/// ``isInvisible(_:)`` from Unicode's properties, for a scalar above Latin-1: what
+/// the tables of ``ScalarPages`` hold.
+package func isInvisibleByProperties(_ scalar: Unicode.Scalar) -> Bool {
+    let value = scalar.value
     // U+2028/2029 (line and paragraph separators) and U+FFF9–FFFC (interlinear
     // annotation marks, object replacement) are not default-ignorable, yet a
     // browser draws them as nothing inside a line: a hostile review hid
@@ -217,4 +268,69 @@ func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Ind
 /// True when `needle` (folded) occurs in `text`, read scalar by scalar in place.
 func contains(_ needle: [Unicode.Scalar], in text: String.UnicodeScalarView) -> Bool {
     find(needle, in: text, from: text.startIndex) != nil
+}
+
+/// ``fold(_:)`` and ``isInvisible(_:)`` above Latin-1, a page of 256 scalars at a
+/// time, each page made from Unicode's properties the first time a scalar of it is
+/// asked for. The marker search asks for both at every scalar of every reading of a
+/// region, and random bytes read as UTF-8, UTF-7 or escapes give scalars of every
+/// page (U+FFFD above all): each property look-up cost more than the rest of the
+/// search of that scalar (issue 24, bench case 3). Made lazily, as a table of the
+/// whole Basic Multilingual Plane would cost every process ~13 ms at start; shared by
+/// every thread (the resident filter's workers): a page is published whole with one
+/// atomic exchange, and a thread that loses the race frees its own copy.
+package final class ScalarPages: @unchecked Sendable {
+    /// The tables of the process.
+    package static let shared = ScalarPages()
+
+    /// An entry's bits that hold the folded scalar.
+    package static let scalarBits: UInt32 = 0x1F_FFFF
+    /// The entry's bit that says the scalar is invisible.
+    package static let invisibleBit: UInt32 = 1 << 31
+    private static let pageCount = 0x11_0000 >> 8
+
+    /// Each page's address as an integer, 0 until it is made. Never freed: the
+    /// shared tables live as long as the process (a page is 1 KiB).
+    private let pages: UnsafeMutablePointer<Atomic<Int>>
+    /// How many pages this table has made (a thread that lost a race counts too):
+    /// work counted, for the tests.
+    private let made = Atomic<Int>(0)
+
+    /// Empty tables; ``shared`` is the one the search uses (tests make their own).
+    package init() {
+        pages = .allocate(capacity: Self.pageCount)
+        for index in 0..<Self.pageCount { (pages + index).initialize(to: Atomic(0)) }
+    }
+
+    /// How many pages have been made.
+    package var pagesMade: Int { made.load(ordering: .relaxed) }
+
+    /// The entry of `scalar`: its ``fold(_:)`` in ``scalarBits``, and ``invisibleBit`` when ``isInvisible(_:)``.
+    @inline(__always)
+    package func entry(_ scalar: Unicode.Scalar) -> UInt32 {
+        let value = scalar.value
+        var page = pages[Int(value >> 8)].load(ordering: .acquiring)
+        if page == 0 { page = make(Int(value >> 8)) }
+        return UnsafePointer<UInt32>(bitPattern: page).unsafelyUnwrapped[Int(value & 0xFF)]
+    }
+
+    @inline(never)
+    private func make(_ index: Int) -> Int {
+        let page = UnsafeMutablePointer<UInt32>.allocate(capacity: 256)
+        for low in 0..<256 {
+            let value = UInt32(index << 8 | low)
+            // Surrogates are no scalars: never asked for.
+            guard let scalar = Unicode.Scalar(value) else { (page + low).initialize(to: value); continue }
+            let folded = value < 0x100 ? fold(scalar) : foldedByProperties(scalar)
+            let invisible = value < 0x100 ? isInvisible(scalar) : isInvisibleByProperties(scalar)
+            (page + low).initialize(to: folded.value | (invisible ? Self.invisibleBit : 0))
+        }
+        made.add(1, ordering: .relaxed)
+        let address = Int(bitPattern: page)
+        let (exchanged, current) = pages[index].compareExchange(expected: 0, desired: address,
+                                                                 successOrdering: .releasing, failureOrdering: .acquiring)
+        if exchanged { return address }
+        page.deallocate()
+        return current
+    }
 }

@@ -118,6 +118,15 @@ extension Redactor {
 
         private static let standardTables = Tables(.standard)
 
+        /// ``entry(_:)``'s tables, held here so that no look-up pays for a global's first-use check.
+        private let scalarPages = ScalarPages.shared
+        private let latin1 = Self.latin1Entries
+        /// ``ScalarPages`` entries of U+0000...U+00FF.
+        private static let latin1Entries: [UInt32] = (0..<256).map { value in
+            let scalar = Unicode.Scalar(UInt8(value))
+            return fold(scalar).value | (isInvisible(scalar) ? ScalarPages.invisibleBit : 0)
+        }
+
         /// What the search looks for, made from the markers alone.
         private struct Tables: Sendable {
             let needles: [[UInt8]]?
@@ -479,29 +488,44 @@ extension Redactor {
                     }
                 }
                 var live = false
-                for marker in foldedMarkers {
-                    let full: UInt64 = 1 << UInt64(marker.count)
-                    // Bit k: the marker's first k scalars end here.
-                    var active: UInt64 = 0
-                    for index in 0..<count {
-                        let scalar = buffer[index]
-                        if isInvisible(scalar) { continue }
-                        let folded = fold(scalar)
-                        var advanced: UInt64 = 0
-                        var bits = active
-                        while bits != 0 {
-                            let k = bits.trailingZeroBitCount
-                            bits &= bits - 1
-                            if marker[k] == folded { advanced |= 1 << UInt64(k + 1) }
-                        }
-                        if marker[0] == folded { advanced |= 2 }
-                        if advanced & full != 0 { return (true, true) }
-                        active = advanced
-                        if !live, active != 0, index >= tail - 1, mayFollow[index - max(0, tail - 1)] { live = true }
-                    }
+                // Both markers followed in one pass, each scalar folded and looked at once
+                // (``Self/entry(_:)``): this runs at every scalar of every reading of a region.
+                let (open, close) = (foldedMarkers[0], foldedMarkers[1])
+                let (openFull, closeFull): (UInt64, UInt64) = (1 << UInt64(open.count), 1 << UInt64(close.count))
+                // Bit k: the marker's first k scalars end here.
+                var openActive: UInt64 = 0, closeActive: UInt64 = 0
+                for index in 0..<count {
+                    let entry = entry(buffer[index])
+                    if entry & ScalarPages.invisibleBit != 0 { continue }
+                    let folded = Unicode.Scalar(entry & ScalarPages.scalarBits)!
+                    openActive = Self.advance(openActive, open, folded)
+                    closeActive = Self.advance(closeActive, close, folded)
+                    if openActive & openFull != 0 || closeActive & closeFull != 0 { return (true, true) }
+                    if !live, openActive | closeActive != 0, index >= tail - 1, mayFollow[index - max(0, tail - 1)] { live = true }
                 }
                 return (false, live)
             }
+        }
+
+        /// The marker's beginnings (bit k: its first k scalars) that end at `folded`,
+        /// given those that ended at the visible scalar before it.
+        @inline(__always)
+        private static func advance(_ active: UInt64, _ marker: [Unicode.Scalar], _ folded: Unicode.Scalar) -> UInt64 {
+            var advanced: UInt64 = marker[0] == folded ? 2 : 0
+            var bits = active
+            while bits != 0 {
+                let k = bits.trailingZeroBitCount
+                bits &= bits - 1
+                if marker[k] == folded { advanced |= 1 << UInt64(k + 1) }
+            }
+            return advanced
+        }
+
+        /// ``fold(_:)`` and ``isInvisible(_:)`` of `scalar` in one look-up, as ``ScalarPages``
+        /// gives them: Latin-1 from a table of its own, the rest from the pages.
+        @inline(__always)
+        private func entry(_ scalar: Unicode.Scalar) -> UInt32 {
+            scalar.value < 0x100 ? latin1[Int(scalar.value)] : scalarPages.entry(scalar)
         }
 
         /// How many characters (zeros aside) an escape cut at a region's end may leave
