@@ -230,6 +230,11 @@ package enum HTMLRebuild {
                 for attribute in element.attributes {
                     try redactor.validate(withoutControls(attribute.name), part: part)
                     try redactor.validate(withoutControls(attribute.value), part: part)
+                    // A style attribute is a style sheet of its own: `quotes: '[[private]]' '[[/private]]'`
+                    // around a <q> shows its text as a span, which the rebuild (CSS dropped) cannot censor.
+                    if attribute.name == "style" && redactor.hasMarkers(withoutControls(attribute.value)) {
+                        throw PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .inStyleSheet))
+                    }
                 }
             }
 

@@ -1,6 +1,7 @@
 import HTML
 import Policy
 import Redaction
+import TestSupport
 import Testing
 
 private let redactor = Redactor.standard
@@ -106,6 +107,17 @@ struct HTMLRebuildTests {
             try censored("<style>.a::before{content:'[[private]]'} .b::after{content:'[[/private]]'}</style><span class=a></span>s<span class=b></span>")
         }
         #expect(throws: PolicyError.self) { try censored("<p data-x='[[private]]'>secret</p><p data-x='[[/private]]'></p>") }
+        // A style attribute is a style sheet: quotes, content and custom properties make text of its strings
+        // (the red team of 26 November: quotes around a <q> showed its word as a span, and it went out in clear).
+        var random = SeededRandom(seed: UInt64.random(in: 1...UInt64.max))
+        for _ in 0..<40 {
+            let property = ["quotes: '[[private]]' '[[/private]]'", "quotes: \"[[private]]\" \"[[/private]]\"",
+                            "--a: '[[private]]'; --b: '[[/private]]'", "font-family: '[[private]]x[[/private]]'",
+                            "quotes: '[[PRIVATE]]' '[[/Private]]'"].randomElement(using: &random)!
+            let element = ["p", "div", "span", "q", "blockquote", "li"].randomElement(using: &random)!
+            let html = "<\(element) style=\"\(property.replacingOccurrences(of: "\"", with: "&quot;"))\"><q>zqsecret</q></\(element)>"
+            #expect(throws: PolicyError.self, "\(html)") { try censored(html) }
+        }
         let (rebuilt, reading) = try censored("<p style='color:red' class=c title='[[private]]t[[/private]]'>x</p><style>p{}</style>")
         #expect(reading.text == "x")
         #expect(reading.attributes == [.init(name: "title", value: "█████")])
