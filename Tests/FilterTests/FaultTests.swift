@@ -203,8 +203,19 @@ struct FilterFaultTests {
             defer { Stop.reset() }
             let filter = MailFilter(config: config(home, sendmail))
             let bytes = mail()
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { Stop.request() }
-            // The request comes during crypto or the first copy: at most that copy goes out.
+            // The request comes while the first copy is being handed over (the stand-in has begun
+            // reading it and sleeps 1 s): at most that copy goes out. A timer of 0.3 s fired only
+            // after every copy had gone in a full run on a loaded machine.
+            let folder = sendmail.folder
+            Thread.detachNewThread {
+                let deadline = Date().addingTimeInterval(60)
+                while Date() < deadline {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+                    if names.contains(where: { $0.hasPrefix("incoming.") }) { break }
+                    usleep(5_000)
+                }
+                Stop.request()
+            }
             let result = filter.run(bytes, sender: "alice@example.org", recipients: recipients)
             #expect(result.status == 75, "\(result.errorLine ?? "")")
             #expect(result.errorLine?.contains("stopped by a signal") == true, "\(result.errorLine ?? "")")
