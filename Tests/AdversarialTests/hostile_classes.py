@@ -605,7 +605,12 @@ class Gen:
     def c_openpgp_plain(self):
         o, w, c, _ = self.split_marked()
         content = ("Hello,\n" + self.filler() + " " + o + w + c + "\n").encode()
-        kind = self.pick(["literal", "compressed", "signed", "signed-compressed", "clearsigned", "pgpmime-literal", "pgpmime-signed"])
+        kinds = ["literal", "compressed", "signed", "signed-compressed", "clearsigned", "pgpmime-literal", "pgpmime-signed"]
+        if not self.marked:
+            # A control is a friendly shape: a mail labelled encrypted that is not is refused with or without
+            # a marker (docs/postcards.md), so it has no control.
+            kinds.remove("pgpmime-literal")
+        kind = self.pick(kinds)
         self.signed = "signed" in kind
         self.variant = f"OpenPGP {kind} message (not encrypted)"
         if kind == "pgpmime-literal":
