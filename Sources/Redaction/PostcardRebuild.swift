@@ -120,14 +120,20 @@ public enum PostcardRebuild {
     /// too (opaque parts withheld, not read). A signed or too deeply nested
     /// mail has no model: false, the other readings decide. Throws
     /// `PolicyError` when the model's markers do not pair up.
+    ///
+    /// A text holding an inline block that no search sees into (compressed
+    /// OpenPGP, armor that does not decode to packets) counts as marked: the
+    /// recipient's program unpacks it and may show a span mailsec cannot
+    /// read, so the mail is rebuilt and the block withheld (or, passed, refused).
     public static func modelHasSpans(_ message: MIMEMessage, redactor: Redactor) throws -> Bool {
         let catalog = SpanCatalog()
+        let builder = Builder(redactor: redactor, mode: .number(catalog), opaque: .withhold)
         do {
-            _ = try rebuild(message, redactor: redactor, mode: .number(catalog), opaque: .withhold)
+            _ = try builder.message(message, prefix: "")
         } catch is RebuildError {
             return false
         }
-        return !catalog.spans.isEmpty
+        return !catalog.spans.isEmpty || builder.unsearchable
     }
 
     /// Only the header fields of `message`, rebuilt as in ``rebuild(_:redactor:mode:opaque:)``,
@@ -175,6 +181,9 @@ public enum PostcardRebuild {
         var depth = 0
         var plainText: String?
         var htmlText: String?
+        /// True when the text holds an inline block no search can see into (compressed
+        /// OpenPGP, armor that does not decode): a reader's program unpacks it and may show a span.
+        var unsearchable = false
         static let maxDepth = 24
 
         init(redactor: Redactor, mode: Redactor.Mode, opaque: OpaqueParts) {
@@ -375,7 +384,9 @@ public enum PostcardRebuild {
             // The blocks follow the text as parts of their own.
             let opaqueBlocks = try blocks.enumerated().map { index, block in
                 let name = try block.name.map { try redactor.redact(Cleaning.cleaned($0, singleLine: true), mode: mode, part: place + " \(block.kind) name") }
-                return try opaqueBytes(Array(block.text.utf8), decoded: block.decoded,
+                let decoded = block.decoded
+                if decoded?.isEmpty == true { unsearchable = true }
+                return try opaqueBytes(Array(block.text.utf8), decoded: decoded,
                                        place: place + " \(block.kind) block \(index + 1)", filename: name)
             }
             return .multipart("mixed", [rebuilt] + opaqueBlocks)
