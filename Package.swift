@@ -51,6 +51,12 @@ let package = Package(
             pkgConfig: "gumbo",
             providers: [.apt(["libgumbo-dev"])]
         ),
+        // zlib: the compressed files a reader unpacks (zip, gzip, a PDF's streams) are searched inflated.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
         // What the operating system offers, in one place: child processes with a deadline
         // that kill their whole group, unnamed files, loopback, netlink, self-zeroing
@@ -60,7 +66,7 @@ let package = Package(
         .target(name: "Platform", dependencies: ["CPlatform", .product(name: "Crypto", package: "swift-crypto")]),
         // Crypto: the SHA-1 checksums of GnuPG's keybox, checked before a look-up is believed.
         .target(name: "OpenPGP", dependencies: ["Platform", "CGPGME", "CMailsecShims", .product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims"]),
+        .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims", "CZlib"]),
         // Gumbo's parse with an allocation budget (an arena it can be abandoned with).
         .target(name: "CGumboShims", dependencies: ["CGumbo"]),
         // HTML as a browser parses it (Gumbo's HTML5 tree construction), copied out as values.

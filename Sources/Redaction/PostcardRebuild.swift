@@ -464,6 +464,13 @@ public enum PostcardRebuild {
                     entity.serialize().withUnsafeBytes { search.feed($0) }
                 }
                 if !readable || search.finish() { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
+                // A zip, gzip or PDF file is searched as the program that opens it shows it, inflated.
+                if entity.kind == .leaf, Inflation.mayHold(entity.contentPrefix(Inflation.headSize)), let content = entity.content {
+                    var inflated = Redactor.MarkerSearch(redactor, encodings: true)
+                    if Inflation.inflate(content, { inflated.feed($0) }) == .unreadable || inflated.finish() {
+                        throw RebuildError(code: .markerInPassedPart, place: place, parts: parts)
+                    }
+                }
                 parts.passed.append(Self.described(place, name))
                 guard entity.kind == .leaf else { return try entity.copy() }
                 let passed = try MIMEEntity.part(entity.content ?? [], type: type.type, subtype: type.subtype, filename: name)

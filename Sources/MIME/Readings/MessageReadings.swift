@@ -488,8 +488,19 @@ package struct MessageReadings {
 
     private mutating func leaf(_ entity: MIMEEntity, type: ContentType, headers: [Header], name: String, inDigest: Bool) {
         // The decoded content, read in pieces in several encodings (also what
-        // a large part is left at).
-        emit(name, .pieces(asText: true) { body in entity.forEachContentPiece(body) })
+        // a large part is left at). Its first bytes say whether it is a compressed file.
+        var head: [UInt8] = []
+        emit(name, .pieces(asText: true) { body in
+            entity.forEachContentPiece { piece in
+                if head.count < Inflation.headSize { head += piece.prefix(Inflation.headSize - head.count) }
+                body(piece)
+            }
+        })
+        // A zip (an office file), gzip or PDF file: its compressed streams as the program
+        // that opens it shows them. One that cannot be read within its budget is not clean.
+        if Inflation.mayHold(head), let content = entity.content {
+            emit(name + " (inflated)", .pieces(asText: true) { body in Inflation.inflate(content, body) != .unreadable })
+        }
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
         let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
         let isMessage = type.type == "message" || type.is("text", "rfc822-headers")
