@@ -30,7 +30,9 @@ extension Redactor {
             out.append(Self.joinedFlowed(text, deleteSpace: false))
         }
         if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
-            out.append(Self.unfolded(text))
+            let unfolded = Self.unfolded(text)
+            out.append(unfolded)
+            out += Self.binaryValuesDecoded(unfolded)
         }
         if subtype == "enriched" || subtype == "richtext" {
             out.append(Self.withoutEnrichedCommands(text))
@@ -242,6 +244,24 @@ extension Redactor {
             index = end
         }
         return out
+    }
+
+    /// The values of a calendar's or a card's content lines written in base64
+    /// (`ENCODING=BASE64`, `ENCODING=b`, `VALUE=BINARY`: an attached file, a
+    /// photo, a key) decoded, one per line: what a calendar or an address book
+    /// opens. A value follows the line's last `:` (base64 has none); read as
+    /// UTF-8 and as Latin-1. Empty when no line is so written.
+    static func binaryValuesDecoded(_ unfolded: String) -> [String] {
+        var decoded: [UInt8] = []
+        for line in unfolded.split(whereSeparator: \.isNewline) {
+            guard let colon = line.lastIndex(of: ":") else { continue }
+            let name = line[..<colon].uppercased()
+            guard name.contains("ENCODING=B") || name.contains("VALUE=BINARY") else { continue }
+            decoded += base64Decoded(Array(line[line.index(after: colon)...].utf8))
+            decoded.append(10)
+        }
+        guard !decoded.isEmpty else { return [] }
+        return [String(decoding: decoded, as: UTF8.self), String(String.UnicodeScalarView(decoded.map { Unicode.Scalar($0) }))]
     }
 
     /// Base64 decoded leniently: letters of either alphabet, the rest skipped.

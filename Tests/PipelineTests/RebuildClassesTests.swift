@@ -211,6 +211,57 @@ extension RebuildClassesTests {
     }
 }
 
+extension RebuildClassesTests {
+    /// The red team's unanchored iCalendar mail: a span only inside a base64 value (`ATTACH;ENCODING=BASE64`)
+    /// went out unchanged, and a calendar opens the attachment. Random calendars and cards with binary
+    /// values (ATTACH, PHOTO, KEY, LOGO; the parameter in any case and spelling; folded at random widths)
+    /// and no other span: withheld. The oracle unfolds each calendar or card left and decodes every
+    /// value with Foundation's base64. Controls with binary values and no marker go out unchanged.
+    @Test("a span only inside a base64 value of a calendar or a card (no other span) is withheld; unmarked ones go out unchanged")
+    func binaryValuesInCalendars() throws {
+        let seed = UInt64(ProcessInfo.processInfo.environment["REBUILD_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        func values(_ text: String) -> [String] {
+            let unfolded = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n ", with: "").replacingOccurrences(of: "\n\t", with: "")
+            return unfolded.split(separator: "\n").compactMap { line in
+                guard let colon = line.lastIndex(of: ":") else { return nil }
+                var value = String(line[line.index(after: colon)...]).filter { $0.isLetter || $0.isNumber || "+/=".contains($0) }
+                while value.count % 4 != 0 { value += "=" }
+                return Data(base64Encoded: value).map { String(decoding: $0, as: UTF8.self) }
+            }
+        }
+        for round in 0..<16 {
+            let secret = "zq" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement(using: &random)! })
+            let marked = round % 4 != 3
+            let content = "some bytes " + (marked ? ["[[private]]", "[[PRIVATE]]"].randomElement(using: &random)! + secret + "[[/private]]" : secret) + " more"
+            let encoded = Data(content.utf8).base64EncodedString()
+            let calendar = Bool.random(using: &random)
+            let property = (calendar ? ["ATTACH;FMTTYPE=text/plain", "ATTACH", "X-DATA"] : ["PHOTO;TYPE=JPEG", "KEY", "LOGO"]).randomElement(using: &random)!
+            let parameter = ["ENCODING=BASE64", "encoding=b", "ENCODING=b;VALUE=BINARY", "VALUE=BINARY;ENCODING=BASE64"].randomElement(using: &random)!
+            var line = "\(property);\(parameter):\(encoded)"
+            let width = Int.random(in: 20...75, using: &random)
+            var folded: [String] = []
+            while line.count > width { folded.append(String(line.prefix(width))); line = " " + line.dropFirst(width) }
+            folded.append(line)
+            let object = calendar ? ["BEGIN:VCALENDAR", "VERSION:2.0", "BEGIN:VEVENT", "SUMMARY:lunch"] + folded + ["END:VEVENT", "END:VCALENDAR"]
+                : ["BEGIN:VCARD", "VERSION:3.0", "FN:Alice"] + folded + ["END:VCARD"]
+            let type = calendar ? ["text/calendar", "application/ics"].randomElement(using: &random)! : ["text/vcard", "text/x-vcard", "text/directory"].randomElement(using: &random)!
+            let mail = "From: alice@example.org\nTo: bob@example.org\nSubject: lunch\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n"
+                + "--b\nContent-Type: text/plain\n\nSee the attachment.\n--b\nContent-Type: \(type)\n\n" + object.joined(separator: "\r\n") + "\r\n--b--\n"
+            let what = "seed \(seed) round \(round): \(type) \(property) \(parameter) width \(width) marked \(marked)"
+            try #require(values(object.joined(separator: "\r\n")).contains { $0.contains(secret) }, "\(what): the oracle does not see it")
+            let leaves = try Postcard.censored(try parse(mail)).body?.walk().map(\.entity).filter { $0.kind == .leaf } ?? []
+            let texts = leaves.compactMap { $0.content.map { String(decoding: $0, as: UTF8.self) } }
+            if marked {
+                #expect(texts.joined().contains("held back"), "\(what): not withheld")
+                #expect(!texts.contains { values($0).contains { $0.contains(secret) } }, "\(what): a calendar or card left shows the span")
+            } else {
+                #expect(!texts.joined().contains("held back") && texts.contains { values($0).contains { $0.contains(secret) } }, "\(what): the control was changed")
+            }
+        }
+    }
+}
+
 @Suite("Markers with controls inside; the reading page's fields")
 struct RebuildControlsTests {
     @Test("a C0 or C1 control inside a marker (in a latin-9 body, an encoded-word Subject, an HTML reference) does not hide it: censored (random controls and places)")
