@@ -61,6 +61,28 @@ struct JoinedByStyleTests {
         }
     }
 
+    @Test("style sheets read as CSS reads them: escapes and line continuations decoded in strings, comments and selectors' brackets not strings")
+    func cssAsCSSReadsIt() throws {
+        func outcome(_ css: String, _ body: String) -> String {
+            var random = SeededRandom(seed: 3)
+            let html = "<html><head><style>\(css)</style></head><body>\(body)</body></html>\n"
+            do {
+                _ = try Postcard.censored(try parse(Self.mail(html: html, anchor: false, &random)))
+                return "sent"
+            } catch let error as PolicyError {
+                return error.marker?.problem.rawValue ?? "\(error)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        let inSheet = PolicyError.MarkerProblem.inStyleSheet.rawValue, joinable = PolicyError.MarkerProblem.joinable.rawValue
+        #expect(outcome(#".a::before{content:"\00005b\[PRIVATE\5d ]"}"#, "<span class=a></span>x") == inSheet)
+        #expect(outcome(".a::before{content:'[[pri\\\nvate]]'}", "<span class=a></span>x") == inSheet)
+        #expect(outcome(#".a::before{content:"\5b" "\5b"} .b::after{content:'\5d\5d'}"#, "<span class=a></span>private<span class=b></span>") == joinable)
+        #expect(outcome("/* content: \"[[\" \"]]\" */ a[href] b[title] u[x]{color:red}", "<p>private</p>") == "sent")
+        #expect(outcome(".x{content:\"]\"} a\\\"[b\\\"]{color:red}", "<p>[private</p>") == "sent")
+    }
+
     @Test("a styled mail (style attributes, a style sheet) with a real span is rebuilt and censored, not refused")
     func styledWithSpanIsCensored() throws {
         let html = """
