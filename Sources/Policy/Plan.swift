@@ -567,6 +567,11 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A marker stands in a style sheet, whose text (CSS `content:`) a reader may show
         /// where mailsec, which writes no CSS, cannot pair it.
         case inStyleSheet = "marker in a style sheet"
+        /// The pieces of a marker stand in what a reader may show out of the order mailsec reads or
+        /// beyond it (text, attribute values and strings of a styled HTML part, alt text), while
+        /// mailsec finds no marker there: a style sheet or alt text could join them into a span
+        /// that mailsec cannot read.
+        case joinable = "marker pieces a style sheet or alt text could join"
     }
 
     /// Where markers fail to pair up (``Code/unbalancedMarkers``).

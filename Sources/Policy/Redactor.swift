@@ -139,6 +139,32 @@ public struct Redactor: Sendable, Hashable {
         return result
     }
 
+    /// Where either marker stands in `scalars`, in order, whether or not they pair up: the
+    /// search of ``spans(_:part:)`` without its check, for a reading whose markers are counted,
+    /// not censored (which of them another reading adds).
+    package func markerRanges(_ scalars: [Unicode.Scalar]) -> [Range<Int>] {
+        let openScalars = folded(Array(open.unicodeScalars))
+        let closeScalars = folded(Array(close.unicodeScalars))
+        var result: [Range<Int>] = []
+        var index = 0
+        var nextOpen = find(openScalars, in: scalars, from: 0)
+        var nextClose = find(closeScalars, in: scalars, from: 0)
+        while index < scalars.count {
+            if let found = nextOpen, found.lowerBound < index { nextOpen = find(openScalars, in: scalars, from: index) }
+            if let found = nextClose, found.lowerBound < index { nextClose = find(closeScalars, in: scalars, from: index) }
+            let found: Range<Int>
+            switch (nextOpen, nextClose) {
+            case (nil, nil): return result
+            case let (openAt?, nil): found = openAt
+            case let (nil, closeAt?): found = closeAt
+            case let (openAt?, closeAt?): found = openAt.lowerBound < closeAt.lowerBound ? openAt : closeAt
+            }
+            result.append(found)
+            index = found.upperBound
+        }
+        return result
+    }
+
     private func markerError(_ part: String, _ scalars: [Unicode.Scalar], _ offset: Int,
                              _ problem: PolicyError.MarkerProblem) -> PolicyError {
         var line = 1, column = 1

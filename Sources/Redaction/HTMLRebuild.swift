@@ -52,6 +52,7 @@ package enum HTMLRebuild {
     package static func rebuilt(_ html: String, redactor: Redactor, mode: Redactor.Mode, part: String) throws -> Rebuilt {
         let model = try Model(HTMLDocument(parsing: html), redactor: redactor, mode: mode, part: part)
         let spans = try redactor.spans(model.stream, part: part)
+        try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
         return model.write(spans: spans, redactor: redactor, mode: mode)
     }
 
@@ -64,6 +65,7 @@ package enum HTMLRebuild {
                                  part: String) throws -> [TextSegment] {
         let model = try Model(HTMLDocument(parsing: html), redactor: redactor, mode: .number(catalog), part: part)
         let spans = try redactor.spans(model.stream, part: part)
+        try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
         var breaks: [Int: Int] = [:]   // line breaks to put before a stream position
         for event in model.events {
             switch event {
@@ -213,8 +215,22 @@ package enum HTMLRebuild {
         var stream: [Unicode.Scalar] = []
         var events: [Event] = []
         var dropped: Set<String> = []
+        /// True when the part brings CSS (``HTMLRebuild/styles(_:)``, a non-empty style sheet).
+        var styled = false
+        /// What a styled part may show, counted (``HTMLRebuild/MarkerMaterial``).
+        var material: MarkerMaterial
+        /// Text shown in place of an element (``HTMLRebuild/shownInPlace(_:)``) and where in ``stream`` the element stands.
+        var inPlace: [(position: Int, text: [Unicode.Scalar])] = []
+
+        /// Refuses the part when a reader may show a marker that the model, with `spans`, does not hold
+        /// (``HTMLRebuild/refuseJoinable(stream:inPlace:styled:material:spans:redactor:part:)``).
+        func refuseJoinable(spans: [Redactor.Span], redactor: Redactor, part: String) throws(PolicyError) {
+            try HTMLRebuild.refuseJoinable(stream: stream, inPlace: inPlace, styled: styled, material: material, spans: spans,
+                                           redactor: redactor, part: part)
+        }
 
         init(_ document: HTMLDocument, redactor: Redactor, mode: Redactor.Mode, part: String) throws {
+            material = MarkerMaterial(redactor)
             // What each open element became: its end tag to write, or nil.
             var open: [String?] = []
             // The depth of the dropped element being skipped, and its text.
@@ -238,15 +254,35 @@ package enum HTMLRebuild {
                 }
             }
 
+            let inStyleSheet = PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .inStyleSheet))
+            /// A string of a style sheet is text a reader may show (`content:`, `quotes:`): a whole
+            /// marker there refuses the part, pieces count in the material.
+            func cssString(_ string: [Unicode.Scalar]) throws(PolicyError) {
+                if redactor.hasMarkers(String(String.UnicodeScalarView(string))) { throw inStyleSheet }
+                material.count(string)
+            }
             // The names of the open elements, kept or not: a style sheet is the text right inside a `style`.
             var parents: [String] = []
             for node in document.nodes {
+                // What a reader may show out of the model's order or beyond it, hidden or dropped
+                // content too (CSS can show it): see ``refuseJoinable``.
                 switch node {
-                case .start(let element): parents.append(element.name)
+                case .start(let element):
+                    parents.append(element.name)
+                    if HTMLRebuild.styles(element) { styled = true }
+                    for attribute in element.attributes {
+                        material.count(piece: withoutControls(attribute.value), redactor: redactor)
+                        if attribute.name == "style" { try cssStrings(attribute.value, cssString) }
+                    }
+                    for text in shownInPlace(element) { inPlace.append((stream.count, scalarArray(withoutControls(text)))) }
                 case .end: parents.removeLast()
                 case .text(let text):
-                    if parents.last == "style" && redactor.hasMarkers(withoutControls(text)) {
-                        throw PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .inStyleSheet))
+                    if parents.last == "style" {
+                        if redactor.hasMarkers(withoutControls(text)) { throw inStyleSheet }
+                        if text.unicodeScalars.contains(where: { !HTMLRebuild.isBlank($0) }) { styled = true }
+                        try cssStrings(text, cssString)
+                    } else {
+                        material.count(piece: withoutControls(text), redactor: redactor)
                     }
                 case .comment: break
                 }

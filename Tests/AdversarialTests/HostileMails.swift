@@ -588,7 +588,13 @@ struct HostileMailGenerator {
 
     /// A6: format=flowed, iCalendar folding, text/enriched, invisible characters.
     mutating func hostileRendering() -> String {
-        switch number(0...7) {
+        switch number(0...8) {
+        case 8:
+            // A span that only CSS (strings, attr(), text reordered or hidden by a class) or alt text composes, no other span.
+            let styled = HiddenMarkerMails.styledMail(&random)
+            variant = "styled markers alone: " + styled.variant
+            tokens.append(styled.secret)
+            return styled.mail
         case 7:
             // Markers joined by what a reader hides (hidden HTML content, a terminal escape), in a mail with no other span.
             let joined = HiddenMarkerMails.joinedMail(&random)
