@@ -63,13 +63,47 @@ extension HTMLRebuild {
 
         /// Counts `piece` (a text node, an attribute value) less the whole markers in it: those
         /// a reading of the piece already finds and pairs (or refuses).
+        ///
+        /// A bracket pair within the piece around letters, digits and blanks only (`[View online]`,
+        /// `[1]`) is a bracketed word and not counted: ordinary styled mail is full of them. Any
+        /// bracket left over counts; a marker composed of pieces always leaves some (`[[private]]`
+        /// split as `[` `[private]` `]` leaves the outer two, and a span needs both markers).
         mutating func count(piece: String, redactor: Redactor) {
             let pieceScalars = scalarArray(piece)
             count(pieceScalars)
             for range in redactor.markerRanges(pieceScalars) {
                 for scalar in pieceScalars[range] { if let slot = slot(of: fold(scalar)) { counts[slot] -= 1 } }
             }
+            // Bracketed words: the last opening bracket, then only letters, digits, blanks (at least
+            // one letter or digit) and its closing bracket. Brackets inside whole markers are
+            // subtracted above; a pair found there too would be subtracted twice, so skip them.
+            let inMarker = redactor.markerRanges(pieceScalars)
+            var open: (index: Int, closer: Unicode.Scalar)?
+            var word = false
+            var nextMarker = 0
+            for (index, scalar) in pieceScalars.enumerated() {
+                while nextMarker < inMarker.count && inMarker[nextMarker].upperBound <= index { nextMarker += 1 }
+                if nextMarker < inMarker.count && inMarker[nextMarker].contains(index) { open = nil; continue }
+                if isInvisible(scalar) { continue }
+                if let closer = Self.closers[scalar] {
+                    open = (index, closer)
+                    word = false
+                } else if let current = open, scalar == current.closer {
+                    if word, let openSlot = slot(of: fold(pieceScalars[current.index])), let closeSlot = slot(of: fold(scalar)) {
+                        counts[openSlot] -= 1
+                        counts[closeSlot] -= 1
+                    }
+                    open = nil
+                } else if Self.isLetter(scalar) {
+                    word = true
+                } else if !HTMLRebuild.isBlank(scalar) {
+                    open = nil
+                }
+            }
         }
+
+        /// Opening brackets and their closing ones.
+        private static let closers: [Unicode.Scalar: Unicode.Scalar] = ["[": "]", "(": ")", "{": "}", "<": ">"]
 
         /// True when the material holds what some marker needs.
         var composesMarker: Bool {

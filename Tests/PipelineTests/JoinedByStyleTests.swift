@@ -83,6 +83,25 @@ struct JoinedByStyleTests {
         #expect(outcome(".x{content:\"]\"} a\\\"[b\\\"]{color:red}", "<p>[private</p>") == "sent")
     }
 
+    @Test("styled newsletters full of bracketed words ([View online], [1], (private sale), {name}) and no span: sent unchanged; the same with one marker's pieces left over: refused")
+    func bracketedWordsPass() throws {
+        var random = SeededRandom(seed: Self.seed)
+        let words = ["[View online]", "[Unsubscribe]", "<sup>[1]</sup>", "[2]", "(private sale)", "{first name}", "[ Privacy policy ]",
+                     "<a href=\"https://x.example/p\">[Read more]</a>", "[Private offer]", "(see [3])"]
+        for round in 0..<30 {
+            var body = "<p style=\"color:#333\">Hello, our private event.</p>"
+            for _ in 0..<Int.random(in: 2...8, using: &random) {
+                body += "<p style=\"margin:0\">" + words.randomElement(using: &random)! + " text</p>"
+            }
+            let html = "<html><head><style>a[x-apple-data-detectors]{color:inherit}</style></head><body>\(body)</body></html>\n"
+            let mail = Self.mail(html: html, anchor: false, &random)
+            #expect(throws: Never.self, "round \(round)\n\(html)") { _ = try Postcard.censored(try parse(mail)) }
+            // The pieces of a marker left over beside the bracketed words: refused.
+            let joined = html.replacingOccurrences(of: "</body>", with: "<p>[<span class=h>x</span>[private]<span class=h>x</span>]z[<i>[/private]</i><span class=h>x</span>]</p></body>")
+            #expect(throws: PolicyError.self, "round \(round)") { _ = try Postcard.censored(try parse(Self.mail(html: joined, anchor: false, &random))) }
+        }
+    }
+
     @Test("a styled mail (style attributes, a style sheet) with a real span is rebuilt and censored, not refused")
     func styledWithSpanIsCensored() throws {
         let html = """
