@@ -115,10 +115,10 @@ public enum Postcard {
                                 opaque: OpaqueParts = .withhold) throws -> MIMEMessage {
         try refuseFalseEncryption(message)
         let readings = redactor.readings(of: message)
-        let hasSpans = try hasMarkedSpans(message, redactor: redactor, readings: readings)
-        if hasSpans, let place = readings.uncertain.first { throw PipelineError(.unreadable, detail: place) }
-        guard hasSpans else { return try unchanged(message) }
-        return try rebuilt(message, redactor: redactor, mode: .censor, opaque: opaque).message
+        let found = try hasMarkedSpans(message, redactor: redactor, readings: readings, mode: .censor, opaque: opaque)
+        if found.hasSpans, let place = readings.uncertain.first { throw PipelineError(.unreadable, detail: place) }
+        guard found.hasSpans else { return try unchanged(message) }
+        return try rebuilt(message, redactor: redactor, mode: .censor, opaque: opaque, made: found.model).message
     }
 
     /// Refuses (`falselyEncrypted`, 65) a message labelled encrypted whose
@@ -131,21 +131,36 @@ public enum Postcard {
         throw PipelineError(.falselyEncrypted, detail: body.contentType.description)
     }
 
-    /// True when `message` has marked spans: in some reading of it
-    /// (`readings`), in GMime's text, where markers must pair up, or in the
-    /// model a rebuild reads (``PostcardRebuild/modelHasSpans(_:redactor:)``:
-    /// what recipients' programs show, hidden HTML and escape sequences gone).
-    /// Markers that do not pair up in GMime's text but do in the rebuilt model
-    /// count as spans (GMime's text of a part stops at a NUL, which the model
-    /// strips); else the error stands.
-    static func hasMarkedSpans(_ message: MIMEMessage, redactor: Redactor, readings: Redactor.ReadingsFinding) throws -> Bool {
+    /// Whether a mail has marked spans, and the rebuild made to find out, if one was.
+    struct SpanFinding {
+        /// True when the mail has marked spans.
+        let hasSpans: Bool
+        /// The rebuild that read the model: the postcard is written from it when it
+        /// serves (``PostcardRebuild/ModelReading/serves(_:opaque:)``).
+        let model: PostcardRebuild.ModelReading?
+    }
+
+    /// Whether `message` has marked spans: in some reading of it (`readings`),
+    /// in GMime's text, where markers must pair up, or in the model a rebuild
+    /// reads (``PostcardRebuild/read(_:redactor:mode:opaque:)``: what recipients'
+    /// programs show, hidden HTML and escape sequences gone). Markers that do not
+    /// pair up in GMime's text but do in the rebuilt model count as spans (GMime's
+    /// text of a part stops at a NUL, which the model strips); else the error stands.
+    ///
+    /// The model is read by rebuilding the postcard as it would be written (`mode`,
+    /// `opaque`), so that a mail with spans is rebuilt once: ``rebuilt(_:redactor:mode:opaque:check:made:stopped:)``
+    /// takes the rebuild made here. A mail whose raw readings show a marker is not rebuilt here.
+    static func hasMarkedSpans(_ message: MIMEMessage, redactor: Redactor, readings: Redactor.ReadingsFinding,
+                               mode: Redactor.Mode, opaque: OpaqueParts) throws -> SpanFinding {
         do {
-            if try redactor.hasMarkedSpans(message) || readings.marker != nil { return true }
+            if try redactor.hasMarkedSpans(message) || readings.marker != nil { return SpanFinding(hasSpans: true, model: nil) }
         } catch let error as PolicyError {
-            guard (try? PostcardRebuild.rebuild(message, redactor: redactor)) != nil else { throw error }
-            return true
+            guard let model = try? PostcardRebuild.read(message, redactor: redactor, mode: mode, opaque: opaque),
+                  model.hasSpans != nil else { throw error }
+            return SpanFinding(hasSpans: true, model: model)
         }
-        return try PostcardRebuild.modelHasSpans(message, redactor: redactor)
+        let model = try PostcardRebuild.read(message, redactor: redactor, mode: mode, opaque: opaque)
+        return SpanFinding(hasSpans: model.hasSpans ?? false, model: model)
     }
 
     /// A postcard of a mail without marked spans: the mail as it is, Bcc
@@ -170,10 +185,19 @@ public enum Postcard {
     ///
     /// `check: false` leaves the check to the caller, which checks the postcard as it is finally
     /// written (``MailPipeline/write(_:)``); `stopped` is told what the rebuild had found when it stopped.
+    /// `made`, the rebuild that decided whether the mail has spans, is taken when it was made in `mode`
+    /// and `opaque`, instead of rebuilding the mail again.
     static func rebuilt(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode, opaque: OpaqueParts,
-                        check: Bool = true, stopped: ((PostcardParts) -> Void)? = nil) throws -> RebuiltPostcard {
+                        check: Bool = true, made: PostcardRebuild.ModelReading? = nil,
+                        stopped: ((PostcardParts) -> Void)? = nil) throws -> RebuiltPostcard {
         let rebuilt: RebuiltPostcard
-        do { rebuilt = try PostcardRebuild.rebuild(message, redactor: redactor, mode: mode, opaque: opaque) } catch let error as RebuildError {
+        do {
+            if let made, made.serves(mode, opaque: opaque) {
+                rebuilt = try made.rebuilt.get()
+            } else {
+                rebuilt = try PostcardRebuild.rebuild(message, redactor: redactor, mode: mode, opaque: opaque)
+            }
+        } catch let error as RebuildError {
             stopped?(error.parts)
             throw PipelineError(error)
         }

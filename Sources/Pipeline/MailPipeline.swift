@@ -211,7 +211,7 @@ public final class PreparedMail {
         }
         return try Postcard.unchanged(message)
     }
-    /// The postcard rebuilt from the mail (``Postcard/rebuilt(_:redactor:mode:opaque:check:stopped:)``),
+    /// The postcard rebuilt from the mail (``Postcard/rebuilt(_:redactor:mode:opaque:check:made:stopped:)``),
     /// or why it could not be: made once, in `prepare`, for a mail with marked spans that
     /// has a postcard or unchanged copy; nil otherwise.
     let rebuilt: Result<RebuiltPostcard, any Error>?
@@ -433,8 +433,14 @@ public struct MailPipeline: Sendable {
         }
         // For a mail encrypted already, a marker outside the ciphertext (the
         // Subject, say) is a span too: the plan says so, as the copy is censored.
-        let hasSpans = alreadyEncrypted ? readings.marker != nil
-            : try Postcard.hasMarkedSpans(message, redactor: options.redactor, readings: readings)
+        // Otherwise the model is read by rebuilding the postcard as it would be
+        // written (numbered for partially encrypted postcards), so that a mail is
+        // rebuilt once: below, the postcard is taken from that rebuild.
+        let numbering = options.mail.postcardExtension == .partiallyEncrypted ? SpanCatalog() : nil
+        let found = alreadyEncrypted ? Postcard.SpanFinding(hasSpans: readings.marker != nil, model: nil)
+            : try Postcard.hasMarkedSpans(message, redactor: options.redactor, readings: readings,
+                                          mode: numbering.map { .number($0) } ?? .censor, opaque: options.mail.opaqueParts)
+        let hasSpans = found.hasSpans
 
         let signer = options.signAs ?? from ?? sender
         let signerIsFingerprint = GnuPG.isFingerprint(signer)
@@ -477,11 +483,12 @@ public struct MailPipeline: Sendable {
            plan.copies.contains(where: { $0.kind == .postcard || $0.kind == .unchanged }) {
             let numbered = hasSpans && options.mail.postcardExtension == .partiallyEncrypted
                 && plan.copies.contains { $0.kind == .postcard }
-            catalog = numbered ? SpanCatalog() : nil
+            // The catalog the model was read with (filled when that rebuild is taken, empty when none was made).
+            catalog = numbered ? numbering : nil
             var stopped: PostcardParts?
             rebuilt = Result {
                 try Postcard.rebuilt(message, redactor: options.redactor, mode: catalog.map { Redactor.Mode.number($0) } ?? .censor,
-                                     opaque: options.mail.opaqueParts, check: false) { stopped = $0 }
+                                     opaque: options.mail.opaqueParts, check: false, made: found.model) { stopped = $0 }
             }
             if let parts = (try? rebuilt?.get())?.parts ?? stopped { plan.postcardParts = parts }
         }

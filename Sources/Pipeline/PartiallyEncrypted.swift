@@ -13,7 +13,7 @@ struct ReadingPostcard {
     let password: SpanPassword
 
     /// The reading document of `rebuilt`, a postcard rebuilt with its spans
-    /// numbered in `catalog` (``Postcard/rebuilt(_:redactor:mode:opaque:check:stopped:)``):
+    /// numbered in `catalog` (``Postcard/rebuilt(_:redactor:mode:opaque:check:made:stopped:)``):
     /// the document's From, Subject and text come from the same model as the
     /// postcard (decoded and cleaned, inline blocks cut out), never from the
     /// raw input; the spans are encrypted under a fresh password. Nothing is

@@ -37,6 +37,10 @@ public struct Redactor: Sendable, Hashable {
         /// Replace each span, markers included, by its numbered place `[#n]`
         /// from the catalog, which keeps the span text (partially encrypted postcards).
         case number(SpanCatalog)
+        /// Replace each span as `censor` does, and note its text in the catalog: how
+        /// a caller learns whether the censored text had spans (the postcard rebuild
+        /// that also answers whether a mail has marked spans).
+        case censorNoting(SpanCatalog)
 
         /// True when the span's text goes (censor, number).
         package var removesSpan: Bool {
@@ -47,9 +51,12 @@ public struct Redactor: Sendable, Hashable {
         /// What stands in for a removed span whose text is `content`.
         package func replacement(for content: String, placeholder: String) -> String {
             switch self {
-            case .reveal: content
-            case .censor: placeholder
-            case .number(let catalog): catalog.place(for: content)
+            case .reveal: return content
+            case .censor: return placeholder
+            case .number(let catalog): return catalog.place(for: content)
+            case .censorNoting(let catalog):
+                _ = catalog.number(for: content)
+                return placeholder
             }
         }
     }

@@ -3,6 +3,7 @@ import HTML
 import MIME
 import OpenPGP
 import Policy
+import Synchronization
 
 /// Why a postcard could not be rebuilt. The description names the place,
 /// never message content.
@@ -25,6 +26,8 @@ public struct RebuildError: Error, Sendable, CustomStringConvertible {
     public let place: String
     /// What the rebuild had found when it stopped (for the plan).
     public let parts: PostcardParts
+    /// True when a text held an inline block no search sees into (``RebuiltPostcard/unsearchable``).
+    package var unsearchable = false
 
     /// One line, without message content.
     public var description: String {
@@ -55,6 +58,11 @@ public struct RebuiltPostcard {
     /// The main text of the model.
     package enum ReadingText { case plain(String), html(String) }
 
+    /// True when a text held an inline block no search sees into (compressed OpenPGP, armor
+    /// that does not decode to packets): the recipient's program unpacks it and may show a
+    /// span mailsec cannot read, so the mail counts as marked.
+    package var unsearchable = false
+
     /// A rebuilt postcard and what is known of it.
     package init(message: MIMEMessage, parts: PostcardParts, from: String, subject: String, readingText: ReadingText?) {
         self.message = message
@@ -63,6 +71,16 @@ public struct RebuiltPostcard {
         self.subject = subject
         self.readingText = readingText
     }
+}
+
+/// A count of rebuilds (``PostcardRebuild/counted``).
+package final class RebuildCount: Sendable {
+    private let count = Mutex(0)
+    /// No rebuild yet.
+    package init() {}
+    /// How many rebuilds were made.
+    package var value: Int { count.withLock { $0 } }
+    func add() { count.withLock { $0 += 1 } }
 }
 
 /// Postcards of a mail with marked spans are rebuilt, not edited: a new
@@ -93,10 +111,13 @@ public enum PostcardRebuild {
     /// `PolicyError` (markers that do not pair up).
     public static func rebuild(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode = .censor,
                                opaque: OpaqueParts = .withhold) throws -> RebuiltPostcard {
+        if let counted = counted { counted.add() }
         let builder = Builder(redactor: redactor, mode: mode, opaque: opaque)
         let rebuilt = try builder.message(message, prefix: "")
         if let first = builder.parts.refused.first {
-            throw RebuildError(code: .refusedParts, place: first, parts: builder.parts)
+            var error = RebuildError(code: .refusedParts, place: first, parts: builder.parts)
+            error.unsearchable = builder.unsearchable
+            throw error
         }
         // The reading page shows the fields in the reading the postcard's were censored in (the
         // lenient one that shows markers, where GMime's does not), so its spans are the postcard's.
@@ -105,36 +126,81 @@ public enum PostcardRebuild {
         }
         let from = field("from")
         rebuilt.removeHeader("Bcc")
-        return RebuiltPostcard(message: rebuilt, parts: builder.parts, from: from,
-                               subject: field("subject"),
-                               readingText: builder.plainText.map { RebuiltPostcard.ReadingText.plain($0) }
-                                   ?? builder.htmlText.map { RebuiltPostcard.ReadingText.html($0) })
+        var postcard = RebuiltPostcard(message: rebuilt, parts: builder.parts, from: from,
+                                       subject: field("subject"),
+                                       readingText: builder.plainText.map { RebuiltPostcard.ReadingText.plain($0) }
+                                           ?? builder.htmlText.map { RebuiltPostcard.ReadingText.html($0) })
+        postcard.unsearchable = builder.unsearchable
+        return postcard
     }
 
-    /// True when the model a rebuild reads of `message` holds a marked span.
-    /// A recipient's program shows more than the raw parts: HTML without its
-    /// hidden content, text without its terminal escape sequences, header
-    /// fields cleaned of controls. Those join a marker that no reading of the
-    /// parts as they stand shows (`[[pri<span hidden>x</span>vate]]`), and a
-    /// mail judged to have no spans goes out as it came. So the model is read
-    /// too (opaque parts withheld, not read). A signed or too deeply nested
-    /// mail has no model: false, the other readings decide. Throws
-    /// `PolicyError` when the model's markers do not pair up.
-    ///
-    /// A text holding an inline block that no search sees into (compressed
-    /// OpenPGP, armor that does not decode to packets) counts as marked: the
-    /// recipient's program unpacks it and may show a span mailsec cannot
-    /// read, so the mail is rebuilt and the block withheld (or, passed, refused).
-    public static func modelHasSpans(_ message: MIMEMessage, redactor: Redactor) throws -> Bool {
-        let catalog = SpanCatalog()
-        let builder = Builder(redactor: redactor, mode: .number(catalog), opaque: .withhold)
-        do {
-            _ = try builder.message(message, prefix: "")
-        } catch is RebuildError {
-            return false
+    /// A rebuild made to learn whether the model of a mail holds a marked span,
+    /// kept so that the postcard is written from it and the mail is rebuilt once.
+    package struct ModelReading {
+        /// True when the model holds a span; nil when the mail has no model (signed, too deep).
+        package let hasSpans: Bool?
+        /// The rebuild: the postcard, or what stopped it (signed, too deep, refused or marked opaque parts).
+        package let rebuilt: Result<RebuiltPostcard, RebuildError>
+        /// What the rebuild did with spans: `.censor`, or `.number(catalog)` (the catalog filled).
+        package let mode: Redactor.Mode
+        /// What it did with opaque parts.
+        package let opaque: OpaqueParts
+
+        /// True when this rebuild is the one a postcard in `mode` (the same catalog) and `opaque` is made of.
+        package func serves(_ mode: Redactor.Mode, opaque: OpaqueParts) -> Bool {
+            guard opaque == self.opaque else { return false }
+            switch (mode, self.mode) {
+            case (.censor, .censor): return true
+            case let (.number(wanted), .number(made)): return wanted === made
+            default: return false
+            }
         }
-        return !catalog.spans.isEmpty || builder.unsearchable
     }
+
+    /// Rebuilds `message` in `mode` (`.censor` or `.number(catalog)` with a fresh catalog) and
+    /// `opaque`, as a postcard of it would be, and says whether the model held a span. A recipient's
+    /// program shows more than the raw parts: HTML without its hidden content, text without its
+    /// terminal escape sequences, header fields cleaned of controls. Those join a marker that no
+    /// reading of the parts as they stand shows (`[[pri<span hidden>x</span>vate]]`), and a mail
+    /// judged to have no spans goes out as it came; so the model is read too, opaque parts unread.
+    /// A text holding an inline block no search sees into (``RebuiltPostcard/unsearchable``)
+    /// counts as a span: the block is withheld (or, passed, refused).
+    ///
+    /// What the opaque setting alone stops does not decide for the model: `refuse` stops after
+    /// the whole model was read (its spans are known), and a marker in a part passed unread stops
+    /// half way, so the model is read again with opaque parts withheld (a second rebuild, for such
+    /// mails only). A signed or too deeply nested mail has no model (nil). `PolicyError` (markers
+    /// of the model that do not pair up) and any other error propagate: a model that could not be
+    /// read may hide a span, so the mail is not sent as it came (fail closed).
+    package static func read(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode,
+                             opaque: OpaqueParts) throws -> ModelReading {
+        // The spans found are noted in a catalog either way: the numbered postcard's own, or one kept aside.
+        let catalog: SpanCatalog
+        let used: Redactor.Mode
+        if case .number(let given) = mode { (catalog, used) = (given, mode) } else {
+            catalog = SpanCatalog()
+            used = .censorNoting(catalog)
+        }
+        let rebuilt: Result<RebuiltPostcard, RebuildError>
+        do { rebuilt = .success(try rebuild(message, redactor: redactor, mode: used, opaque: opaque)) } catch let error as RebuildError {
+            rebuilt = .failure(error)
+        }
+        let hasSpans: Bool?
+        switch rebuilt {
+        case .success(let postcard): hasSpans = !catalog.spans.isEmpty || postcard.unsearchable
+        case .failure(let error):
+            switch error.code {
+            case .refusedParts: hasSpans = !catalog.spans.isEmpty || error.unsearchable
+            case .markerInPassedPart: hasSpans = try read(message, redactor: redactor, mode: .censor, opaque: .withhold).hasSpans
+            case .signed, .tooDeep: hasSpans = nil
+            }
+        }
+        return ModelReading(hasSpans: hasSpans, rebuilt: rebuilt, mode: mode, opaque: opaque)
+    }
+
+    /// Counts the rebuilds made while it is bound (`$counted.withValue`): tests
+    /// check that a mail is rebuilt once, however many questions are asked of it.
+    @TaskLocal package static var counted: RebuildCount?
 
     /// Only the header fields of `message`, rebuilt as in ``rebuild(_:redactor:mode:opaque:)``,
     /// over an empty body: what a letter shows outside.

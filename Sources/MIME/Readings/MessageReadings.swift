@@ -297,21 +297,28 @@ package struct MessageReadings {
     private mutating func decoded(_ written: [UInt8], encoding: String, typeField: String, name: String, inDigest: Bool) {
         guard let start = Self.bodyStart(written), depth < Self.maxDepth else { return }
         for decoded in TransferDecoding.readings(Array(written[start...]), encoding: encoding) ?? [] {
-            let bytes = Array("Content-Type: \(typeField)\n\n".utf8) + decoded
             // The same decoded part again (each reading of an ambiguous part that
             // keeps this Content-Type and encoding decodes it alike): read once.
-            var hasher = Hasher()
-            hasher.combine(bytes)
-            hasher.combine(inDigest)
-            hasher.combine("decoded")
-            let key = hasher.finalize()
-            if let seen = readAlready[key], seen <= depth + 1 { continue }
-            readAlready[key] = depth + 1
-            guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { continue }
-            depth += 1
-            self.entity(alternative, path: [], prefix: name + " decoded ", inDigest: inDigest)
-            depth -= 1
+            readAnew(Array("Content-Type: \(typeField)\n\n".utf8) + decoded, tag: "decoded",
+                     prefix: name + " decoded ", inDigest: inDigest)
         }
+    }
+
+    /// Reads `bytes`, a part written anew (decoded, or split at another boundary), as
+    /// parsed from them, one level deeper; unless the same bytes (`tag` and `inDigest`
+    /// alike) were read already at that depth or above: each is read once.
+    private mutating func readAnew(_ bytes: [UInt8], tag: String?, prefix: String, inDigest: Bool) {
+        var hasher = Hasher()   // keyed per process, as readAlready's other keys
+        hasher.combine(bytes)
+        hasher.combine(inDigest)
+        if let tag { hasher.combine(tag) }
+        let key = hasher.finalize()
+        if let seen = readAlready[key], seen <= depth + 1 { return }
+        readAlready[key] = depth + 1
+        guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { return }
+        depth += 1
+        entity(alternative, path: [], prefix: prefix, inDigest: inDigest)
+        depth -= 1
     }
 
     /// A multipart whose boundary other readers take otherwise (the red team
@@ -338,17 +345,8 @@ package struct MessageReadings {
         let body = Array(written[start...])
         for (index, boundary) in candidates.prefix(4).enumerated() where Self.hasDelimiterLine(body, boundary) {
             note(name + " (boundary read more than one way)")
-            let bytes = Array("Content-Type: multipart/mixed; boundary=\"\(boundary)\"\n\n".utf8) + body
-            var hasher = Hasher()   // keyed per process, as readAlready's other keys
-            hasher.combine(bytes)
-            hasher.combine(inDigest)
-            let key = hasher.finalize()
-            if let seen = readAlready[key], seen <= depth + 1 { continue }
-            readAlready[key] = depth + 1
-            guard let (alternative, _) = try? MIMEEntity.parse(bytes) else { continue }
-            depth += 1
-            self.entity(alternative, path: [], prefix: name + " split at boundary #\(index + 1) ", inDigest: inDigest)
-            depth -= 1
+            readAnew(Array("Content-Type: multipart/mixed; boundary=\"\(boundary)\"\n\n".utf8) + body, tag: nil,
+                     prefix: name + " split at boundary #\(index + 1) ", inDigest: inDigest)
         }
     }
 
