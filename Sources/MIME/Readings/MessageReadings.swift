@@ -496,8 +496,10 @@ package struct MessageReadings {
         })
         // A zip (an office file), gzip or PDF file: its compressed streams as the program
         // that opens it shows them. One that cannot be read within its budget is not clean.
+        // Inflated once without a search first: a bomb costs zlib's time only, not the search's.
         if Inflation.mayHold(head), let content = entity.content {
-            emit(name + " (inflated)", .pieces(asText: true) { body in Inflation.inflate(content, body) != .unreadable })
+            let readable = Inflation.inflate(content) { _ in } != .unreadable
+            emit(name + " (inflated)", .pieces(asText: true) { body in readable && Inflation.inflate(content, body) != .unreadable })
         }
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
         let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
