@@ -64,9 +64,9 @@ extension HTMLRebuild {
         /// Counts `piece` (a text node, an attribute value) less the whole markers in it: those
         /// a reading of the piece already finds and pairs (or refuses).
         ///
-        /// A bracket pair within the piece around letters, digits and blanks only (`[View online]`,
-        /// `[1]`) is a bracketed word and not counted: ordinary styled mail is full of them. Any
-        /// bracket left over counts; a marker composed of pieces always leaves some (`[[private]]`
+        /// A bracket pair within the piece around at least one letter or digit and none of the
+        /// markers' punctuation (`[View online]`, `[1]`, `[50% off!]`) is a bracketed word and
+        /// not counted: ordinary styled mail is full of them. Any bracket left over counts; a marker composed of pieces always leaves some (`[[private]]`
         /// split as `[` `[private]` `]` leaves the outer two, and a span needs both markers).
         mutating func count(piece: String, redactor: Redactor) {
             let pieceScalars = scalarArray(piece)
@@ -74,8 +74,8 @@ extension HTMLRebuild {
             for range in redactor.markerRanges(pieceScalars) {
                 for scalar in pieceScalars[range] { if let slot = slot(of: fold(scalar)) { counts[slot] -= 1 } }
             }
-            // Bracketed words: the last opening bracket, then only letters, digits, blanks (at least
-            // one letter or digit) and its closing bracket. Brackets inside whole markers are
+            // Bracketed words: the last opening bracket, then at least one letter or digit and none of
+            // the markers' punctuation, and its closing bracket. Brackets inside whole markers are
             // subtracted above; a pair found there too would be subtracted twice, so skip them.
             let inMarker = redactor.markerRanges(pieceScalars)
             var open: (index: Int, closer: Unicode.Scalar)?
@@ -96,7 +96,8 @@ extension HTMLRebuild {
                     open = nil
                 } else if Self.isLetter(scalar) {
                     word = true
-                } else if !HTMLRebuild.isBlank(scalar) {
+                } else if slot(of: fold(scalar)) != nil {
+                    // Another of the markers' punctuation scalars: no bracketed word.
                     open = nil
                 }
             }

@@ -133,6 +133,31 @@ struct InflatedTests {
         }
     }
 
+    @Test("zips a reader opens otherwise than their local headers say (the directory's method or flags), or by a method not read here (bzip2, LZMA): a span inside is withheld")
+    func zipsReadByTheirDirectory() throws {
+        let script = #"""
+            import sys, io, zipfile
+            shape, text = sys.argv[1], sys.argv[2]
+            out = io.BytesIO()
+            method = {"bzip2": zipfile.ZIP_BZIP2, "lzma": zipfile.ZIP_LZMA}.get(shape, zipfile.ZIP_DEFLATED)
+            with zipfile.ZipFile(out, "w", compression=method) as z:
+                z.writestr("a.txt", "hello " + text + " bye " * 50)
+            data = bytearray(out.getvalue())
+            if shape == "local-encrypted": data[6] |= 1          # the local header says encrypted, the directory not
+            if shape == "local-stored": data[8] = 0              # the local header says stored, the directory deflated
+            sys.stdout.buffer.write(bytes(data))
+            """#
+        for shape in ["local-encrypted", "local-stored", "bzip2", "lzma"] {
+            let secret = "zq" + shape.filter(\.isLetter)
+            let made = try run("python3", ["-c", script, shape, "[[private]]\(secret)[[/private]]"])
+            try #require(made.status == 0, "\(made.errors)")
+            let postcard = try Postcard.censored(try MIMEMessage.parse(Array(Self.mail(made.stdout, type: "application/zip", name: "a.zip").utf8)))
+            let leaves = postcard.body?.walk().map(\.entity).filter { $0.kind == .leaf } ?? []
+            #expect(leaves.compactMap(\.text).joined().contains("held back"), "\(shape): not withheld")
+            #expect(!leaves.contains { $0.content == made.stdout }, "\(shape): sent as it came")
+        }
+    }
+
     @Test("controls: the same files without a marker go out unchanged; a compression bomb is withheld, not read to its end")
     func controlsAndBomb() throws {
         var random = SeededRandom(seed: 2026_11_26)

@@ -87,7 +87,7 @@ struct JoinedByStyleTests {
     func bracketedWordsPass() throws {
         var random = SeededRandom(seed: Self.seed)
         let words = ["[View online]", "[Unsubscribe]", "<sup>[1]</sup>", "[2]", "(private sale)", "{first name}", "[ Privacy policy ]",
-                     "<a href=\"https://x.example/p\">[Read more]</a>", "[Private offer]", "(see [3])"]
+                     "<a href=\"https://x.example/p\">[Read more]</a>", "[Private offer]", "(see [3])", "[New!]", "[50% off!]", "[Q&amp;A]"]
         for round in 0..<30 {
             var body = "<p style=\"color:#333\">Hello, our private event.</p>"
             for _ in 0..<Int.random(in: 2...8, using: &random) {

@@ -39,20 +39,32 @@ package enum Inflation {
             || head.withUnsafeBufferPointer { Walk.find(Array("%PDF-".utf8), in: $0, from: 0, below: $0.count) != nil }
     }
 
-    /// Bytes inflated to (and separately, inflated from) that `count` bytes of
-    /// a file may cost: 16 MiB, plus 32 times its size. Ordinary office files
-    /// expand 5 to 20 times; a compression bomb stops here.
-    package static func budget(for count: Int) -> Int { (16 << 20) + 32 * count }
+    /// What a mail's compressed files may cost together beyond 32 times their
+    /// own sizes: 16 MiB, inflated to and (separately) inflated from. Ordinary
+    /// office files expand 5 to 20 times; a compression bomb stops here, and
+    /// many small ones share this one allowance, so a mail costs work linear in its size.
+    package static let mailAllowance = 16 << 20
 
     /// Feeds `body` the inflated content of every compressed stream in `bytes`,
-    /// in pieces; says whether `bytes` is such a file and was read whole.
-    package static func inflate(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
-        withoutActuallyEscaping(body) { body in
+    /// in pieces; says whether `bytes` is such a file and was read whole within
+    /// 32 times its size plus `allowance`, and takes from `allowance` what it used beyond that.
+    package static func inflate(_ bytes: [UInt8], allowance: inout Int, _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
+        let own = 32 * bytes.count
+        let budget = own + max(0, allowance)
+        let (outcome, output, input) = withoutActuallyEscaping(body) { body in
             bytes.withUnsafeBufferPointer { buffer in
-                var walk = Walk(bytes: buffer, output: budget(for: buffer.count), input: budget(for: buffer.count), body: body)
-                return walk.run()
+                var walk = Walk(bytes: buffer, output: budget, input: budget, body: body)
+                return (walk.run(), walk.output, walk.input)
             }
         }
+        allowance -= max(0, max(budget - output, budget - input) - own)
+        return outcome
+    }
+
+    /// ``inflate(_:allowance:_:)`` with a mail's whole allowance.
+    package static func inflate(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
+        var allowance = mailAllowance
+        return inflate(bytes, allowance: &allowance, body)
     }
 
     private struct Walk {
@@ -62,6 +74,8 @@ package enum Inflation {
         var input: Int
         let body: (UnsafeRawBufferPointer) -> Void
         var exhausted = false
+        /// A zip entry compressed otherwise than deflate (bzip2, LZMA …), which readers open and this walk does not.
+        var unknownMethod = false
 
         mutating func run() -> Outcome {
             let kind: Outcome
@@ -74,7 +88,7 @@ package enum Inflation {
             } else {
                 kind = .notCompressed
             }
-            return exhausted ? .unreadable : kind
+            return exhausted || unknownMethod ? .unreadable : kind
         }
 
         func starts(with prefix: [UInt8], at offset: Int) -> Bool {
@@ -96,20 +110,23 @@ package enum Inflation {
         // MARK: zip
 
         mutating func zip() -> Outcome {
-            var read: Set<Int> = []
+            // Each entry read once per way it is described (its place, method and encryption flag).
+            var read: Set<[Int]> = []
             // The local headers in order, as a reader that streams the archive finds them.
             var offset = 0
             while !exhausted, let at = find([0x50, 0x4B, 0x03, 0x04], from: offset) {
-                read.insert(at)
+                if let flags = le16(at + 6), let method = le16(at + 8) { read.insert([at, method, flags & 1]) }
                 offset = max(at + 4, entry(at: at) ?? 0)
             }
-            // The central directory's entries, as a reader that opens the archive finds them.
+            // The central directory's entries, as a reader that opens the archive finds them: with the
+            // directory's method and flags, which such a reader takes over the local header's.
             if let end = centralDirectoryEnd(), let count = le16(end + 10), let start = le32(end + 16) {
                 var record = start
                 for _ in 0..<count where !exhausted {
-                    guard starts(with: [0x50, 0x4B, 0x01, 0x02], at: record), let local = le32(record + 42),
-                          let name = le16(record + 28), let extra = le16(record + 30), let comment = le16(record + 32) else { break }
-                    if read.insert(local).inserted { _ = entry(at: local) }
+                    guard starts(with: [0x50, 0x4B, 0x01, 0x02], at: record), let flags = le16(record + 8), let method = le16(record + 10),
+                          let local = le32(record + 42), let name = le16(record + 28), let extra = le16(record + 30),
+                          let comment = le16(record + 32) else { break }
+                    if read.insert([local, method, flags & 1]).inserted { _ = entry(at: local, method: method, flags: flags) }
                     record += 46 + name + extra + comment
                 }
             }
@@ -119,11 +136,16 @@ package enum Inflation {
         /// Inflates the entry whose local header is at `at` when it is deflated and
         /// not encrypted (an encrypted entry is read by no one without its password);
         /// returns where its compressed data ended, when it was inflated.
-        mutating func entry(at: Int) -> Int? {
-            guard starts(with: [0x50, 0x4B, 0x03, 0x04], at: at), let flags = le16(at + 6), let method = le16(at + 8),
+        /// `method` and `flags` as the central directory gives them, else the local header's.
+        /// An entry compressed by another method than deflate cannot be read here (``unknownMethod``).
+        mutating func entry(at: Int, method given: Int? = nil, flags givenFlags: Int? = nil) -> Int? {
+            guard starts(with: [0x50, 0x4B, 0x03, 0x04], at: at), let localFlags = le16(at + 6), let localMethod = le16(at + 8),
                   let name = le16(at + 26), let extra = le16(at + 28) else { return nil }
+            let method = given ?? localMethod, flags = givenFlags ?? localFlags
             let data = at + 30 + name + extra
-            guard method == 8, flags & 1 == 0, data <= bytes.count else { return nil }
+            guard flags & 1 == 0, data <= bytes.count else { return nil }
+            if method != 0 && method != 8 { unknownMethod = true }
+            guard method == 8 else { return nil }
             let (used, ended) = stream(from: data, windowBits: -15)
             return ended ? data + used : nil
         }

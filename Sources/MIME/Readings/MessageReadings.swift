@@ -44,6 +44,8 @@ package struct MessageReadings {
     /// read at: read at that depth, a part was read as far as it can be
     /// read at any greater one (where less of it is within the depth limit).
     private var readAlready: [Int: Int] = [:]
+    /// What the mail's compressed files may still cost beyond their own sizes (``Inflation/mailAllowance``).
+    private var inflationAllowance = Inflation.mailAllowance
     private static let maxDepth = 24
     /// Text parts up to this size are read whole in every transfer encoding
     /// and charset; larger ones are searched in pieces as their bytes.
@@ -497,9 +499,14 @@ package struct MessageReadings {
         // A zip (an office file), gzip or PDF file: its compressed streams as the program
         // that opens it shows them. One that cannot be read within its budget is not clean.
         // Inflated once without a search first: a bomb costs zlib's time only, not the search's.
+        // The mail's compressed files share one allowance (``Inflation/mailAllowance``).
         if Inflation.mayHold(head), let content = entity.content {
-            let readable = Inflation.inflate(content) { _ in } != .unreadable
-            emit(name + " (inflated)", .pieces(asText: true) { body in readable && Inflation.inflate(content, body) != .unreadable })
+            let before = inflationAllowance
+            let readable = Inflation.inflate(content, allowance: &inflationAllowance) { _ in } != .unreadable
+            emit(name + " (inflated)", .pieces(asText: true) { body in
+                var allowance = before
+                return readable && Inflation.inflate(content, allowance: &allowance, body) != .unreadable
+            })
         }
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
         let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
