@@ -28,9 +28,20 @@ extension Redactor {
         decodedScalarReadings(scalars, markup: markup).readings
     }
 
-    /// ``decodedScalars(_:markup:)``, and whether some reading holds a bidirectional
-    /// control (then the visual readings are among them).
-    package func decodedScalarReadings(_ scalars: [Unicode.Scalar], markup: Bool = false) -> (readings: [[Unicode.Scalar]], visual: Bool) {
+    /// ``decodedScalars(_:markup:)``, and which of them are visual orders.
+    package struct ScalarReadings {
+        /// Every reading but the text itself: the decodings first, then the visual orders.
+        package var readings: [[Unicode.Scalar]]
+        /// Where the visual orders start in ``readings`` (its count when there are none).
+        package var visualFrom: Int
+        /// The visual orders of RTF's reading, in which bare line ends show nothing, so
+        /// that a line under a control runs on past them (empty when there are none).
+        package var lineJoinedVisual: Range<Int>
+    }
+
+    /// ``decodedScalars(_:markup:)``, told apart: which readings are visual orders under
+    /// bidirectional controls, and which of those run on past bare line ends.
+    package func decodedScalarReadings(_ scalars: [Unicode.Scalar], markup: Bool = false) -> ScalarReadings {
         var hasBackslash = false, hasAmpersand = false, hasPercent = false, hasEquals = false
         var hasEmphasis = false, hasBidi = false, hasPlus = false
         for scalar in scalars {
@@ -47,9 +58,11 @@ extension Redactor {
         }
         var readings: [[Unicode.Scalar]] = []
         var cDecoded: [Unicode.Scalar]?
+        var rtf: Int?
         if hasBackslash {
             cDecoded = cEscapesDecoded(scalars)
             readings.append(cDecoded!)
+            rtf = readings.count
             readings.append(Self.rtfDecoded(scalars))
             readings.append(Self.cssUnescaped(scalars))
         }
@@ -67,11 +80,16 @@ extension Redactor {
             scalar.value >= 0x202A && scalar.value <= 0x202E || scalar.value >= 0x2066 && scalar.value <= 0x2069
         }
         // A decoding makes a control only from an escape, so only after a backslash, `&`, `%`, `=` or `+`.
+        let decoded = readings.count
+        var lineJoined = decoded..<decoded
         if hasBidi || (hasBackslash || hasAmpersand || hasPercent || hasEquals || hasPlus) && readings.contains(where: { $0.contains(where: isBidi) }) {
-            for reading in [scalars] + readings { readings += Self.visualReadings(reading) }
-            return (readings, true)
+            for index in -1..<decoded {
+                let from = readings.count
+                readings += Self.visualReadings(index < 0 ? scalars : readings[index])
+                if index == rtf { lineJoined = from..<readings.count }
+            }
         }
-        return (readings, false)
+        return ScalarReadings(readings: readings, visualFrom: decoded, lineJoinedVisual: lineJoined)
     }
 
     /// How the escapes of ``decodings(_:markup:)`` may start to write
@@ -325,6 +343,12 @@ extension Redactor {
             index = at
         }
         return out
+    }
+
+    /// The visual orders of RTF's reading of `scalars` alone
+    /// (``ScalarReadings/lineJoinedVisual``): a line of it may run a long way.
+    package static func lineJoinedVisualReadings(_ scalars: [Unicode.Scalar]) -> [[Unicode.Scalar]] {
+        visualReadings(rtfDecoded(scalars))
     }
 
     /// The visual order of `s` as a browser or terminal shows it under the

@@ -73,6 +73,9 @@ extension Redactor {
         private let needles: [[UInt8]]?
         private var buffer: [UInt8] = []
         private var found = false
+        /// Whether the bytes so far hold RTF's signature (``mentionsRTF(_:)``): from there on,
+        /// RTF's reading, whose lines run on past bare line ends, is taken as its reader shows it.
+        private var rtf = false
         /// Where an escaped marker may start (``Redactor/escapeStarts(of:)``), by their first byte.
         private let startsByLead: [[[UInt8]]]
         /// Whether a byte leads any of them: looked up at every byte, without touching the arrays.
@@ -95,6 +98,9 @@ extension Redactor {
         /// region's bytes counted at each decoding): work counted, for the tests
         /// that check it stays linear in the bytes fed.
         package private(set) var decodedBytes = 0
+        /// How many scalars the readings of those regions held in all: the work of
+        /// ``examine(_:visual:)``, counted for the tests that check it stays small.
+        package private(set) var examinedScalars = 0
         /// Bytes kept from one window to the next: enough for a marker in UTF-16, and even.
         private let overlap: Int
         private static let window = 1 << 20
@@ -183,25 +189,37 @@ extension Redactor {
         }
 
         package mutating func feed(_ piece: UnsafeRawBufferPointer) {
-            guard !found else { return }
-            buffer += piece
-            // A marker still in progress at a window's end keeps its bytes for the next
-            // window (``Scan/keepFrom``); the next scan waits for as many new bytes as were
-            // kept, so bytes kept again and again cost in all at most as much as new ones.
-            guard needles != nil, buffer.count - kept >= max(Self.window, kept) + overlap else { return }
-            let scanned = scan(buffer)
-            found = scanned.found
-            decodedBytes += scanned.decoded
-            // An even number of bytes goes, so UTF-16 keeps its alignment.
-            buffer.removeFirst(min(buffer.count - overlap, scanned.keepFrom) & ~1)
-            kept = buffer.count
+            // A piece may be a whole attachment (GMime hands a decoded part over in one
+            // write): taken a window at a time, so that no scan holds more than a window
+            // and what it keeps (a 20 MB piece was scanned whole, its readings 300 MiB).
+            var rest = piece[...]
+            repeat {
+                let part = rest.prefix(Self.window)
+                rest = rest.dropFirst(part.count)
+                guard !found else { return }
+                buffer += part
+                // A marker still in progress at a window's end keeps its bytes for the next
+                // window (``Scan/keepFrom``); the next scan waits for as many new bytes as were
+                // kept, so bytes kept again and again cost in all at most as much as new ones.
+                guard needles != nil, buffer.count - kept >= max(Self.window, kept) + overlap else { continue }
+                rtf = rtf || Self.mentionsRTF(buffer)
+                let scanned = scan(buffer)
+                found = scanned.found
+                decodedBytes += scanned.decoded
+                examinedScalars += scanned.examined
+                // An even number of bytes goes, so UTF-16 keeps its alignment.
+                buffer.removeFirst(min(buffer.count - overlap, scanned.keepFrom) & ~1)
+                kept = buffer.count
+            } while !rest.isEmpty
         }
 
         package mutating func finish() -> Bool {
             if !found {
+                rtf = rtf || Self.mentionsRTF(buffer)
                 let scanned = scan(buffer)
                 found = scanned.found
                 decodedBytes += scanned.decoded
+            examinedScalars += scanned.examined
             }
             return found
         }
@@ -213,9 +231,12 @@ extension Redactor {
             var keepFrom: Int
             /// How many bytes its regions decoded (``decodedBytes``).
             var decoded = 0
+            /// How many scalars the readings of its regions held (``examinedScalars``).
+            var examined = 0
         }
 
         private func scan(_ bytes: [UInt8]) -> Scan {
+            // (``rtf`` is brought up to date by the caller, which may change it.)
             if let needles {
                 if needles.contains(where: { needle in
                     Redactor.containsFolded(bytes, needle, stride: 1, offset: 0, lineEnds: encodings)
@@ -258,7 +279,7 @@ extension Redactor {
         private func decodedShowsMarker(_ bytes: [UInt8]) -> Scan {
             var zeros = 0
             for byte in bytes where byte == 0 { zeros += 1 }
-            var result = regionsShowMarker(bytes)
+            var result = regionsShowMarker(bytes, rtf: rtf)
             guard !result.found, zeros * 8 >= bytes.count, bytes.count >= 2 else { return result }
             for littleEndian in [true, false] {
                 var narrowed: [UInt8] = []
@@ -275,9 +296,10 @@ extension Redactor {
                 }
                 // A unit narrows to one byte, a control to three: a place in the narrowed
                 // bytes is at most twice as far into the bytes, at least two thirds.
-                let narrowedScan = regionsShowMarker(narrowed)
+                let narrowedScan = regionsShowMarker(narrowed, rtf: rtf || Self.mentionsRTF(narrowed))
                 result.decoded += narrowedScan.decoded
-                if narrowedScan.found { return Scan(found: true, keepFrom: bytes.count, decoded: result.decoded) }
+                result.examined += narrowedScan.examined
+                if narrowedScan.found { return Scan(found: true, keepFrom: bytes.count, decoded: result.decoded, examined: result.examined) }
                 if narrowedScan.keepFrom < narrowed.count { result.keepFrom = min(result.keepFrom, narrowedScan.keepFrom / 3 * 2) }
             }
             return result
@@ -314,7 +336,7 @@ extension Redactor {
         /// merged, so each byte is decoded a bounded number of times. A region,
         /// a candidate or a control's line still open at the end of `bytes` is
         /// kept for the next window.
-        private func regionsShowMarker(_ bytes: [UInt8]) -> Scan {
+        private func regionsShowMarker(_ bytes: [UInt8], rtf: Bool) -> Scan {
             var starts: [Int] = []
             var lines: [Range<Int>] = []
             var keepFrom = bytes.count
@@ -391,7 +413,8 @@ extension Redactor {
             }
             // Each region decoded from its start, doubled while a reading may still hold a marker in progress.
             starts.sort()
-            var next = 0, line = 0, decoded = 0
+            var next = 0, line = 0, decoded = 0, examined = 0
+            var joinedToEnd = false
             while next < starts.count || line < lines.count {
                 var fromLine = line < lines.count && (next == starts.count || lines[line].lowerBound <= starts[next])
                 let start: Int
@@ -420,32 +443,113 @@ extension Redactor {
                     }) {
                         texts.append(Array(String(decoding: slice, as: UTF8.self).unicodeScalars))
                     }
-                    var live = false, underControl = false
+                    // Live: a reading (not a visual order) ends inside what may still become a marker.
+                    var live = false, visualOrders = false
                     for text in texts {
-                        // Under a bidirectional control the end of a reading need not be the region's.
-                        let (readings, visual) = redactor.decodedScalarReadings(text)
-                        for reading in [text] + readings {
+                        let decoding = redactor.decodedScalarReadings(text)
+                        visualOrders = visualOrders || decoding.visualFrom < decoding.readings.count
+                        for index in -1..<decoding.readings.count {
+                            let reading = index < 0 ? text : decoding.readings[index]
+                            let visual = index >= decoding.visualFrom
                             let seen = examine(reading, visual: visual)
-                            if seen.found { return Scan(found: true, keepFrom: bytes.count, decoded: decoded) }
-                            live = live || seen.live
-                            underControl = underControl || seen.live && visual
+                            examined += reading.count
+                            if seen.found { return Scan(found: true, keepFrom: bytes.count, decoded: decoded, examined: examined) }
+                            live = live || seen.live && !visual
                         }
                     }
-                    guard live else { break }
+                    // A visual order is its whole line's: what follows a run reversed shows
+                    // before it, not after, so how the region's order ends says nothing; it is
+                    // read to its line's end, once (doubled from the start again and again, each
+                    // doubling decoded every reading and visual order of all the region so far).
+                    // A line ends at a bare line end (not one a backslash continues): past it the
+                    // next line is ordered on its own. RTF's reading shows bare line ends as
+                    // nothing, so in RTF (``rtf``) its line runs on to a paragraph's end: that
+                    // reading alone, with its visual orders, is read to the window's end and kept
+                    // for the next (every reading of the window at every control was what a random
+                    // 100 MB attachment took most of its 70 s and 3.7 GiB on).
+                    // (In RTF every visual order's line may run on: a region need not hold a backslash.)
+                    if rtf && visualOrders && !joinedToEnd {
+                        // Once to the window's end: every later region lies inside that line.
+                        joinedToEnd = true
+                        let joined = lineJoinedShowsMarker(bytes, from: start)
+                        decoded += bytes.count - start
+                        examined += joined.examined
+                        if joined.found || decoded > Self.workFactor * bytes.count + Self.reach * 512 {
+                            return Scan(found: true, keepFrom: bytes.count, decoded: decoded, examined: examined)
+                        }
+                        keepFrom = min(keepFrom, start)
+                    }
+                    let lineOpen = visualOrders && !Self.endsLine(bytes, at: end)
+                    guard live || lineOpen else { break }
                     if end == bytes.count {
                         keepFrom = min(keepFrom, start)
                         break
                     }
-                    // A reading under a bidirectional control is live to its line's end, and a
-                    // line of RTF's reading (bare line ends show nothing) or of a visual order
-                    // may run to the window's end: straight there, decoded once more, not
-                    // doubled from the start again and again (each doubling decodes every
-                    // reading and visual order of all the region so far: on long right-to-left
-                    // lines that was three times the work at twice the size).
-                    end = underControl ? bytes.count : min(bytes.count, start + 2 * (end - start))
+                    var grown = end
+                    if live { grown = min(bytes.count, start + 2 * (end - start)) }
+                    if lineOpen { grown = max(grown, Self.lineEnd(bytes, from: end)) }
+                    end = grown
                 }
             }
-            return Scan(found: false, keepFrom: keepFrom, decoded: decoded)
+            return Scan(found: false, keepFrom: keepFrom, decoded: decoded, examined: examined)
+        }
+
+        /// Whether `bytes[index]` ends a line for every reading but RTF's: a bare line
+        /// end not continued by a backslash (C, CSS, Python) or `=` before it. The
+        /// window's end does not: the line may run on in the next.
+        private static func endsLine(_ bytes: [UInt8], at index: Int) -> Bool {
+            guard index < bytes.count else { return false }
+            guard bytes[index] == 10 || bytes[index] == 13 else { return false }
+            var before = index - 1
+            if bytes[index] == 10 && before >= 0 && bytes[before] == 13 { before -= 1 }
+            return before < 0 || bytes[before] != UInt8(ascii: "\\") && bytes[before] != UInt8(ascii: "=")
+        }
+
+        /// Where the line that `index` stands in ends (``endsLine(_:at:)``): that line end's place, or the window's end.
+        private static func lineEnd(_ bytes: [UInt8], from index: Int) -> Int {
+            var at = index
+            while at < bytes.count && !endsLine(bytes, at: at) { at += 1 }
+            return at
+        }
+
+        /// Whether `bytes` hold `\rtf` or `\urtf` (any case): the signature every RTF
+        /// document opens with (`{\rtf1`), which RTF readers look for. Without it no
+        /// reader takes the bytes as RTF, and RTF's long lines need not be read: random
+        /// bytes (a compressed or encrypted file) hold a right-to-left control every
+        /// 1.8 MB or so, and RTF's line from each ran to the end of the attachment.
+        private static func mentionsRTF(_ bytes: [UInt8]) -> Bool {
+            bytes.withUnsafeBufferPointer { buffer in
+                var index = 0
+                let count = buffer.count
+                while index + 3 < count {
+                    if buffer[index] == UInt8(ascii: "\\") {
+                        var at = index + 1
+                        if buffer[at] | 0x20 == UInt8(ascii: "u") { at += 1 }
+                        if at + 2 < count, buffer[at] | 0x20 == UInt8(ascii: "r"), buffer[at + 1] | 0x20 == UInt8(ascii: "t"),
+                           buffer[at + 2] | 0x20 == UInt8(ascii: "f") {
+                            return true
+                        }
+                    }
+                    index += 1
+                }
+                return false
+            }
+        }
+
+        /// RTF's reading of `bytes` from `start` to the window's end and its visual
+        /// orders (``Redactor/ScalarReadings/lineJoinedVisual``), read as Latin-1 and as
+        /// UTF-8: whether one shows a marker.
+        private func lineJoinedShowsMarker(_ bytes: [UInt8], from start: Int) -> (found: Bool, examined: Int) {
+            let slice = bytes[start...]
+            var examined = 0
+            for text in [slice.map { Unicode.Scalar($0) }, Array(String(decoding: slice, as: UTF8.self).unicodeScalars)] {
+                for reading in Redactor.lineJoinedVisualReadings(text) {
+                    let seen = examine(reading, visual: true)
+                    examined += reading.count
+                    if seen.found { return (true, examined) }
+                }
+            }
+            return (false, examined)
         }
 
         /// What one reading of a region shows, in one pass and without a copy: whether
