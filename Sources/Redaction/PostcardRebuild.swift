@@ -558,7 +558,7 @@ public enum PostcardRebuild {
                 }
                 if !readable || search.finish() { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
                 // A zip, gzip or PDF file is searched as the program that opens it shows it, inflated.
-                if entity.kind == .leaf, Inflation.mayHold(entity.contentPrefix(Inflation.headSize)), let content = entity.content {
+                if entity.kind == .leaf, let content = entity.content, Inflation.mayHold(content: content) {
                     var inflated = Redactor.MarkerSearch(redactor, encodings: true)
                     if Inflation.inflate(content, { inflated.feed($0) }) == .unreadable || inflated.finish() {
                         throw RebuildError(code: .markerInPassedPart, place: place, parts: parts)

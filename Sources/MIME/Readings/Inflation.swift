@@ -39,21 +39,61 @@ package enum Inflation {
             || head.withUnsafeBufferPointer { Walk.find(Array("%PDF-".utf8), in: $0, from: 0, below: $0.count) != nil }
     }
 
+    /// True when `content` may hold compressed streams: ``mayHold(_:)`` of its head, or a zip's
+    /// local header or end record anywhere (a zip with data before it: self-extracting, or
+    /// appended to a PDF or an image, which zip readers open from its end).
+    package static func mayHold(content: [UInt8]) -> Bool {
+        var signs = Signs()
+        content.withUnsafeBytes { signs.feed($0) }
+        return signs.mayHold
+    }
+
+    /// What ``mayHold(content:)`` looks for, fed a file in pieces.
+    package struct Signs: Sendable {
+        /// The file's first ``Inflation/headSize`` bytes.
+        package private(set) var head: [UInt8] = []
+        private var zip = false
+        private var last: UInt32 = 0
+
+        /// Signs of nothing yet.
+        package init() {}
+
+        /// Takes the next piece of the file.
+        package mutating func feed(_ piece: UnsafeRawBufferPointer) {
+            if head.count < Inflation.headSize { head += piece.prefix(Inflation.headSize - head.count) }
+            guard !zip else { return }
+            for byte in piece {
+                last = last << 8 | UInt32(byte)
+                // `PK\3\4` (a local header) or `PK\5\6` (the end of the central directory).
+                if last == 0x504B_0304 || last == 0x504B_0506 { zip = true; return }
+            }
+        }
+
+        /// True when the pieces fed may hold compressed streams.
+        package var mayHold: Bool { zip || Inflation.mayHold(head) }
+    }
+
     /// What a mail's compressed files may cost together beyond 32 times their
     /// own sizes: 16 MiB, inflated to and (separately) inflated from. Ordinary
     /// office files expand 5 to 20 times; a compression bomb stops here, and
     /// many small ones share this one allowance, so a mail costs work linear in its size.
     package static let mailAllowance = 16 << 20
 
+    /// How deep archives inside archives are read: a zip or gzip file inside an entry
+    /// or member is inflated in turn, to this depth (the file itself is depth 1); one
+    /// deeper cannot be shown clean, like a bomb.
+    package static let maxDepth = 4
+
     /// Feeds `body` the inflated content of every compressed stream in `bytes`,
-    /// in pieces; says whether `bytes` is such a file and was read whole within
+    /// in pieces (and of the archives inside, to ``maxDepth``; a zip entry that is
+    /// XML or HTML is fed again without its markup, after its end: see ``Markup``); says whether `bytes` is such a file and was read whole within
     /// 32 times its size plus `allowance`, and takes from `allowance` what it used beyond that.
     package static func inflate(_ bytes: [UInt8], allowance: inout Int, _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
         let own = 32 * bytes.count
         let budget = own + max(0, allowance)
         let (outcome, output, input) = withoutActuallyEscaping(body) { body in
             bytes.withUnsafeBufferPointer { buffer in
-                var walk = Walk(bytes: buffer, output: budget, input: budget, body: body)
+                var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body)
                 return (walk.run(), walk.output, walk.input)
             }
         }
@@ -72,21 +112,35 @@ package enum Inflation {
         /// What may still be inflated to, and inflated from.
         var output: Int
         var input: Int
+        /// 1 for the file itself, 2 for an archive inside one of its entries or members, …
+        let depth: Int
         let body: (UnsafeRawBufferPointer) -> Void
         var exhausted = false
         /// A zip entry compressed otherwise than deflate (bzip2, LZMA …), which readers open and this walk does not.
         var unknownMethod = false
+        /// What the stream being inflated is fed to beside `body` (``stream(from:windowBits:role:)``).
+        var markup: Markup?
+        var nested: [UInt8]?
+
+        /// What an inflated stream is: a zip entry (and its name), a gzip member or a PDF stream.
+        enum Role {
+            case entry(name: Range<Int>?)
+            case member
+            case pdfStream
+        }
 
         mutating func run() -> Outcome {
-            let kind: Outcome
-            if starts(with: [0x50, 0x4B, 0x03, 0x04], at: 0) || starts(with: [0x50, 0x4B, 0x05, 0x06], at: 0) {
-                kind = zip()
-            } else if starts(with: [0x1F, 0x8B], at: 0) {
+            var kind = Outcome.notCompressed
+            // A zip by its first bytes, or with data before it: its end record in the last 65,557
+            // bytes (what zip readers open from), or a local header anywhere (what a streaming reader finds).
+            let zipAtStart = starts(with: [0x50, 0x4B, 0x03, 0x04], at: 0) || starts(with: [0x50, 0x4B, 0x05, 0x06], at: 0)
+            if zipAtStart || centralDirectoryEnd() != nil || find([0x50, 0x4B, 0x03, 0x04], from: 0) != nil {
+                kind = zip(strict: zipAtStart)
+            }
+            if !exhausted, starts(with: [0x1F, 0x8B], at: 0) {
                 kind = gzip()
-            } else if pdfStart() {
+            } else if !exhausted, pdfStart() {
                 kind = pdf()
-            } else {
-                kind = .notCompressed
             }
             return exhausted || unknownMethod ? .unreadable : kind
         }
@@ -109,24 +163,32 @@ package enum Inflation {
 
         // MARK: zip
 
-        mutating func zip() -> Outcome {
+        /// `strict`: the file starts as a zip, so every local header counts; else (data before
+        /// the archive) a local header found in the data that is not deflate is taken for chance
+        /// bytes, not for an entry by a method not read here.
+        mutating func zip(strict: Bool) -> Outcome {
             // Each entry read once per way it is described (its place, method and encryption flag).
             var read: Set<[Int]> = []
             // The local headers in order, as a reader that streams the archive finds them.
             var offset = 0
             while !exhausted, let at = find([0x50, 0x4B, 0x03, 0x04], from: offset) {
                 if let flags = le16(at + 6), let method = le16(at + 8) { read.insert([at, method, flags & 1]) }
-                offset = max(at + 4, entry(at: at) ?? 0)
+                offset = max(at + 4, entry(at: at, strict: strict) ?? 0)
             }
             // The central directory's entries, as a reader that opens the archive finds them: with the
-            // directory's method and flags, which such a reader takes over the local header's.
-            if let end = centralDirectoryEnd(), let count = le16(end + 10), let start = le32(end + 16) {
-                var record = start
+            // directory's method and flags, which such a reader takes over the local header's. Data
+            // before the archive shifts every offset by its length: the end record's place less the
+            // directory's size and offset (as Python's zipfile and unzip take it).
+            if let end = centralDirectoryEnd(), let count = le16(end + 10), let size = le32(end + 12), let start = le32(end + 16) {
+                let prefix = max(0, end - size - start)
+                var record = start + prefix
                 for _ in 0..<count where !exhausted {
                     guard starts(with: [0x50, 0x4B, 0x01, 0x02], at: record), let flags = le16(record + 8), let method = le16(record + 10),
                           let local = le32(record + 42), let name = le16(record + 28), let extra = le16(record + 30),
-                          let comment = le16(record + 32) else { break }
-                    if read.insert([local, method, flags & 1]).inserted { _ = entry(at: local, method: method, flags: flags) }
+                          let comment = le16(record + 32), let compressed = le32(record + 20) else { break }
+                    if read.insert([local + prefix, method, flags & 1]).inserted {
+                        _ = entry(at: local + prefix, method: method, flags: flags, storedSize: compressed, strict: true)
+                    }
                     record += 46 + name + extra + comment
                 }
             }
@@ -138,15 +200,21 @@ package enum Inflation {
         /// returns where its compressed data ended, when it was inflated.
         /// `method` and `flags` as the central directory gives them, else the local header's.
         /// An entry compressed by another method than deflate cannot be read here (``unknownMethod``).
-        mutating func entry(at: Int, method given: Int? = nil, flags givenFlags: Int? = nil) -> Int? {
+        mutating func entry(at: Int, method given: Int? = nil, flags givenFlags: Int? = nil, storedSize: Int? = nil, strict: Bool) -> Int? {
             guard starts(with: [0x50, 0x4B, 0x03, 0x04], at: at), let localFlags = le16(at + 6), let localMethod = le16(at + 8),
                   let name = le16(at + 26), let extra = le16(at + 28) else { return nil }
             let method = given ?? localMethod, flags = givenFlags ?? localFlags
             let data = at + 30 + name + extra
             guard flags & 1 == 0, data <= bytes.count else { return nil }
-            if method != 0 && method != 8 { unknownMethod = true }
+            if method != 0 && method != 8 && strict { unknownMethod = true }
+            let role = Role.entry(name: (at + 30)..<min(at + 30 + name, bytes.count))
+            if method == 0 {
+                // Stored: its size as the directory gives it, else the local header's (unknown with a data descriptor).
+                if let count = storedSize ?? (localFlags & 8 == 0 ? le32(at + 18) : nil) { stored(from: data, count: count, role: role) }
+                return nil
+            }
             guard method == 8 else { return nil }
-            let (used, ended) = stream(from: data, windowBits: -15)
+            let (used, ended) = stream(from: data, windowBits: -15, role: role)
             return ended ? data + used : nil
         }
 
@@ -167,7 +235,7 @@ package enum Inflation {
         mutating func gzip() -> Outcome {
             var offset = 0
             while !exhausted, starts(with: [0x1F, 0x8B], at: offset) {
-                let (used, ended) = stream(from: offset, windowBits: 31)
+                let (used, ended) = stream(from: offset, windowBits: 31, role: .member)
                 guard ended, used > 0 else { break }
                 offset += used
             }
@@ -188,7 +256,7 @@ package enum Inflation {
                     offset = data
                     continue
                 }
-                let (used, ended) = stream(from: data, windowBits: 15)
+                let (used, ended) = stream(from: data, windowBits: 15, role: .pdfStream)
                 offset = ended ? data + used : data
             }
             return .read
@@ -221,8 +289,92 @@ package enum Inflation {
         /// deflate, 15 zlib, 31 gzip) and feeds what it gives; returns the bytes it used and
         /// whether the stream ended. A stream that stops early (damaged, cut off) feeds
         /// what it gave, as a reader shows it. Exhausts the walk past the budget.
-        mutating func stream(from: Int, windowBits: Int32) -> (used: Int, ended: Bool) {
+        ///
+        /// A zip entry that is markup (``isMarkup(name:first:)``) is fed again after its end, its
+        /// markup taken out (``Markup``). A zip entry or gzip member that is itself a zip or gzip
+        /// file is kept and walked in turn, one level deeper, from the same budget; past ``Inflation/maxDepth``
+        /// it exhausts the walk.
+        mutating func stream(from: Int, windowBits: Int32, role: Role) -> (used: Int, ended: Bool) {
+            let result = inflated(from: from, windowBits: windowBits, role: role)
+            finish()
+            return result
+        }
+
+        /// After a stream: its text without markup fed, the archive inside walked.
+        mutating func finish() {
+            if let stripped = markup?.text, !stripped.isEmpty, !exhausted {
+                [UInt8(ascii: "\n")].withUnsafeBytes(body)
+                stripped.withUnsafeBytes(body)
+            }
+            markup = nil
+            if let inner = nested {
+                nested = nil
+                inner.withUnsafeBufferPointer { buffer in
+                    var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body)
+                    _ = walk.run()
+                    output = walk.output
+                    input = walk.input
+                    if walk.exhausted { exhausted = true }
+                    if walk.unknownMethod { unknownMethod = true }
+                }
+            }
+        }
+
+        /// True for a zip entry a reader parses as markup: named `.xml`, `.rels`, `.opf`, `.xhtml`,
+        /// `.html`, `.htm` or `.svg`, or starting (blanks and a byte order mark aside) with `<`.
+        func isMarkup(name: Range<Int>?, first: UnsafeRawBufferPointer) -> Bool {
+            if let name, !name.isEmpty {
+                let lowered = String(decoding: bytes[name], as: UTF8.self).lowercased()
+                if [".xml", ".rels", ".opf", ".xhtml", ".html", ".htm", ".svg"].contains(where: lowered.hasSuffix) { return true }
+            }
+            var index = first.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            while index < first.count, [0x20, 0x09, 0x0A, 0x0D].contains(first[index]) { index += 1 }
+            return index < first.count && first[index] == UInt8(ascii: "<")
+        }
+
+        /// Feeds `body` a piece of a stream's content, and the markup reader and the archive kept
+        /// when the stream is such (decided at its `first` piece); false when the walk is exhausted
+        /// (an archive past ``Inflation/maxDepth``).
+        mutating func deliver(_ piece: UnsafeRawBufferPointer, first: inout Bool, role: Role) -> Bool {
+            if first {
+                first = false
+                // An archive inside: kept to be walked after this stream, or past the depth, not read.
+                if case .pdfStream = role {} else if piece.starts(with: [0x50, 0x4B, 0x03, 0x04]) || piece.starts(with: [0x50, 0x4B, 0x05, 0x06])
+                    || piece.starts(with: [0x1F, 0x8B]) {
+                    if depth >= Inflation.maxDepth { exhausted = true; return false }
+                    nested = []
+                }
+                if case .entry(let name) = role, isMarkup(name: name, first: piece) { markup = Markup() }
+            }
+            body(piece)
+            markup?.feed(piece)
+            nested?.append(contentsOf: piece)
+            return true
+        }
+
+        /// A zip entry stored (not compressed) at `from`, `count` bytes: fed as an inflated one is
+        /// after its markup or the archive inside, as the stored bytes were searched already; it
+        /// costs its size from the output budget.
+        mutating func stored(from: Int, count: Int, role: Role) {
+            guard count > 0, from + count <= bytes.count, !exhausted, let base = bytes.baseAddress else { return }
+            output -= count
+            if output < 0 { exhausted = true; return }
+            let piece = UnsafeRawBufferPointer(start: base + from, count: count)
+            if piece.starts(with: [0x50, 0x4B, 0x03, 0x04]) || piece.starts(with: [0x50, 0x4B, 0x05, 0x06]) || piece.starts(with: [0x1F, 0x8B]) {
+                if depth >= Inflation.maxDepth { exhausted = true; return }
+                nested = Array(piece)
+            }
+            if case .entry(let name) = role, isMarkup(name: name, first: piece) {
+                markup = Markup()
+                markup?.feed(piece)
+            }
+            finish()
+        }
+
+        /// ``stream(from:windowBits:role:)`` but for what it does after the stream.
+        mutating func inflated(from: Int, windowBits: Int32, role: Role) -> (used: Int, ended: Bool) {
             guard from < bytes.count, !exhausted, let base = bytes.baseAddress else { return (0, false) }
+            var first = true
             var zs = z_stream()
             guard inflateInit2_(&zs, windowBits, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return (0, false) }
             defer { inflateEnd(&zs) }
@@ -240,7 +392,8 @@ package enum Inflation {
                 let produced = chunk - Int(zs.avail_out)
                 output -= produced
                 if output < 0 { exhausted = true; break }
-                if produced > 0 { body(UnsafeRawBufferPointer(start: out, count: produced)) }
+                guard produced > 0 else { continue }
+                guard deliver(UnsafeRawBufferPointer(start: out, count: produced), first: &first, role: role) else { break }
             }
             let used = available - Int(zs.avail_in)
             input -= used
@@ -248,6 +401,76 @@ package enum Inflation {
             if status == Z_BUF_ERROR && available < bytes.count - from { exhausted = true }
             if input <= 0 { exhausted = true }
             return (used, status == Z_STREAM_END)
+        }
+    }
+
+    /// The text of XML or HTML as a reader shows it, for the search: tags taken out (a `>`
+    /// inside a quoted attribute value does not end one), the five XML entities and numeric
+    /// character references decoded (`&#91;` is `[`). A word processor splits a paragraph's
+    /// text into runs (`<w:t>[[pri</w:t></w:r><w:r><w:t>vate]]</w:t>`) that its reader joins.
+    /// Fed in pieces; time linear in the bytes fed.
+    package struct Markup: Sendable {
+        /// The text so far, UTF-8.
+        package private(set) var text: [UInt8] = []
+        private var inTag = false
+        private var quote: UInt8 = 0
+        /// A reference being read, `&` first; nil outside one.
+        private var reference: [UInt8]?
+
+        /// Nothing read yet.
+        package init() {}
+
+        /// Takes the next piece of the document.
+        package mutating func feed(_ piece: UnsafeRawBufferPointer) {
+            for byte in piece { take(byte) }
+        }
+
+        private mutating func take(_ byte: UInt8) {
+            if inTag {
+                if quote != 0 {
+                    if byte == quote { quote = 0 }
+                } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
+                    quote = byte
+                } else if byte == UInt8(ascii: ">") {
+                    inTag = false
+                }
+                return
+            }
+            if reference != nil {
+                if byte == UInt8(ascii: ";") {
+                    resolve()
+                    return
+                }
+                let isName = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "#")
+                if isName && reference!.count < 12 {
+                    reference!.append(byte)
+                    return
+                }
+                text += reference!
+                reference = nil
+            }
+            if byte == UInt8(ascii: "<") {
+                inTag = true
+            } else if byte == UInt8(ascii: "&") {
+                reference = [byte]
+            } else {
+                text.append(byte)
+            }
+        }
+
+        /// Decodes the reference read (without its `;`), or keeps it as written.
+        private mutating func resolve() {
+            guard let written = reference else { return }
+            reference = nil
+            let name = String(decoding: written.dropFirst(), as: UTF8.self)
+            let named: [String: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'"]
+            var scalar = named[name]
+            if scalar == nil, name.hasPrefix("#") {
+                let digits = name.dropFirst()
+                let value = digits.first == "x" || digits.first == "X" ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
+                scalar = value.flatMap(Unicode.Scalar.init)
+            }
+            if let scalar { text += Array(String(Character(scalar)).utf8) } else { text += written + [UInt8(ascii: ";")] }
         }
     }
 }
