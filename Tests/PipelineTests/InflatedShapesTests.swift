@@ -60,6 +60,77 @@ struct InflatedShapesTests {
             head = rng.choice([b"", b"%PDF-1.4\n", b"\xff\xd8\xff\xe0", b"MZ\x90\x00"])
             prefix = head + bytes(rng.randrange(256) for _ in range(rng.randrange(0, 70000)))
             data = prefix + zipped([("a.txt", filler() + " " + text + " " + filler()), ("b.txt", filler())])
+        elif shape == "pdf":
+            import zlib, base64, binascii, re
+            def literal(piece):
+                out = ""
+                for c in piece:
+                    r = rng.random()
+                    if c in "()\\": out += "\\" + c
+                    elif r < 0.3: out += "\\%03o" % ord(c)
+                    elif r < 0.4 and c in "[]/": out += "\\" + c   # a backslash before another byte is dropped
+                    else: out += c
+                return "(" + out + ")"
+            def pdfstring(piece):
+                return literal(piece) if rng.random() < 0.6 else "<" + binascii.hexlify(piece.encode()).decode() + ">"
+            def shown(content):
+                cuts = sorted(rng.sample(range(1, len(content)), min(len(content) - 1, rng.randrange(0, 4))))
+                pieces = [content[i:j] for i, j in zip([0] + cuts, cuts + [len(content)])]
+                if rng.random() < 0.5:
+                    return "[" + " ".join(pdfstring(p) + " %d" % rng.randrange(-200, 200) for p in pieces) + "] TJ"
+                return " ".join(pdfstring(p) + " Tj" for p in pieces)
+            out = io.BytesIO()
+            out.write(b"%PDF-1.4\n")
+            streams = rng.randrange(1, 4)
+            target = rng.randrange(streams)
+            expected = []
+            for i in range(streams):
+                content = ("BT /F1 12 Tf 72 712 Td " + shown(filler()) + " 0 -14 Td " + (shown(text) if i == target else "") + " ET").encode()
+                chain = rng.choice([[], ["FlateDecode"], ["ASCIIHexDecode"], ["ASCII85Decode"], ["ASCIIHexDecode", "FlateDecode"], ["ASCII85Decode", "FlateDecode"], ["AHx"], ["A85", "Fl"]])
+                data = content
+                for f in reversed(chain):
+                    if f in ("FlateDecode", "Fl"): data = zlib.compress(data)
+                    elif f in ("ASCIIHexDecode", "AHx"): data = binascii.hexlify(data) + b">"
+                    else: data = base64.a85encode(data, wrapcol=rng.choice([0, 60])) + b"~>"
+                filt = "" if not chain else " /Filter /" + chain[0] if len(chain) == 1 else " /Filter [" + " ".join("/" + f for f in chain) + "]"
+                out.write(b"%d 0 obj\n<< /Length %d%s >>\nstream\n" % (i + 4, len(data), filt.encode()) + data + b"\nendstream\nendobj\n")
+            out.write(b"trailer\n<< /Root 1 0 R >>\n%%EOF\n")
+            data = out.getvalue()
+            # The oracle, as a reader decodes: each stream by its filters, then its strings joined.
+            def decode(body, chain):
+                for f in chain:
+                    if f in ("FlateDecode", "Fl"): body = zlib.decompress(body)
+                    elif f in ("ASCIIHexDecode", "AHx"): body = binascii.unhexlify(re.sub(rb"\s", b"", body.split(b">")[0]))
+                    else: body = base64.a85decode(body.split(b"~>")[0], adobe=False, ignorechars=b" \t\r\n")
+                return body
+            def strings(c):
+                got, i = b"", 0
+                while i < len(c):
+                    if c[i:i+1] == b"(":
+                        depth, i = 1, i + 1
+                        while depth:
+                            ch = c[i:i+1]
+                            if ch == b"\\":
+                                m = re.match(rb"[0-7]{1,3}", c[i+1:i+4])
+                                if m: got += bytes([int(m.group(), 8) & 255]); i += 1 + len(m.group()); continue
+                                got += c[i+1:i+2]; i += 2; continue
+                            if ch == b"(": depth += 1
+                            if ch == b")": depth -= 1
+                            if depth: got += ch
+                            i += 1
+                    elif c[i:i+1] == b"<" and c[i+1:i+2] != b"<":
+                        end = c.index(b">", i)
+                        got += binascii.unhexlify(c[i+1:end]); i = end + 1
+                    else: i += 1
+                return got
+            seen = []
+            for m in re.finditer(rb"<< /Length (\d+)(?: /Filter (/\w+|\[[^\]]*\]))? >>\nstream\n", data):
+                chain = re.findall(rb"/(\w+)", m.group(2) or b"")
+                body = data[m.end():m.end() + int(m.group(1))]
+                seen.append(strings(decode(body, [f.decode() for f in chain])))
+            print("yes" if any(text.encode() in s for s in seen) else "no", file=sys.stderr)
+            sys.stdout.buffer.write(data)
+            sys.exit(0)
         else:  # nested, depth given in the shape: "nested3"
             depth = int(shape[6:])
             data = rng.choice([lambda: zipped([("inner.txt", filler() + " " + text + " " + filler())]),
@@ -119,11 +190,16 @@ struct InflatedShapesTests {
         try Self.spans({ round, random in ("nested\(round < 5 ? round + 1 : Int.random(in: 1...5, using: &random))", "files.zip") }, rounds: 10)
     }
 
+    @Test("a span in a PDF's text as its reader assembles it: TJ arrays and Tj runs, octal escapes, hex strings, /ASCIIHexDecode and /ASCII85Decode alone or before /FlateDecode (no other span): withheld, refused when passed")
+    func pdfText() throws {
+        try Self.spans({ _, _ in ("pdf", "letter.pdf") }, rounds: 12)
+    }
+
     @Test("controls: office files with [1] and [link] in split runs and references, prefixed zips and archives to depth 4 without a span, a PDF: unchanged; depth 5 is withheld")
     func controls() throws {
         var random = SeededRandom(seed: 2026_11_26)
         for round in 0..<12 {
-            let shape = ["runs", "prefix", "nested\(round % 4 + 1)"][round % 3]
+            let shape = ["runs", "prefix", "nested\(round % 4 + 1)", "pdf"][round % 4]
             let made = try Self.file(shape, "see [1] and [link] here", seed: random.next())
             let result = try Self.postcard(of: made.bytes, name: "file.bin")
             #expect(!result.withheld && result.unchanged && !result.refusedWhenPassed, "control \(round): \(shape) was not sent as it came")

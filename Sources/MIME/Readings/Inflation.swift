@@ -120,6 +120,7 @@ package enum Inflation {
         var unknownMethod = false
         /// What the stream being inflated is fed to beside `body` (``stream(from:windowBits:role:)``).
         var markup: Markup?
+        var pdfStrings: PDFStrings?
         var nested: [UInt8]?
 
         /// What an inflated stream is: a zip entry (and its name), a gzip member or a PDF stream.
@@ -247,19 +248,109 @@ package enum Inflation {
             find(Array("%PDF-".utf8), from: 0, below: min(bytes.count, headSize)) != nil
         }
 
-        /// Every `stream` keyword and its line end, inflated as zlib data (FlateDecode) where it is.
+        /// Every `stream` keyword and its line end: the stream decoded as its `/Filter` says
+        /// (`/ASCIIHexDecode` or `/ASCII85Decode`, alone or before `/FlateDecode`; no filter:
+        /// as it is), else inflated as zlib data (FlateDecode) where it is; the strings of
+        /// each stream's content fed again after it, joined (``PDFStrings``).
         mutating func pdf() -> Outcome {
             var offset = 0
+            // The next `endstream` at or after a place, found once for every place after it (linear
+            // however many `stream` keywords lack one).
+            // (The places asked for only grow.)
+            var searched = false
+            var nextEnd: Int?
+            func end(from data: Int) -> Int {
+                if !searched || (nextEnd.map { $0 < data } ?? false) {
+                    searched = true
+                    nextEnd = find(Array("endstream".utf8), from: data)
+                }
+                return nextEnd ?? bytes.count
+            }
             while !exhausted, let at = find(Array("stream".utf8), from: offset) {
                 var data = at + 6
                 if starts(with: [0x0D, 0x0A], at: data) { data += 2 } else if starts(with: [0x0A], at: data) || starts(with: [0x0D], at: data) { data += 1 } else {
                     offset = data
                     continue
                 }
-                let (used, ended) = stream(from: data, windowBits: 15, role: .pdfStream)
-                offset = ended ? data + used : data
+                if starts(with: Array("end".utf8), at: at - 3) {
+                    offset = data
+                    continue
+                }
+                let end = end(from: data)
+                let filters = filterNames(after: offset, before: at)
+                guard let first = filters.first, first != "FlateDecode" && first != "Fl" else {
+                    if filters.isEmpty, let base = bytes.baseAddress {
+                        // Unfiltered content: its strings, escapes decoded.
+                        output -= end - data
+                        if output < 0 { exhausted = true; break }
+                        var strings = PDFStrings()
+                        strings.feed(UnsafeRawBufferPointer(start: base + data, count: end - data))
+                        pdfStrings = strings
+                        finish()
+                    }
+                    let (used, ended) = stream(from: data, windowBits: 15, role: .pdfStream)
+                    offset = ended ? data + used : data
+                    continue
+                }
+                let hex = first == "ASCIIHexDecode" || first == "AHx"
+                guard hex || first == "ASCII85Decode" || first == "A85", let base = bytes.baseAddress else {
+                    // Another filter: inflated where it is, as before (a reader may take it for Flate data).
+                    let (used, ended) = stream(from: data, windowBits: 15, role: .pdfStream)
+                    offset = ended ? data + used : data
+                    continue
+                }
+                offset = end
+                let encoded = UnsafeRawBufferPointer(start: base + data, count: end - data)
+                let decoded = hex ? PDFStrings.hexDecoded(encoded) : PDFStrings.ascii85Decoded(encoded)
+                output -= decoded.count
+                if output < 0 { exhausted = true; break }
+                if filters.count > 1 && (filters[1] == "FlateDecode" || filters[1] == "Fl") {
+                    decoded.withUnsafeBufferPointer { buffer in
+                        var walk = Walk(bytes: buffer, output: output, input: input, depth: depth, body: body)
+                        _ = walk.stream(from: 0, windowBits: 15, role: .pdfStream)
+                        output = walk.output
+                        input = walk.input
+                        if walk.exhausted { exhausted = true }
+                    }
+                } else {
+                    var started = true
+                    _ = decoded.withUnsafeBytes { deliver($0, first: &started, role: .pdfStream) }
+                    finish()
+                }
             }
             return .read
+        }
+
+        /// The names of the `/Filter` entry of the stream dictionary before `at` (within its
+        /// object, 4 KiB and after `low`, the stream before): `/FlateDecode` or
+        /// `[/ASCII85Decode /FlateDecode]`, without slashes.
+        func filterNames(after low: Int, before at: Int) -> [String] {
+            let low = max(low, at - 4096)
+            var start = low
+            while let found = find(Array("obj".utf8), from: start, below: at) { start = found + 3 }
+            var filter: Int?
+            var from = start
+            while let found = find(Array("/Filter".utf8), from: from, below: at) { filter = found + 7; from = found + 7 }
+            guard var index = filter else { return [] }
+            func isDelimiter(_ byte: UInt8) -> Bool { " \t\r\n\u{0C}/[]<>()%".utf8.contains(byte) || byte == 0 }
+            while index < at, " \t\r\n\u{0C}".utf8.contains(bytes[index]) { index += 1 }
+            let array = index < at && bytes[index] == UInt8(ascii: "[")
+            var names: [String] = []
+            while index < at {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "/") {
+                    var stop = index + 1
+                    while stop < at, !isDelimiter(bytes[stop]) { stop += 1 }
+                    names.append(String(decoding: bytes[(index + 1)..<stop], as: UTF8.self))
+                    index = stop
+                    if !array { break }
+                } else if byte == UInt8(ascii: "]") || (!array && !" \t\r\n\u{0C}".utf8.contains(byte)) {
+                    break
+                } else {
+                    index += 1
+                }
+            }
+            return names
         }
 
         /// The first place of `needle` at or after `from` (and below `below`).
@@ -307,6 +398,11 @@ package enum Inflation {
                 stripped.withUnsafeBytes(body)
             }
             markup = nil
+            if let strings = pdfStrings?.text, !strings.isEmpty, !exhausted {
+                [UInt8(ascii: "\n")].withUnsafeBytes(body)
+                strings.withUnsafeBytes(body)
+            }
+            pdfStrings = nil
             if let inner = nested {
                 nested = nil
                 inner.withUnsafeBufferPointer { buffer in
@@ -345,9 +441,11 @@ package enum Inflation {
                     nested = []
                 }
                 if case .entry(let name) = role, isMarkup(name: name, first: piece) { markup = Markup() }
+                if case .pdfStream = role { pdfStrings = PDFStrings() }
             }
             body(piece)
             markup?.feed(piece)
+            pdfStrings?.feed(piece)
             nested?.append(contentsOf: piece)
             return true
         }
@@ -471,6 +569,135 @@ package enum Inflation {
                 scalar = value.flatMap(Unicode.Scalar.init)
             }
             if let scalar { text += Array(String(Character(scalar)).utf8) } else { text += written + [UInt8(ascii: ";")] }
+        }
+    }
+
+    /// The strings of a PDF content stream as its reader assembles the text: literal strings
+    /// with their escapes decoded (`\133` octal, `\(`, a line continuation), hex strings
+    /// (`<5b5b70>`) decoded, all joined in order, so the pieces of one `TJ` array and
+    /// consecutive `Tj`s are one text. Glyphs a font remaps are not undone. Fed in pieces;
+    /// time linear in the bytes fed.
+    package struct PDFStrings: Sendable {
+        /// The strings so far, joined.
+        package private(set) var text: [UInt8] = []
+        private enum State: Sendable { case outside, afterLess, literal, escape, octal, hex }
+        private var state = State.outside
+        private var depth = 0
+        private var value = 0
+        private var digits = 0
+        private var nibble: Int?
+
+        /// Nothing read yet.
+        package init() {}
+
+        /// Takes the next piece of the content.
+        package mutating func feed(_ piece: UnsafeRawBufferPointer) {
+            for byte in piece { take(byte) }
+        }
+
+        private static func hexValue(_ byte: UInt8) -> Int? {
+            switch byte {
+            case 0x30...0x39: return Int(byte - 0x30)
+            case 0x41...0x46: return Int(byte - 0x41 + 10)
+            case 0x61...0x66: return Int(byte - 0x61 + 10)
+            default: return nil
+            }
+        }
+
+        private mutating func take(_ byte: UInt8) {
+            switch state {
+            case .outside:
+                if byte == UInt8(ascii: "(") { state = .literal; depth = 1 } else if byte == UInt8(ascii: "<") { state = .afterLess }
+            case .afterLess:
+                // `<<` opens a dictionary; anything else starts a hex string.
+                if byte == UInt8(ascii: "<") { state = .outside } else { state = .hex; nibble = nil; take(byte) }
+            case .hex:
+                if byte == UInt8(ascii: ">") {
+                    if let high = nibble { text.append(UInt8(high << 4)) }
+                    nibble = nil
+                    state = .outside
+                } else if let digit = Self.hexValue(byte) {
+                    if let high = nibble { text.append(UInt8(high << 4 | digit)); nibble = nil } else { nibble = digit }
+                }
+            case .literal:
+                if byte == UInt8(ascii: "\\") {
+                    state = .escape
+                } else if byte == UInt8(ascii: "(") {
+                    depth += 1
+                    text.append(byte)
+                } else if byte == UInt8(ascii: ")") {
+                    depth -= 1
+                    if depth == 0 { state = .outside } else { text.append(byte) }
+                } else {
+                    text.append(byte)
+                }
+            case .escape:
+                state = .literal
+                switch byte {
+                case UInt8(ascii: "n"): text.append(0x0A)
+                case UInt8(ascii: "r"): text.append(0x0D)
+                case UInt8(ascii: "t"): text.append(0x09)
+                case UInt8(ascii: "b"): text.append(0x08)
+                case UInt8(ascii: "f"): text.append(0x0C)
+                case 0x30...0x37:
+                    state = .octal
+                    value = Int(byte - 0x30)
+                    digits = 1
+                case 0x0A, 0x0D: break  // a line continuation
+                default: text.append(byte)  // `\(`, `\)`, `\\`, and a backslash before any other byte is dropped
+                }
+            case .octal:
+                if (0x30...0x37).contains(byte) && digits < 3 {
+                    value = value << 3 | Int(byte - 0x30)
+                    digits += 1
+                    if digits == 3 { text.append(UInt8(value & 0xFF)); state = .literal }
+                } else {
+                    text.append(UInt8(value & 0xFF))
+                    state = .literal
+                    take(byte)
+                }
+            }
+        }
+
+        /// `/ASCIIHexDecode`: pairs of hex digits, white space skipped, to `>`.
+        static func hexDecoded(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+            var out: [UInt8] = []
+            var high: Int?
+            for byte in bytes {
+                if byte == UInt8(ascii: ">") { break }
+                guard let digit = hexValue(byte) else { continue }
+                if let first = high { out.append(UInt8(first << 4 | digit)); high = nil } else { high = digit }
+            }
+            if let first = high { out.append(UInt8(first << 4)) }
+            return out
+        }
+
+        /// `/ASCII85Decode`: groups of five of `!`…`u` to four bytes, `z` four zeros, white space
+        /// skipped, to `~>`; a last short group padded with `u`.
+        static func ascii85Decoded(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+            var out: [UInt8] = []
+            var group: [UInt32] = []
+            func flush(_ count: Int) {
+                var value: UInt64 = 0
+                for index in 0..<5 { value = value * 85 + UInt64(index < group.count ? group[index] : 84) }
+                let word = UInt32(truncatingIfNeeded: value)
+                let all: [UInt8] = [UInt8(word >> 24), UInt8(word >> 16 & 0xFF), UInt8(word >> 8 & 0xFF), UInt8(word & 0xFF)]
+                out += all.prefix(count)
+                group.removeAll(keepingCapacity: true)
+            }
+            var index = bytes.startIndex
+            if bytes.starts(with: Array("<~".utf8)) { index += 2 }
+            while index < bytes.endIndex {
+                let byte = bytes[index]
+                index += 1
+                if byte == UInt8(ascii: "~") { break }
+                if byte == UInt8(ascii: "z") && group.isEmpty { out += [0, 0, 0, 0]; continue }
+                guard (0x21...0x75).contains(byte) else { continue }
+                group.append(UInt32(byte - 0x21))
+                if group.count == 5 { flush(4) }
+            }
+            if group.count > 1 { flush(group.count - 1) }
+            return out
         }
     }
 }
