@@ -503,15 +503,24 @@ package enum Inflation {
     }
 
     /// The text of XML or HTML as a reader shows it, for the search: tags taken out (a `>`
-    /// inside a quoted attribute value does not end one), the five XML entities and numeric
+    /// inside a quoted attribute value does not end one; a quote counts only after `=`),
+    /// comments taken out, CDATA sections' text kept, the five XML entities and numeric
     /// character references decoded (`&#91;` is `[`). A word processor splits a paragraph's
     /// text into runs (`<w:t>[[pri</w:t></w:r><w:r><w:t>vate]]</w:t>`) that its reader joins.
     /// Fed in pieces; time linear in the bytes fed.
     package struct Markup: Sendable {
         /// The text so far, UTF-8.
         package private(set) var text: [UInt8] = []
-        private var inTag = false
+        private enum State: Sendable { case text, tag, quoted, comment, cdata }
+        private var state = State.text
         private var quote: UInt8 = 0
+        private var afterEquals = false
+        /// A tag's first bytes, to tell `<!--` and `<![CDATA[` (at most 8).
+        private var opening: [UInt8] = []
+        /// The last two bytes of a comment or CDATA section, to find its end.
+        private var recent: UInt16 = 0
+        /// `]` held back in a CDATA section: they may be its end's.
+        private var brackets = 0
         /// A reference being read, `&` first; nil outside one.
         private var reference: [UInt8]?
 
@@ -524,15 +533,45 @@ package enum Inflation {
         }
 
         private mutating func take(_ byte: UInt8) {
-            if inTag {
-                if quote != 0 {
-                    if byte == quote { quote = 0 }
-                } else if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
+            switch state {
+            case .tag:
+                if opening.count < 8 {
+                    opening.append(byte)
+                    if opening == Array("!--".utf8) { state = .comment; recent = 0; return }
+                    if opening == Array("![CDATA[".utf8) { state = .cdata; brackets = 0; return }
+                }
+                if byte == UInt8(ascii: ">") {
+                    state = .text
+                } else if byte == UInt8(ascii: "=") {
+                    afterEquals = true
+                } else if afterEquals && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'")) {
+                    state = .quoted
                     quote = byte
-                } else if byte == UInt8(ascii: ">") {
-                    inTag = false
+                } else if ![0x20, 0x09, 0x0A, 0x0D].contains(byte) {
+                    afterEquals = false
                 }
                 return
+            case .quoted:
+                if byte == quote { state = .tag; afterEquals = false }
+                return
+            case .comment:
+                if byte == UInt8(ascii: ">") && recent == 0x2D2D { state = .text }
+                recent = recent << 8 | UInt16(byte)
+                return
+            case .cdata:
+                if byte == UInt8(ascii: "]") {
+                    brackets += 1
+                } else if byte == UInt8(ascii: ">") && brackets >= 2 {
+                    text += repeatElement(UInt8(ascii: "]"), count: brackets - 2)
+                    state = .text
+                } else {
+                    text += repeatElement(UInt8(ascii: "]"), count: brackets)
+                    brackets = 0
+                    text.append(byte)
+                }
+                return
+            case .text:
+                break
             }
             if reference != nil {
                 if byte == UInt8(ascii: ";") {
@@ -548,7 +587,9 @@ package enum Inflation {
                 reference = nil
             }
             if byte == UInt8(ascii: "<") {
-                inTag = true
+                state = .tag
+                opening.removeAll(keepingCapacity: true)
+                afterEquals = false
             } else if byte == UInt8(ascii: "&") {
                 reference = [byte]
             } else {
