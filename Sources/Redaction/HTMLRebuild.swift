@@ -46,6 +46,9 @@ package enum HTMLRebuild {
         package let text: String
         /// The attributes written, in document order.
         package let attributes: [HTMLDocument.Attribute]
+        /// Every text of the original document, dropped or hidden ones too, a line break for
+        /// `<br>`, `<hr>` and after each block: where an armored OpenPGP block is looked for.
+        package var lines = ""
     }
 
     /// ``rebuild(_:redactor:mode:part:)`` with what it wrote.
@@ -53,7 +56,9 @@ package enum HTMLRebuild {
         let model = try Model(HTMLDocument(parsing: html), redactor: redactor, mode: mode, part: part)
         let spans = try redactor.spans(model.stream, part: part)
         try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
-        return model.write(spans: spans, redactor: redactor, mode: mode)
+        var rebuilt = model.write(spans: spans, redactor: redactor, mode: mode)
+        rebuilt.lines = String(String.UnicodeScalarView(model.lines))
+        return rebuilt
     }
 
     /// The text of `html` as the rebuilt postcard shows it, cut at its spans,
@@ -214,6 +219,10 @@ package enum HTMLRebuild {
 
         var stream: [Unicode.Scalar] = []
         var events: [Event] = []
+        /// Every text of the document, dropped or hidden too (not style sheets), with a line
+        /// break for `<br>`, `<hr>` and after each block: the lines a reader shows or a user copies
+        /// out, where an armored OpenPGP block is looked for (``HTMLRebuild/Rebuilt/lines``).
+        var lines: [Unicode.Scalar] = []
         var dropped: Set<String> = []
         /// True when the part brings CSS (``HTMLRebuild/styles(_:)``, a non-empty style sheet).
         var styled = false
@@ -269,14 +278,17 @@ package enum HTMLRebuild {
                 switch node {
                 case .start(let element):
                     parents.append(element.name)
+                    if element.name == "br" || element.name == "hr" { lines.append("\n") }
                     if HTMLRebuild.styles(element) { styled = true }
                     for attribute in element.attributes {
                         material.count(piece: withoutControls(attribute.value), redactor: redactor)
                         if attribute.name == "style" { try cssStrings(attribute.value, cssString) }
                     }
                     for text in shownInPlace(element) { inPlace.append((stream.count, scalarArray(withoutControls(text)))) }
-                case .end: parents.removeLast()
+                case .end:
+                    if let name = parents.popLast(), HTMLRebuild.blocks.contains(name) { lines.append("\n") }
                 case .text(let text):
+                    if parents.last != "style" { lines += text.unicodeScalars.lazy.filter { !isControl($0) } }
                     if parents.last == "style" {
                         if redactor.hasMarkers(withoutControls(text)) { throw inStyleSheet }
                         if text.unicodeScalars.contains(where: { !HTMLRebuild.isBlank($0) }) { styled = true }

@@ -411,19 +411,29 @@ public enum PostcardRebuild {
                 && names.allSatisfy { Self.hasExtension($0, ["txt"]) }
             guard isHTML || textLike || friendlyText,
                   let decoded = decodedText(entity, type: type, strict: !(isHTML || textLike)) else {
+                // Other text (enriched, Markdown, a .md sent as text/plain …) is not read, but its viewer
+                // shows its lines as they are: a block no search sees into there marks the mail too.
+                if type.type == "text", let bytes = entity.content, Self.holdsUnsearchableBlock(String(decoding: bytes, as: UTF8.self)) {
+                    return try unsearchablePart(entity, type: type, place: place, filename: filename)
+                }
                 return try opaquePart(entity, type: type, place: place, filename: filename)
             }
             let attachment = entity.disposition == "attachment"
             if isHTML {
                 let html = Cleaning.cleaned(decoded, singleLine: false)
-                let written: String
+                let written: HTMLRebuild.Rebuilt
                 do { written = try rebuildHTML(html, place: place) } catch is HTMLError {
                     // Nested deeper than a browser nests, or a tree far larger than the document:
                     // not read completely, so opaque (HTMLNesting says why a parse is not tried).
                     return try opaquePart(entity, type: type, place: place, filename: filename)
                 }
+                // An armored block no search sees into, in the lines the page shows (`<pre>`, `<br>`s):
+                // the reader's program may show a span from it, so the whole part is opaque, and marked.
+                if Self.holdsUnsearchableBlock(written.lines) {
+                    return try unsearchablePart(entity, type: type, place: place, filename: filename)
+                }
                 if !attachment && htmlText == nil { htmlText = html }
-                let rebuilt = MIMEEntity.quotedPrintableText(written, subtype: "html")
+                let rebuilt = MIMEEntity.quotedPrintableText(written.html, subtype: "html")
                 try partFields(of: entity, onto: rebuilt, place: place, filename: filename)
                 return rebuilt
             }
@@ -510,10 +520,27 @@ public enum PostcardRebuild {
 
         /// HTML through the allow-list, its text and kept attribute values censored.
         /// What the allow-list dropped goes into the inventory, with the part.
-        func rebuildHTML(_ html: String, place: String) throws -> String {
-            let rebuilt = try HTMLRebuild.rebuild(html, redactor: redactor, mode: mode, part: place)
+        func rebuildHTML(_ html: String, place: String) throws -> HTMLRebuild.Rebuilt {
+            let rebuilt = try HTMLRebuild.rebuilt(html, redactor: redactor, mode: mode, part: place)
             parts.dropped += rebuilt.dropped.map { place + ": " + $0 }
-            return rebuilt.html
+            return rebuilt
+        }
+
+        /// True when `text` holds an inline block no search sees into (compressed OpenPGP,
+        /// armor that does not decode to packets: ``Block/decoded`` is empty). Clear-signed
+        /// text shows what it signs, beside a signature: not such a block.
+        static func holdsUnsearchableBlock(_ text: String) -> Bool {
+            Cleaning.containsAny(text, ["-----BEGIN PGP "]) && Cleaning.cutBlocks(text).blocks.contains {
+                $0.decoded?.isEmpty == true && !Cleaning.armorLine($0.text.prefix { $0 != "\n" }).hasPrefix("-----BEGIN PGP SIGNED MESSAGE-----")
+            }
+        }
+
+        /// A part whose text holds a block no search sees into: the mail counts as marked
+        /// (``unsearchable``) and the part is opaque; passed unread, it refuses the mail.
+        func unsearchablePart(_ entity: MIMEEntity, type: ContentType, place: String, filename: String?) throws -> MIMEEntity {
+            unsearchable = true
+            if opaque == .pass { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
+            return try opaquePart(entity, type: type, place: place, filename: filename)
         }
 
         // MARK: Opaque parts
@@ -531,7 +558,7 @@ public enum PostcardRebuild {
                 }
                 if !readable || search.finish() { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
                 // A zip, gzip or PDF file is searched as the program that opens it shows it, inflated.
-                if entity.kind == .leaf, Inflation.mayHold(entity.contentPrefix(Inflation.headSize)), let content = entity.content {
+                if entity.kind == .leaf, let content = entity.content, Inflation.mayHold(content: content) {
                     var inflated = Redactor.MarkerSearch(redactor, encodings: true)
                     if Inflation.inflate(content, { inflated.feed($0) }) == .unreadable || inflated.finish() {
                         throw RebuildError(code: .markerInPassedPart, place: place, parts: parts)

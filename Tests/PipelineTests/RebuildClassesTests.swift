@@ -315,4 +315,60 @@ struct RebuildControlsTests {
         // The page's subject holds the span as the postcard saw it: marked, so it is encrypted there, not shown.
         #expect(Redactor.standard.hasMarkers(rebuilt.subject), "\(rebuilt.subject.debugDescription)")
     }
+
+    @Test("a compressed armored block in HTML (<pre>, <p> with <br>s, a dropped <textarea>) or in Markdown or enriched text, no other span: the part is withheld, refused when passed; uncompressed controls stay as they came")
+    func compressedBlockInHTMLAndOtherText() throws {
+        let seed = UInt64(ProcessInfo.processInfo.environment["REBUILD_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        func wrapped(_ armor: String, shape: String) -> (type: String, body: String) {
+            let lines = armor.trimmingCharacters(in: .newlines).split(separator: "\n", omittingEmptySubsequences: false)
+            switch shape {
+            case "pre": return ("text/html", "<html><body><p>Hello,</p><pre>\(armor)</pre><p>Alice</p></body></html>")
+            case "br": return ("text/html", "<p>Hello,</p><p>" + lines.joined(separator: "<br>") + "</p>")
+            case "br-newline": return ("text/html", "<div>" + lines.map { "<span>\($0)</span><br>\n" }.joined() + "</div>")
+            case "textarea": return ("text/html", "<p>Copy this:</p><textarea>\(armor)</textarea>")
+            case "markdown": return ("text/markdown", "# Hello\n\n\(armor)\n")
+            default: return ("text/enriched", "<bold>Hello</bold>\n\n\(armor)\n")
+            }
+        }
+        func mail(_ type: String, _ body: String) -> String {
+            "From: alice@example.org\nTo: bob@example.org\nSubject: a file\nMIME-Version: 1.0\n"
+                + "Content-Type: \(type); charset=us-ascii\nContent-Transfer-Encoding: base64\n\n"
+                + Data(body.utf8).base64EncodedString(options: [.lineLength76Characters, .endLineWithLineFeed]) + "\n"
+        }
+        let shapes = ["pre", "br", "br-newline", "textarea", "markdown", "enriched"]
+        try withGnuPGHome { home in
+            let made = try home.gpg(["--passphrase", "", "--quick-gen-key", "alice@example.org", "future-default", "default", "never"])
+            try #require(made.status == 0, "\(made.errors)")
+            for round in 0..<8 {
+                let secret = "zq" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement(using: &random)! })
+                let marked = ["[[private]]", "[[PRIVATE]]", "[[Private]]"].randomElement(using: &random)! + secret + "[[/private]]"
+                let algorithm = ["zip", "zlib", "bzip2"].randomElement(using: &random)!
+                let signed = try home.gpg(["--armor", "--compress-algo", algorithm, "--sign"], input: Array("Dear Bob,\n\(marked)\n".utf8))
+                try #require(signed.status == 0, "\(signed.errors)")
+                // The oracle: gpg opens the block to the span.
+                let original = try home.gpg(["--decrypt"], input: Array(signed.output.utf8))
+                try #require(String(decoding: original.stdout, as: UTF8.self).contains(secret), "\(original.errors)")
+                let shape = shapes[round % shapes.count == 0 ? Int.random(in: 0..<shapes.count, using: &random) : round % shapes.count]
+                let (type, body) = wrapped(signed.output, shape: shape)
+                let what = "seed \(seed) round \(round): \(algorithm) in \(shape)"
+                let postcard = try Postcard.censored(try parse(mail(type, body)))
+                let written = String(decoding: postcard.serialize(), as: UTF8.self)
+                let shown = postcard.body?.walk().map(\.entity).filter { $0.kind == .leaf }.compactMap(\.text).joined(separator: "\n") ?? ""
+                #expect(shown.contains("held back"), "\(what)\n\(written)")
+                #expect(!shown.contains("BEGIN PGP") && !written.contains(Data(body.utf8).base64EncodedString().prefix(60)), "\(what): the block went out")
+                #expect(throws: PipelineError.self, "\(what) passed") { try Postcard.censored(try parse(mail(type, body)), opaque: .pass) }
+            }
+            // Controls: a clear-signed text and an uncompressed signed message in HTML are read, not marked.
+            for arguments in [["--clearsign"], ["--armor", "--compress-algo", "none", "--sign"]] {
+                let made = try home.gpg(arguments, input: Array("Dear Bob,\nnothing private here\n".utf8))
+                try #require(made.status == 0, "\(made.errors)")
+                for shape in ["pre", "br"] {
+                    let (type, body) = wrapped(made.output, shape: shape)
+                    let shown = try Postcard.censored(try parse(mail(type, body))).body?.walk().map(\.entity).compactMap(\.text).joined() ?? ""
+                    #expect(!shown.contains("held back") && shown.contains(body), "\(arguments) in \(shape) was rebuilt")
+                }
+            }
+        }
+    }
 }

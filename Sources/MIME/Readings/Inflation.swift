@@ -39,21 +39,61 @@ package enum Inflation {
             || head.withUnsafeBufferPointer { Walk.find(Array("%PDF-".utf8), in: $0, from: 0, below: $0.count) != nil }
     }
 
+    /// True when `content` may hold compressed streams: ``mayHold(_:)`` of its head, or a zip's
+    /// local header or end record anywhere (a zip with data before it: self-extracting, or
+    /// appended to a PDF or an image, which zip readers open from its end).
+    package static func mayHold(content: [UInt8]) -> Bool {
+        var signs = Signs()
+        content.withUnsafeBytes { signs.feed($0) }
+        return signs.mayHold
+    }
+
+    /// What ``mayHold(content:)`` looks for, fed a file in pieces.
+    package struct Signs: Sendable {
+        /// The file's first ``Inflation/headSize`` bytes.
+        package private(set) var head: [UInt8] = []
+        private var zip = false
+        private var last: UInt32 = 0
+
+        /// Signs of nothing yet.
+        package init() {}
+
+        /// Takes the next piece of the file.
+        package mutating func feed(_ piece: UnsafeRawBufferPointer) {
+            if head.count < Inflation.headSize { head += piece.prefix(Inflation.headSize - head.count) }
+            guard !zip else { return }
+            for byte in piece {
+                last = last << 8 | UInt32(byte)
+                // `PK\3\4` (a local header) or `PK\5\6` (the end of the central directory).
+                if last == 0x504B_0304 || last == 0x504B_0506 { zip = true; return }
+            }
+        }
+
+        /// True when the pieces fed may hold compressed streams.
+        package var mayHold: Bool { zip || Inflation.mayHold(head) }
+    }
+
     /// What a mail's compressed files may cost together beyond 32 times their
     /// own sizes: 16 MiB, inflated to and (separately) inflated from. Ordinary
     /// office files expand 5 to 20 times; a compression bomb stops here, and
     /// many small ones share this one allowance, so a mail costs work linear in its size.
     package static let mailAllowance = 16 << 20
 
+    /// How deep archives inside archives are read: a zip or gzip file inside an entry
+    /// or member is inflated in turn, to this depth (the file itself is depth 1); one
+    /// deeper cannot be shown clean, like a bomb.
+    package static let maxDepth = 4
+
     /// Feeds `body` the inflated content of every compressed stream in `bytes`,
-    /// in pieces; says whether `bytes` is such a file and was read whole within
+    /// in pieces (and of the archives inside, to ``maxDepth``; a zip entry that is
+    /// XML or HTML is fed again without its markup, after its end: see ``Markup``); says whether `bytes` is such a file and was read whole within
     /// 32 times its size plus `allowance`, and takes from `allowance` what it used beyond that.
     package static func inflate(_ bytes: [UInt8], allowance: inout Int, _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
         let own = 32 * bytes.count
         let budget = own + max(0, allowance)
         let (outcome, output, input) = withoutActuallyEscaping(body) { body in
             bytes.withUnsafeBufferPointer { buffer in
-                var walk = Walk(bytes: buffer, output: budget, input: budget, body: body)
+                var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body)
                 return (walk.run(), walk.output, walk.input)
             }
         }
@@ -72,21 +112,36 @@ package enum Inflation {
         /// What may still be inflated to, and inflated from.
         var output: Int
         var input: Int
+        /// 1 for the file itself, 2 for an archive inside one of its entries or members, …
+        let depth: Int
         let body: (UnsafeRawBufferPointer) -> Void
         var exhausted = false
         /// A zip entry compressed otherwise than deflate (bzip2, LZMA …), which readers open and this walk does not.
         var unknownMethod = false
+        /// What the stream being inflated is fed to beside `body` (``stream(from:windowBits:role:)``).
+        var markup: Markup?
+        var pdfStrings: PDFStrings?
+        var nested: [UInt8]?
+
+        /// What an inflated stream is: a zip entry (and its name), a gzip member or a PDF stream.
+        enum Role {
+            case entry(name: Range<Int>?)
+            case member
+            case pdfStream
+        }
 
         mutating func run() -> Outcome {
-            let kind: Outcome
-            if starts(with: [0x50, 0x4B, 0x03, 0x04], at: 0) || starts(with: [0x50, 0x4B, 0x05, 0x06], at: 0) {
-                kind = zip()
-            } else if starts(with: [0x1F, 0x8B], at: 0) {
+            var kind = Outcome.notCompressed
+            // A zip by its first bytes, or with data before it: its end record in the last 65,557
+            // bytes (what zip readers open from), or a local header anywhere (what a streaming reader finds).
+            let zipAtStart = starts(with: [0x50, 0x4B, 0x03, 0x04], at: 0) || starts(with: [0x50, 0x4B, 0x05, 0x06], at: 0)
+            if zipAtStart || centralDirectoryEnd() != nil || find([0x50, 0x4B, 0x03, 0x04], from: 0) != nil {
+                kind = zip(strict: zipAtStart)
+            }
+            if !exhausted, starts(with: [0x1F, 0x8B], at: 0) {
                 kind = gzip()
-            } else if pdfStart() {
+            } else if !exhausted, pdfStart() {
                 kind = pdf()
-            } else {
-                kind = .notCompressed
             }
             return exhausted || unknownMethod ? .unreadable : kind
         }
@@ -109,24 +164,32 @@ package enum Inflation {
 
         // MARK: zip
 
-        mutating func zip() -> Outcome {
+        /// `strict`: the file starts as a zip, so every local header counts; else (data before
+        /// the archive) a local header found in the data that is not deflate is taken for chance
+        /// bytes, not for an entry by a method not read here.
+        mutating func zip(strict: Bool) -> Outcome {
             // Each entry read once per way it is described (its place, method and encryption flag).
             var read: Set<[Int]> = []
             // The local headers in order, as a reader that streams the archive finds them.
             var offset = 0
             while !exhausted, let at = find([0x50, 0x4B, 0x03, 0x04], from: offset) {
                 if let flags = le16(at + 6), let method = le16(at + 8) { read.insert([at, method, flags & 1]) }
-                offset = max(at + 4, entry(at: at) ?? 0)
+                offset = max(at + 4, entry(at: at, strict: strict) ?? 0)
             }
             // The central directory's entries, as a reader that opens the archive finds them: with the
-            // directory's method and flags, which such a reader takes over the local header's.
-            if let end = centralDirectoryEnd(), let count = le16(end + 10), let start = le32(end + 16) {
-                var record = start
+            // directory's method and flags, which such a reader takes over the local header's. Data
+            // before the archive shifts every offset by its length: the end record's place less the
+            // directory's size and offset (as Python's zipfile and unzip take it).
+            if let end = centralDirectoryEnd(), let count = le16(end + 10), let size = le32(end + 12), let start = le32(end + 16) {
+                let prefix = max(0, end - size - start)
+                var record = start + prefix
                 for _ in 0..<count where !exhausted {
                     guard starts(with: [0x50, 0x4B, 0x01, 0x02], at: record), let flags = le16(record + 8), let method = le16(record + 10),
                           let local = le32(record + 42), let name = le16(record + 28), let extra = le16(record + 30),
-                          let comment = le16(record + 32) else { break }
-                    if read.insert([local, method, flags & 1]).inserted { _ = entry(at: local, method: method, flags: flags) }
+                          let comment = le16(record + 32), let compressed = le32(record + 20) else { break }
+                    if read.insert([local + prefix, method, flags & 1]).inserted {
+                        _ = entry(at: local + prefix, method: method, flags: flags, storedSize: compressed, strict: true)
+                    }
                     record += 46 + name + extra + comment
                 }
             }
@@ -138,15 +201,21 @@ package enum Inflation {
         /// returns where its compressed data ended, when it was inflated.
         /// `method` and `flags` as the central directory gives them, else the local header's.
         /// An entry compressed by another method than deflate cannot be read here (``unknownMethod``).
-        mutating func entry(at: Int, method given: Int? = nil, flags givenFlags: Int? = nil) -> Int? {
+        mutating func entry(at: Int, method given: Int? = nil, flags givenFlags: Int? = nil, storedSize: Int? = nil, strict: Bool) -> Int? {
             guard starts(with: [0x50, 0x4B, 0x03, 0x04], at: at), let localFlags = le16(at + 6), let localMethod = le16(at + 8),
                   let name = le16(at + 26), let extra = le16(at + 28) else { return nil }
             let method = given ?? localMethod, flags = givenFlags ?? localFlags
             let data = at + 30 + name + extra
             guard flags & 1 == 0, data <= bytes.count else { return nil }
-            if method != 0 && method != 8 { unknownMethod = true }
+            if method != 0 && method != 8 && strict { unknownMethod = true }
+            let role = Role.entry(name: (at + 30)..<min(at + 30 + name, bytes.count))
+            if method == 0 {
+                // Stored: its size as the directory gives it, else the local header's (unknown with a data descriptor).
+                if let count = storedSize ?? (localFlags & 8 == 0 ? le32(at + 18) : nil) { stored(from: data, count: count, role: role) }
+                return nil
+            }
             guard method == 8 else { return nil }
-            let (used, ended) = stream(from: data, windowBits: -15)
+            let (used, ended) = stream(from: data, windowBits: -15, role: role)
             return ended ? data + used : nil
         }
 
@@ -167,7 +236,7 @@ package enum Inflation {
         mutating func gzip() -> Outcome {
             var offset = 0
             while !exhausted, starts(with: [0x1F, 0x8B], at: offset) {
-                let (used, ended) = stream(from: offset, windowBits: 31)
+                let (used, ended) = stream(from: offset, windowBits: 31, role: .member)
                 guard ended, used > 0 else { break }
                 offset += used
             }
@@ -179,19 +248,109 @@ package enum Inflation {
             find(Array("%PDF-".utf8), from: 0, below: min(bytes.count, headSize)) != nil
         }
 
-        /// Every `stream` keyword and its line end, inflated as zlib data (FlateDecode) where it is.
+        /// Every `stream` keyword and its line end: the stream decoded as its `/Filter` says
+        /// (`/ASCIIHexDecode` or `/ASCII85Decode`, alone or before `/FlateDecode`; no filter:
+        /// as it is), else inflated as zlib data (FlateDecode) where it is; the strings of
+        /// each stream's content fed again after it, joined (``PDFStrings``).
         mutating func pdf() -> Outcome {
             var offset = 0
+            // The next `endstream` at or after a place, found once for every place after it (linear
+            // however many `stream` keywords lack one).
+            // (The places asked for only grow.)
+            var searched = false
+            var nextEnd: Int?
+            func end(from data: Int) -> Int {
+                if !searched || (nextEnd.map { $0 < data } ?? false) {
+                    searched = true
+                    nextEnd = find(Array("endstream".utf8), from: data)
+                }
+                return nextEnd ?? bytes.count
+            }
             while !exhausted, let at = find(Array("stream".utf8), from: offset) {
                 var data = at + 6
                 if starts(with: [0x0D, 0x0A], at: data) { data += 2 } else if starts(with: [0x0A], at: data) || starts(with: [0x0D], at: data) { data += 1 } else {
                     offset = data
                     continue
                 }
-                let (used, ended) = stream(from: data, windowBits: 15)
-                offset = ended ? data + used : data
+                if starts(with: Array("end".utf8), at: at - 3) {
+                    offset = data
+                    continue
+                }
+                let end = end(from: data)
+                let filters = filterNames(after: offset, before: at)
+                guard let first = filters.first, first != "FlateDecode" && first != "Fl" else {
+                    if filters.isEmpty, let base = bytes.baseAddress {
+                        // Unfiltered content: its strings, escapes decoded.
+                        output -= end - data
+                        if output < 0 { exhausted = true; break }
+                        var strings = PDFStrings()
+                        strings.feed(UnsafeRawBufferPointer(start: base + data, count: end - data))
+                        pdfStrings = strings
+                        finish()
+                    }
+                    let (used, ended) = stream(from: data, windowBits: 15, role: .pdfStream)
+                    offset = ended ? data + used : data
+                    continue
+                }
+                let hex = first == "ASCIIHexDecode" || first == "AHx"
+                guard hex || first == "ASCII85Decode" || first == "A85", let base = bytes.baseAddress else {
+                    // Another filter: inflated where it is, as before (a reader may take it for Flate data).
+                    let (used, ended) = stream(from: data, windowBits: 15, role: .pdfStream)
+                    offset = ended ? data + used : data
+                    continue
+                }
+                offset = end
+                let encoded = UnsafeRawBufferPointer(start: base + data, count: end - data)
+                let decoded = hex ? PDFStrings.hexDecoded(encoded) : PDFStrings.ascii85Decoded(encoded)
+                output -= decoded.count
+                if output < 0 { exhausted = true; break }
+                if filters.count > 1 && (filters[1] == "FlateDecode" || filters[1] == "Fl") {
+                    decoded.withUnsafeBufferPointer { buffer in
+                        var walk = Walk(bytes: buffer, output: output, input: input, depth: depth, body: body)
+                        _ = walk.stream(from: 0, windowBits: 15, role: .pdfStream)
+                        output = walk.output
+                        input = walk.input
+                        if walk.exhausted { exhausted = true }
+                    }
+                } else {
+                    var started = true
+                    _ = decoded.withUnsafeBytes { deliver($0, first: &started, role: .pdfStream) }
+                    finish()
+                }
             }
             return .read
+        }
+
+        /// The names of the `/Filter` entry of the stream dictionary before `at` (within its
+        /// object, 4 KiB and after `low`, the stream before): `/FlateDecode` or
+        /// `[/ASCII85Decode /FlateDecode]`, without slashes.
+        func filterNames(after low: Int, before at: Int) -> [String] {
+            let low = max(low, at - 4096)
+            var start = low
+            while let found = find(Array("obj".utf8), from: start, below: at) { start = found + 3 }
+            var filter: Int?
+            var from = start
+            while let found = find(Array("/Filter".utf8), from: from, below: at) { filter = found + 7; from = found + 7 }
+            guard var index = filter else { return [] }
+            func isDelimiter(_ byte: UInt8) -> Bool { " \t\r\n\u{0C}/[]<>()%".utf8.contains(byte) || byte == 0 }
+            while index < at, " \t\r\n\u{0C}".utf8.contains(bytes[index]) { index += 1 }
+            let array = index < at && bytes[index] == UInt8(ascii: "[")
+            var names: [String] = []
+            while index < at {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "/") {
+                    var stop = index + 1
+                    while stop < at, !isDelimiter(bytes[stop]) { stop += 1 }
+                    names.append(String(decoding: bytes[(index + 1)..<stop], as: UTF8.self))
+                    index = stop
+                    if !array { break }
+                } else if byte == UInt8(ascii: "]") || (!array && !" \t\r\n\u{0C}".utf8.contains(byte)) {
+                    break
+                } else {
+                    index += 1
+                }
+            }
+            return names
         }
 
         /// The first place of `needle` at or after `from` (and below `below`).
@@ -221,8 +380,99 @@ package enum Inflation {
         /// deflate, 15 zlib, 31 gzip) and feeds what it gives; returns the bytes it used and
         /// whether the stream ended. A stream that stops early (damaged, cut off) feeds
         /// what it gave, as a reader shows it. Exhausts the walk past the budget.
-        mutating func stream(from: Int, windowBits: Int32) -> (used: Int, ended: Bool) {
+        ///
+        /// A zip entry that is markup (``isMarkup(name:first:)``) is fed again after its end, its
+        /// markup taken out (``Markup``). A zip entry or gzip member that is itself a zip or gzip
+        /// file is kept and walked in turn, one level deeper, from the same budget; past ``Inflation/maxDepth``
+        /// it exhausts the walk.
+        mutating func stream(from: Int, windowBits: Int32, role: Role) -> (used: Int, ended: Bool) {
+            let result = inflated(from: from, windowBits: windowBits, role: role)
+            finish()
+            return result
+        }
+
+        /// After a stream: its text without markup fed, the archive inside walked.
+        mutating func finish() {
+            if let stripped = markup?.text, !stripped.isEmpty, !exhausted {
+                [UInt8(ascii: "\n")].withUnsafeBytes(body)
+                stripped.withUnsafeBytes(body)
+            }
+            markup = nil
+            if let strings = pdfStrings?.text, !strings.isEmpty, !exhausted {
+                [UInt8(ascii: "\n")].withUnsafeBytes(body)
+                strings.withUnsafeBytes(body)
+            }
+            pdfStrings = nil
+            if let inner = nested {
+                nested = nil
+                inner.withUnsafeBufferPointer { buffer in
+                    var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body)
+                    _ = walk.run()
+                    output = walk.output
+                    input = walk.input
+                    if walk.exhausted { exhausted = true }
+                    if walk.unknownMethod { unknownMethod = true }
+                }
+            }
+        }
+
+        /// True for a zip entry a reader parses as markup: named `.xml`, `.rels`, `.opf`, `.xhtml`,
+        /// `.html`, `.htm` or `.svg`, or starting (blanks and a byte order mark aside) with `<`.
+        func isMarkup(name: Range<Int>?, first: UnsafeRawBufferPointer) -> Bool {
+            if let name, !name.isEmpty {
+                let lowered = String(decoding: bytes[name], as: UTF8.self).lowercased()
+                if [".xml", ".rels", ".opf", ".xhtml", ".html", ".htm", ".svg"].contains(where: lowered.hasSuffix) { return true }
+            }
+            var index = first.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            while index < first.count, [0x20, 0x09, 0x0A, 0x0D].contains(first[index]) { index += 1 }
+            return index < first.count && first[index] == UInt8(ascii: "<")
+        }
+
+        /// Feeds `body` a piece of a stream's content, and the markup reader and the archive kept
+        /// when the stream is such (decided at its `first` piece); false when the walk is exhausted
+        /// (an archive past ``Inflation/maxDepth``).
+        mutating func deliver(_ piece: UnsafeRawBufferPointer, first: inout Bool, role: Role) -> Bool {
+            if first {
+                first = false
+                // An archive inside: kept to be walked after this stream, or past the depth, not read.
+                if case .pdfStream = role {} else if piece.starts(with: [0x50, 0x4B, 0x03, 0x04]) || piece.starts(with: [0x50, 0x4B, 0x05, 0x06])
+                    || piece.starts(with: [0x1F, 0x8B]) {
+                    if depth >= Inflation.maxDepth { exhausted = true; return false }
+                    nested = []
+                }
+                if case .entry(let name) = role, isMarkup(name: name, first: piece) { markup = Markup() }
+                if case .pdfStream = role { pdfStrings = PDFStrings() }
+            }
+            body(piece)
+            markup?.feed(piece)
+            pdfStrings?.feed(piece)
+            nested?.append(contentsOf: piece)
+            return true
+        }
+
+        /// A zip entry stored (not compressed) at `from`, `count` bytes: fed as an inflated one is
+        /// after its markup or the archive inside, as the stored bytes were searched already; it
+        /// costs its size from the output budget.
+        mutating func stored(from: Int, count: Int, role: Role) {
+            guard count > 0, from + count <= bytes.count, !exhausted, let base = bytes.baseAddress else { return }
+            output -= count
+            if output < 0 { exhausted = true; return }
+            let piece = UnsafeRawBufferPointer(start: base + from, count: count)
+            if piece.starts(with: [0x50, 0x4B, 0x03, 0x04]) || piece.starts(with: [0x50, 0x4B, 0x05, 0x06]) || piece.starts(with: [0x1F, 0x8B]) {
+                if depth >= Inflation.maxDepth { exhausted = true; return }
+                nested = Array(piece)
+            }
+            if case .entry(let name) = role, isMarkup(name: name, first: piece) {
+                markup = Markup()
+                markup?.feed(piece)
+            }
+            finish()
+        }
+
+        /// ``stream(from:windowBits:role:)`` but for what it does after the stream.
+        mutating func inflated(from: Int, windowBits: Int32, role: Role) -> (used: Int, ended: Bool) {
             guard from < bytes.count, !exhausted, let base = bytes.baseAddress else { return (0, false) }
+            var first = true
             var zs = z_stream()
             guard inflateInit2_(&zs, windowBits, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return (0, false) }
             defer { inflateEnd(&zs) }
@@ -240,7 +490,8 @@ package enum Inflation {
                 let produced = chunk - Int(zs.avail_out)
                 output -= produced
                 if output < 0 { exhausted = true; break }
-                if produced > 0 { body(UnsafeRawBufferPointer(start: out, count: produced)) }
+                guard produced > 0 else { continue }
+                guard deliver(UnsafeRawBufferPointer(start: out, count: produced), first: &first, role: role) else { break }
             }
             let used = available - Int(zs.avail_in)
             input -= used
@@ -248,6 +499,246 @@ package enum Inflation {
             if status == Z_BUF_ERROR && available < bytes.count - from { exhausted = true }
             if input <= 0 { exhausted = true }
             return (used, status == Z_STREAM_END)
+        }
+    }
+
+    /// The text of XML or HTML as a reader shows it, for the search: tags taken out (a `>`
+    /// inside a quoted attribute value does not end one; a quote counts only after `=`),
+    /// comments taken out, CDATA sections' text kept, the five XML entities and numeric
+    /// character references decoded (`&#91;` is `[`). A word processor splits a paragraph's
+    /// text into runs (`<w:t>[[pri</w:t></w:r><w:r><w:t>vate]]</w:t>`) that its reader joins.
+    /// Fed in pieces; time linear in the bytes fed.
+    package struct Markup: Sendable {
+        /// The text so far, UTF-8.
+        package private(set) var text: [UInt8] = []
+        private enum State: Sendable { case text, tag, quoted, comment, cdata }
+        private var state = State.text
+        private var quote: UInt8 = 0
+        private var afterEquals = false
+        /// A tag's first bytes, to tell `<!--` and `<![CDATA[` (at most 8).
+        private var opening: [UInt8] = []
+        /// The last two bytes of a comment or CDATA section, to find its end.
+        private var recent: UInt16 = 0
+        /// `]` held back in a CDATA section: they may be its end's.
+        private var brackets = 0
+        /// A reference being read, `&` first; nil outside one.
+        private var reference: [UInt8]?
+
+        /// Nothing read yet.
+        package init() {}
+
+        /// Takes the next piece of the document.
+        package mutating func feed(_ piece: UnsafeRawBufferPointer) {
+            for byte in piece { take(byte) }
+        }
+
+        private mutating func take(_ byte: UInt8) {
+            switch state {
+            case .tag:
+                if opening.count < 8 {
+                    opening.append(byte)
+                    if opening == Array("!--".utf8) { state = .comment; recent = 0; return }
+                    if opening == Array("![CDATA[".utf8) { state = .cdata; brackets = 0; return }
+                }
+                if byte == UInt8(ascii: ">") {
+                    state = .text
+                } else if byte == UInt8(ascii: "=") {
+                    afterEquals = true
+                } else if afterEquals && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'")) {
+                    state = .quoted
+                    quote = byte
+                } else if ![0x20, 0x09, 0x0A, 0x0D].contains(byte) {
+                    afterEquals = false
+                }
+                return
+            case .quoted:
+                if byte == quote { state = .tag; afterEquals = false }
+                return
+            case .comment:
+                if byte == UInt8(ascii: ">") && recent == 0x2D2D { state = .text }
+                recent = recent << 8 | UInt16(byte)
+                return
+            case .cdata:
+                if byte == UInt8(ascii: "]") {
+                    brackets += 1
+                } else if byte == UInt8(ascii: ">") && brackets >= 2 {
+                    text += repeatElement(UInt8(ascii: "]"), count: brackets - 2)
+                    state = .text
+                } else {
+                    text += repeatElement(UInt8(ascii: "]"), count: brackets)
+                    brackets = 0
+                    text.append(byte)
+                }
+                return
+            case .text:
+                break
+            }
+            if reference != nil {
+                if byte == UInt8(ascii: ";") {
+                    resolve()
+                    return
+                }
+                let isName = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "#")
+                if isName && reference!.count < 12 {
+                    reference!.append(byte)
+                    return
+                }
+                text += reference!
+                reference = nil
+            }
+            if byte == UInt8(ascii: "<") {
+                state = .tag
+                opening.removeAll(keepingCapacity: true)
+                afterEquals = false
+            } else if byte == UInt8(ascii: "&") {
+                reference = [byte]
+            } else {
+                text.append(byte)
+            }
+        }
+
+        /// Decodes the reference read (without its `;`), or keeps it as written.
+        private mutating func resolve() {
+            guard let written = reference else { return }
+            reference = nil
+            let name = String(decoding: written.dropFirst(), as: UTF8.self)
+            let named: [String: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'"]
+            var scalar = named[name]
+            if scalar == nil, name.hasPrefix("#") {
+                let digits = name.dropFirst()
+                let value = digits.first == "x" || digits.first == "X" ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
+                scalar = value.flatMap(Unicode.Scalar.init)
+            }
+            if let scalar { text += Array(String(Character(scalar)).utf8) } else { text += written + [UInt8(ascii: ";")] }
+        }
+    }
+
+    /// The strings of a PDF content stream as its reader assembles the text: literal strings
+    /// with their escapes decoded (`\133` octal, `\(`, a line continuation), hex strings
+    /// (`<5b5b70>`) decoded, all joined in order, so the pieces of one `TJ` array and
+    /// consecutive `Tj`s are one text. Glyphs a font remaps are not undone. Fed in pieces;
+    /// time linear in the bytes fed.
+    package struct PDFStrings: Sendable {
+        /// The strings so far, joined.
+        package private(set) var text: [UInt8] = []
+        private enum State: Sendable { case outside, afterLess, literal, escape, octal, hex }
+        private var state = State.outside
+        private var depth = 0
+        private var value = 0
+        private var digits = 0
+        private var nibble: Int?
+
+        /// Nothing read yet.
+        package init() {}
+
+        /// Takes the next piece of the content.
+        package mutating func feed(_ piece: UnsafeRawBufferPointer) {
+            for byte in piece { take(byte) }
+        }
+
+        private static func hexValue(_ byte: UInt8) -> Int? {
+            switch byte {
+            case 0x30...0x39: return Int(byte - 0x30)
+            case 0x41...0x46: return Int(byte - 0x41 + 10)
+            case 0x61...0x66: return Int(byte - 0x61 + 10)
+            default: return nil
+            }
+        }
+
+        private mutating func take(_ byte: UInt8) {
+            switch state {
+            case .outside:
+                if byte == UInt8(ascii: "(") { state = .literal; depth = 1 } else if byte == UInt8(ascii: "<") { state = .afterLess }
+            case .afterLess:
+                // `<<` opens a dictionary; anything else starts a hex string.
+                if byte == UInt8(ascii: "<") { state = .outside } else { state = .hex; nibble = nil; take(byte) }
+            case .hex:
+                if byte == UInt8(ascii: ">") {
+                    if let high = nibble { text.append(UInt8(high << 4)) }
+                    nibble = nil
+                    state = .outside
+                } else if let digit = Self.hexValue(byte) {
+                    if let high = nibble { text.append(UInt8(high << 4 | digit)); nibble = nil } else { nibble = digit }
+                }
+            case .literal:
+                if byte == UInt8(ascii: "\\") {
+                    state = .escape
+                } else if byte == UInt8(ascii: "(") {
+                    depth += 1
+                    text.append(byte)
+                } else if byte == UInt8(ascii: ")") {
+                    depth -= 1
+                    if depth == 0 { state = .outside } else { text.append(byte) }
+                } else {
+                    text.append(byte)
+                }
+            case .escape:
+                state = .literal
+                switch byte {
+                case UInt8(ascii: "n"): text.append(0x0A)
+                case UInt8(ascii: "r"): text.append(0x0D)
+                case UInt8(ascii: "t"): text.append(0x09)
+                case UInt8(ascii: "b"): text.append(0x08)
+                case UInt8(ascii: "f"): text.append(0x0C)
+                case 0x30...0x37:
+                    state = .octal
+                    value = Int(byte - 0x30)
+                    digits = 1
+                case 0x0A, 0x0D: break  // a line continuation
+                default: text.append(byte)  // `\(`, `\)`, `\\`, and a backslash before any other byte is dropped
+                }
+            case .octal:
+                if (0x30...0x37).contains(byte) && digits < 3 {
+                    value = value << 3 | Int(byte - 0x30)
+                    digits += 1
+                    if digits == 3 { text.append(UInt8(value & 0xFF)); state = .literal }
+                } else {
+                    text.append(UInt8(value & 0xFF))
+                    state = .literal
+                    take(byte)
+                }
+            }
+        }
+
+        /// `/ASCIIHexDecode`: pairs of hex digits, white space skipped, to `>`.
+        static func hexDecoded(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+            var out: [UInt8] = []
+            var high: Int?
+            for byte in bytes {
+                if byte == UInt8(ascii: ">") { break }
+                guard let digit = hexValue(byte) else { continue }
+                if let first = high { out.append(UInt8(first << 4 | digit)); high = nil } else { high = digit }
+            }
+            if let first = high { out.append(UInt8(first << 4)) }
+            return out
+        }
+
+        /// `/ASCII85Decode`: groups of five of `!`…`u` to four bytes, `z` four zeros, white space
+        /// skipped, to `~>`; a last short group padded with `u`.
+        static func ascii85Decoded(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+            var out: [UInt8] = []
+            var group: [UInt32] = []
+            func flush(_ count: Int) {
+                var value: UInt64 = 0
+                for index in 0..<5 { value = value * 85 + UInt64(index < group.count ? group[index] : 84) }
+                let word = UInt32(truncatingIfNeeded: value)
+                let all: [UInt8] = [UInt8(word >> 24), UInt8(word >> 16 & 0xFF), UInt8(word >> 8 & 0xFF), UInt8(word & 0xFF)]
+                out += all.prefix(count)
+                group.removeAll(keepingCapacity: true)
+            }
+            var index = bytes.startIndex
+            if bytes.starts(with: Array("<~".utf8)) { index += 2 }
+            while index < bytes.endIndex {
+                let byte = bytes[index]
+                index += 1
+                if byte == UInt8(ascii: "~") { break }
+                if byte == UInt8(ascii: "z") && group.isEmpty { out += [0, 0, 0, 0]; continue }
+                guard (0x21...0x75).contains(byte) else { continue }
+                group.append(UInt32(byte - 0x21))
+                if group.count == 5 { flush(4) }
+            }
+            if group.count > 1 { flush(group.count - 1) }
+            return out
         }
     }
 }

@@ -489,10 +489,10 @@ package struct MessageReadings {
     private mutating func leaf(_ entity: MIMEEntity, type: ContentType, headers: [Header], name: String, inDigest: Bool) {
         // The decoded content, read in pieces in several encodings (also what
         // a large part is left at). Its first bytes say whether it is a compressed file.
-        var head: [UInt8] = []
+        var signs = Inflation.Signs()
         emit(name, .pieces(asText: true) { body in
             entity.forEachContentPiece { piece in
-                if head.count < Inflation.headSize { head += piece.prefix(Inflation.headSize - head.count) }
+                signs.feed(piece)
                 body(piece)
             }
         })
@@ -500,7 +500,7 @@ package struct MessageReadings {
         // that opens it shows them. One that cannot be read within its budget is not clean.
         // Inflated once without a search first: a bomb costs zlib's time only, not the search's.
         // The mail's compressed files share one allowance (``Inflation/mailAllowance``).
-        if Inflation.mayHold(head), let content = entity.content {
+        if signs.mayHold, let content = entity.content {
             let before = inflationAllowance
             let readable = Inflation.inflate(content, allowance: &inflationAllowance) { _ in } != .unreadable
             emit(name + " (inflated)", .pieces(asText: true) { body in
