@@ -383,12 +383,17 @@ enum HeaderScan {
     /// Where the first CR not followed by LF stands in `bytes`, if anywhere
     /// (a CR at the very end counts: nothing follows it).
     static func firstBareCR(_ bytes: ArraySlice<UInt8>) -> Int? {
-        var from = bytes.startIndex
-        while let cr = bytes[from...].firstIndex(of: 13) {
-            if cr + 1 == bytes.endIndex || bytes[cr + 1] != 10 { return cr }
-            from = cr + 2
+        // memchr, not firstIndex(of:): that read a byte at a time (3% of redacting a text).
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            var from = 0
+            while from < buffer.count, let hit = memchr(base + from, 13, buffer.count - from) {
+                let cr = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                if cr + 1 == buffer.count || buffer[cr + 1] != 10 { return bytes.startIndex + cr }
+                from = cr + 2
+            }
+            return nil
         }
-        return nil
     }
 
     /// True when the first `size` bytes of a regular file hold a bare CR; read in pieces.
@@ -476,7 +481,26 @@ enum HeaderScan {
         private(set) var work = 0
 
         mutating func feed(_ bytes: UnsafeRawBufferPointer) throws {
-            for byte in bytes {
+            guard let base = bytes.baseAddress else { return }
+            var at = 0
+            while at < bytes.count {
+                // With no `=?` open, only the next `?` can change anything: it opens one
+                // after `=`. memchr finds it (the byte loop was 9% of redacting a 1 MB
+                // text, issue 24 row 5); the loop below reads the bytes of an open one.
+                if open == 0 {
+                    guard let hit = memchr(base + at, Int32(UInt8(ascii: "?")), bytes.count - at) else {
+                        previous = bytes[bytes.count - 1]
+                        return
+                    }
+                    let question = base.distance(to: UnsafeRawPointer(hit))
+                    let before = question == at ? previous : bytes[question - 1]
+                    previous = UInt8(ascii: "?")
+                    at = question + 1
+                    if before == UInt8(ascii: "=") { open = 1 }
+                    continue
+                }
+                let byte = bytes[at]
+                at += 1
                 if previous == 10 && byte != 32 && byte != 9 { open = 0 }  // a new field
                 if open > 0 {
                     work += open

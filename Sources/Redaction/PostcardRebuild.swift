@@ -690,7 +690,25 @@ enum Cleaning {
     static func needsCleaning(_ text: String, singleLine: Bool) -> Bool {
         func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
             var previous: UInt8 = 0
-            for byte in bytes {
+            var index = 0
+            let count = bytes.count
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            while index < count {
+                // Eight bytes at a time while none is below 0x20, DEL or above ASCII (the
+                // byte loop was 4% of redacting a text, issue 24 row 5): such a word holds
+                // nothing to clean, and its last byte cannot start a C1 control.
+                if index + 8 <= count, let base = bytes.baseAddress {
+                    let word = UnsafeRawPointer(base).loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                    let control = (word &- ones &* 0x20) & ~word & highs
+                    let del = word ^ (ones &* 0x7F)
+                    if control | ((del &- ones) & ~del & highs) | (word & highs) == 0 {
+                        previous = UInt8(truncatingIfNeeded: word >> 56)
+                        index += 8
+                        continue
+                    }
+                }
+                let byte = bytes[index]
+                index += 1
                 if byte < 0x20 {
                     if singleLine || (byte != 0x0A && byte != 0x09) { return true }
                 } else if byte == 0x7F || (previous == 0xC2 && byte >= 0x80 && byte < 0xA0) {
@@ -711,13 +729,15 @@ enum Cleaning {
             needles.contains { needle in
                 needle.withUTF8Buffer { word in
                     guard let first = word.first, word.count <= bytes.count else { return false }
+                    // Each place of the first byte found by memchr (a byte loop here was 3% of
+                    // redacting a text, issue 24 row 5), the rest compared by memcmp.
+                    guard let base = bytes.baseAddress, let wordBase = word.baseAddress else { return false }
                     var index = 0
                     let last = bytes.count - word.count
-                    while index <= last {
-                        if bytes[index] == first && UnsafeBufferPointer(rebasing: bytes[index..<index + word.count]).elementsEqual(word) {
-                            return true
-                        }
-                        index += 1
+                    while index <= last, let hit = memchr(base + index, Int32(first), last + 1 - index) {
+                        let at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                        if memcmp(base + at, wordBase, word.count) == 0 { return true }
+                        index = at + 1
                     }
                     return false
                 }

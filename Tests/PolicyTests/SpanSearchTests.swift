@@ -81,4 +81,64 @@ struct SpanSearchTests {
         // Both kinds of text came up often: the comparison is not of empty searches.
         #expect(withSpans > 300 && refused > 300, "\(withSpans) texts with spans, \(refused) refused")
     }
+
+    /// What `redact` gives from the spans of a search over the text as an array of scalars:
+    /// the text between spans, and each span replaced as `mode` says.
+    static func redactedByScalars(_ redactor: Redactor, _ scalars: [Unicode.Scalar], _ spans: [[Int]], _ mode: Redactor.Mode) -> String {
+        var out = String.UnicodeScalarView(), position = 0
+        for span in spans {
+            out += scalars[position..<span[0]]
+            let content = String(String.UnicodeScalarView(scalars[span[1]..<span[2]]))
+            out += mode.replacement(for: content, placeholder: redactor.placeholder).unicodeScalars
+            position = span[3]
+        }
+        out += scalars[position...]
+        return String(out)
+    }
+
+    @Test("random texts: validate and redact, which search the text's UTF-8 in place, give what the search of its scalars gives")
+    func inPlaceAsScalars() throws {
+        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max, using: &generator)
+        var random = SeededRandom(seed: seed)
+        // "k<" starts with a letter the Kelvin sign folds to: the search without memchr.
+        let redactors = [Redactor.standard, try Redactor(open: "<<", close: ">>"), try Redactor(open: "{s}", close: "{/s}"),
+                         try Redactor(open: "k<", close: ">k")]
+        let pieces: [String] = ["secret\n", "é", "😀", "\u{200B}", "\u{AD}", "\u{FEFF}", "\u{2028}", "K", "\u{212A}", "k", "[", "<", "{", "ab"]
+        var withSpans = 0, refused = 0
+        for round in 0..<10_000 {
+            let redactor = redactors[round % redactors.count]
+            var text = ""
+            for _ in 0..<Int(random.next() % 12) {
+                switch random.next() % 4 {
+                case 0:
+                    var marker = random.next() % 2 == 0 ? redactor.open : redactor.close
+                    if random.next() % 3 == 0 { marker = marker.uppercased() }
+                    if random.next() % 3 == 0 {
+                        var scalars = Array(marker.unicodeScalars)
+                        scalars.insert(["\u{200B}", "\u{AD}", "\u{FEFF}"][Int(random.next() % 3)], at: Int(random.next() % UInt64(scalars.count)))
+                        marker = String(String.UnicodeScalarView(scalars))
+                    }
+                    text += marker
+                case 1: text += String(String.UnicodeScalarView(Array(redactor.open.unicodeScalars).prefix(Int(random.next() % 3))))
+                default: text += pieces[Int(random.next() % UInt64(pieces.count))]
+                }
+            }
+            let scalars = Array(text.unicodeScalars)
+            let context = "seed \(seed) round \(round): \(text.debugDescription)"
+            switch Self.anew(redactor, scalars) {
+            case .success(let spans):
+                if !spans.isEmpty { withSpans += 1 }
+                #expect(throws: Never.self, "\(context)") { try redactor.validate(text, part: "t") }
+                for mode in [Redactor.Mode.censor, .reveal] {
+                    #expect(try redactor.redact(text, mode: mode, part: "t") == Self.redactedByScalars(redactor, scalars, spans, mode), "\(context)")
+                }
+            case .failure(let want):
+                refused += 1
+                #expect(throws: want, "\(context)") { try redactor.validate(text, part: "t") }
+                #expect(throws: want, "\(context)") { try redactor.redact(text, mode: .censor, part: "t") }
+            }
+        }
+        #expect(withSpans > 300 && refused > 300, "\(withSpans) texts with spans, \(refused) refused")
+    }
 }

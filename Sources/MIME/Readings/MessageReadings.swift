@@ -116,7 +116,10 @@ package struct MessageReadings {
     private mutating func emitOnce(_ place: String, bytes: [UInt8]) {
         guard reading else { return }
         var hasher = Hasher()
-        hasher.combine(bytes)
+        // In one piece, as the text's bytes are: an array's combine hashes byte by byte
+        // (3% of redacting a 1 MB text, issue 24 row 5).
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        hasher.combine(bytes.count)
         hasher.combine(0 as UInt8)   // apart from a text with the same bytes
         guard given.insert(hasher.finalize()).inserted else { return }
         reading = visit(place, .pieces(asText: false) { body in bytes.withUnsafeBytes(body); return true })
