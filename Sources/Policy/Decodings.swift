@@ -118,13 +118,12 @@ extension Redactor {
         return forms.map { Array($0.lowercased().utf8) }.filter { seen.insert($0).inserted }
     }
 
-    /// The named references that stand for one scalar, by the scalar: read from the
-    /// table once, not at each search (the table is long).
-    private static let entityNamesByScalar: [UInt32: [Substring]] = {
-        var names: [UInt32: [Substring]] = [:]
-        for line in htmlEntityTable.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            if fields.count == 2, let value = UInt32(fields[1], radix: 16) { names[value, default: []].append(fields[0]) }
+    /// The named references that stand for one ASCII scalar (all ``escapeStarts(of:)``
+    /// asks for), by the scalar: read from the table once, not at each search.
+    private static let entityNamesByScalar: [UInt32: [String]] = {
+        var names: [UInt32: [String]] = [:]
+        forEachEntity(in: htmlEntityTable) { name, scalars in
+            if scalars.count == 1, scalars[0].isASCII { names[scalars[0].value, default: []].append(String(decoding: name, as: UTF8.self)) }
         }
         return names
     }()
