@@ -31,7 +31,8 @@ package enum EncryptedAlready {
                 return entity.content.map { cmsContentType($0) == .enveloped } ?? false
             }
             if type.type == "text" || type.is("application", "pgp-encrypted") || type.is("application", "octet-stream") {
-                guard let bytes = entity.content else { return false }
+                // Its first bytes first: a large attachment is not held whole only to learn it is no armor.
+                guard mayBeArmoredMessage(entity.contentPrefix(4096)), let bytes = entity.content else { return false }
                 return isOnlyArmoredMessage(bytes) && isOpenPGPEncrypted(bytes)
             }
             return false
@@ -88,10 +89,20 @@ package enum EncryptedAlready {
         return false
     }
 
+    /// False when the first bytes of a content show it is not one armored message
+    /// (``isOnlyArmoredMessage(_:)``): something other than blanks before a beginning
+    /// other than `-----BEGIN PGP MESSAGE-----`. True when they may still be one.
+    package static func mayBeArmoredMessage(_ prefix: [UInt8]) -> Bool {
+        let begin = Array("-----BEGIN PGP MESSAGE-----".utf8)
+        guard let first = prefix.firstIndex(where: { !(Self.isBlank($0)) }) else { return true }
+        return prefix[first...].prefix(begin.count).elementsEqual(begin.prefix(prefix.count - first))
+    }
+
+    private static func isBlank(_ byte: UInt8) -> Bool { byte == 32 || byte == 9 || byte == 10 || byte == 13 }
+
     /// True when `bytes`, white space aside, are one armored `PGP MESSAGE` block and nothing else.
-    static func isOnlyArmoredMessage(_ bytes: [UInt8]) -> Bool {
+    package static func isOnlyArmoredMessage(_ bytes: [UInt8]) -> Bool {
         let begin = Array("-----BEGIN PGP MESSAGE-----".utf8), end = Array("-----END PGP MESSAGE-----".utf8)
-        func isBlank(_ byte: UInt8) -> Bool { byte == 32 || byte == 9 || byte == 10 || byte == 13 }
         guard let first = bytes.firstIndex(where: { !isBlank($0) }), let last = bytes.lastIndex(where: { !isBlank($0) }),
               last - first + 1 >= begin.count + end.count,
               bytes[first..<(first + begin.count)].elementsEqual(begin),
