@@ -401,6 +401,16 @@ extension Redactor {
                             lines.append(index..<end)
                             if end == count { keepFrom = min(keepFrom, index) }
                         }
+                    } else if index >= lineEnd, Self.escapesControl(buffer, at: index) {
+                        // A control written as an escape (RTF's `\u8238?`, `&#x202E;`, `\u202e`):
+                        // its line from the escape's start, as for the control itself.
+                        var from = index
+                        while from > lineEnd && index - from < 40 && Self.mayBeInEscape(buffer[from - 1]) { from -= 1 }
+                        var end = index + 4
+                        while end < count && buffer[end] != 10 { end += 1 }
+                        lineEnd = end
+                        lines.append(from..<end)
+                        if end == count { keepFrom = min(keepFrom, from) }
                     }
                     if head < pending.count {
                         let skip = Redactor.ignorableLength(buffer, at: index)
@@ -492,6 +502,47 @@ extension Redactor {
                 }
             }
             return Scan(found: false, keepFrom: keepFrom, decoded: decoded, examined: examined)
+        }
+
+        /// Whether the bytes at `index` are a bidirectional control's number as an escape
+        /// writes it: U+202A-202E, U+2066-2069 in hex (`\u202E`, `&#x202e;`, CSS `\202E`),
+        /// 8234-8238, 8294-8297 in decimal (`&#8238;`, RTF's `\u8238?`), or the UTF-8 bytes
+        /// escaped (`%E2%80%AE`, `=E2=80=AE`). Generous: any such digits count, so a number
+        /// in a text costs a line's reading, and random bytes hold one every few gigabytes.
+        @inline(__always)
+        private static func escapesControl(_ buffer: UnsafeBufferPointer<UInt8>, at index: Int) -> Bool {
+            let byte = buffer[index]
+            guard byte == UInt8(ascii: "2") || byte == UInt8(ascii: "8") || byte | 0x20 == UInt8(ascii: "e"),
+                  index + 3 < buffer.count else { return false }
+            let (b1, b2, b3) = (buffer[index + 1], buffer[index + 2], buffer[index + 3] | 0x20)
+            switch (byte, b1, b2) {
+            case (UInt8(ascii: "2"), UInt8(ascii: "0"), UInt8(ascii: "2")): return (UInt8(ascii: "a")...UInt8(ascii: "e")).contains(b3)
+            case (UInt8(ascii: "2"), UInt8(ascii: "0"), UInt8(ascii: "6")): return (UInt8(ascii: "6")...UInt8(ascii: "9")).contains(b3)
+            case (UInt8(ascii: "8"), UInt8(ascii: "2"), UInt8(ascii: "3")): return (UInt8(ascii: "4")...UInt8(ascii: "8")).contains(b3)
+            case (UInt8(ascii: "8"), UInt8(ascii: "2"), UInt8(ascii: "9")): return (UInt8(ascii: "4")...UInt8(ascii: "7")).contains(b3)
+            default:
+                // e2 %80 %aa: the lead byte's escape, then its two continuation bytes'.
+                guard byte | 0x20 == UInt8(ascii: "e"), b1 == UInt8(ascii: "2"), index + 8 < buffer.count,
+                      b2 == UInt8(ascii: "%") || b2 == UInt8(ascii: "="), buffer[index + 3] == UInt8(ascii: "8"),
+                      buffer[index + 5] == b2, buffer[index + 6] | 0x20 == UInt8(ascii: "a") else { return false }
+                let last = buffer[index + 7] | 0x20
+                switch buffer[index + 4] {
+                case UInt8(ascii: "0"): return (UInt8(ascii: "a")...UInt8(ascii: "e")).contains(last)
+                case UInt8(ascii: "1"): return (UInt8(ascii: "6")...UInt8(ascii: "9")).contains(last)
+                default: return false
+                }
+            }
+        }
+
+        /// Whether `byte` may stand in an escape before its number: `\u`, `&#x`, `\U0000`, `\x{`, `%`, `=`.
+        @inline(__always)
+        private static func mayBeInEscape(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "#"), UInt8(ascii: "\\"), UInt8(ascii: "&"), UInt8(ascii: "{"), UInt8(ascii: "%"), UInt8(ascii: "="):
+                return true
+            default: return false
+            }
         }
 
         /// Whether `bytes[index]` ends a line for every reading but RTF's: a bare line

@@ -78,6 +78,32 @@ struct MarkerSearchWindowTests {
         }
     }
 
+    @Test("a control written as an escape, any distance before its reversed marker (a hostile review's finding)")
+    func escapedOverrideFarBefore() {
+        var random = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["MAILSEC_TEST_SEED"] ?? "") ?? 2026_11_26_26)
+        // (document's start, the override as its format escapes it, the text between, the end)
+        let forms: [(String, String, String, String)] = [
+            ("{\\rtf1\\ansi hi ", "\\u8238?", "\\b0 ", "\\u8236?\\par}"),          // Word writes this
+            ("{\\rtf1\\ansi hi ", "\\u8238?", "\n", "\\par}"),                        // RTF: bare line ends show nothing
+            ("<p>", "&#x202E;", "<b>", "</b></p>"), ("<p>", "&#8238;", "<i>", "</i></p>"),
+            ("{\"a\":\"", "\\u202E", "abc", "\"}"), ("{\"a\":\"", "\\u202e", "abc", "\"}"),
+            ("p::after{content:\"", "\\202E ", "abc", "\"}"), ("x=", "%E2%80%AE", "abc", ""),
+        ]
+        for round in 0..<24 {
+            let (head, control, between, tail) = forms[round % forms.count]
+            let gap = Int.random(in: 10...3000, using: &random)
+            var middle = ""
+            while middle.utf8.count < gap { middle += between == "\n" ? String(repeating: "y", count: Int.random(in: 1...80, using: &random)) + "\n" : between }
+            let bytes = Array((String(repeating: "filler words. ", count: Int.random(in: 0...5000, using: &random)) + head + control + middle
+                + "[[etavirp/]]terces[[etavirp]]" + tail).utf8)
+            let found = Self.search(bytes, piece: [4096, 65536, 777][round % 3])
+            #expect(found, "round \(round): \(control) \(gap) bytes before the reversed marker")
+            // The same without the override: nothing reversed, nothing shown.
+            let plain = Self.search(Array(String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: control, with: "x").utf8), piece: 65536)
+            #expect(!plain, "round \(round): no override")
+        }
+    }
+
     static func search(_ bytes: [UInt8], piece: Int) -> Bool {
         var search = Redactor.MarkerSearch(.standard, encodings: true)
         var at = 0
