@@ -227,4 +227,45 @@ struct InflatedShapesTests {
         let deep = try Self.file("nested5", "see [1] here", seed: 5)
         #expect(try Self.postcard(of: deep.bytes, name: "deep.zip").withheld, "an archive at depth 5 was shown clean")
     }
+
+    /// A hostile review's shapes: a processing instruction holding `>` inside a split run, entities a
+    /// document declares itself, a PDF comment holding `(`. Python makes the files; ElementTree, which
+    /// ends an instruction at `?>` and expands internal entities, is the oracle for the first two.
+    @Test("a processing instruction with a > in it, declared entities, a PDF comment with a ( in it")
+    func reviewedShapes() throws {
+        for shape in ["instruction", "entities", "pdf"] {
+            let file = try run("python3", ["-c", Self.reviewed, shape])
+            try #require(file.status == 0, "python3: \(file.errors)")
+            var fed: [UInt8] = []
+            let outcome = Inflation.inflate(file.stdout) { fed += $0 }
+            switch shape {
+            case "entities": #expect(outcome == .unreadable, "declared entities were read as clean")
+            default:
+                #expect(outcome == .read)
+                #expect(String(decoding: fed, as: UTF8.self).contains("[[private]]zq"), "\(shape): the span is not in the text read")
+            }
+        }
+    }
+
+    static let reviewed = #"""
+        import io, sys, zipfile, zlib, xml.etree.ElementTree as ET
+        def zipped(name, text):
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z: z.writestr(name, text)
+            return out.getvalue()
+        shape = sys.argv[1]
+        if shape == "instruction":
+            doc = '<?xml version="1.0"?><d><t>[[pri<?x a>b?>vate]]zq[[/pri<?x c>d?>vate]]</t></d>'
+            assert "[[private]]zq[[/private]]" in "".join(ET.fromstring(doc).itertext())
+            sys.stdout.buffer.write(zipped("word/document.xml", doc))
+        elif shape == "entities":
+            doc = '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "[[pri"><!ENTITY b "vate]]">]><d><p>&a;&b;zq&a;&b;</p></d>'
+            assert "[[private]]zq[[private]]" in "".join(ET.fromstring(doc).itertext())
+            sys.stdout.buffer.write(zipped("a.xhtml", doc))
+        else:
+            content = b"BT /F1 12 Tf 72 700 Td % a note (\n(\\[\\[pri) Tj" + b" 0 0 Td" * 40 + b" (vate\\]\\]zq) Tj ET"
+            stream = zlib.compress(content)
+            sys.stdout.buffer.write(b"%%PDF-1.4\n1 0 obj\n<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream)
+                                    + stream + b"\nendstream\nendobj\n%%EOF\n")
+        """#
 }

@@ -393,6 +393,9 @@ package enum Inflation {
 
         /// After a stream: its text without markup fed, the archive inside walked.
         mutating func finish() {
+            // An entity the document declares itself (`<!ENTITY a "[[pri">`) is expanded by its
+            // reader wherever `&a;` stands: not read here, so the file cannot be shown clean.
+            if markup?.declaresEntities == true { unknownMethod = true }
             if let stripped = markup?.text, !stripped.isEmpty, !exhausted {
                 [UInt8(ascii: "\n")].withUnsafeBytes(body)
                 stripped.withUnsafeBytes(body)
@@ -511,7 +514,10 @@ package enum Inflation {
     package struct Markup: Sendable {
         /// The text so far, UTF-8.
         package private(set) var text: [UInt8] = []
-        private enum State: Sendable { case text, tag, quoted, comment, cdata }
+        private enum State: Sendable { case text, tag, quoted, comment, cdata, instruction }
+        /// True once the document declares an entity (`<!ENTITY`): its reader expands it
+        /// where it is referred to, with text this reading does not know.
+        package private(set) var declaresEntities = false
         private var state = State.text
         private var quote: UInt8 = 0
         private var afterEquals = false
@@ -532,13 +538,21 @@ package enum Inflation {
             for byte in piece { take(byte) }
         }
 
+        /// The last eight bytes, to find `<!ENTITY` wherever it stands (in a DOCTYPE's subset too).
+        private var last8: UInt64 = 0
+        private static let entityDeclaration = "<!ENTITY".utf8.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+
         private mutating func take(_ byte: UInt8) {
+            last8 = last8 << 8 | UInt64(byte)
+            if last8 == Self.entityDeclaration { declaresEntities = true }
             switch state {
             case .tag:
                 if opening.count < 8 {
                     opening.append(byte)
                     if opening == Array("!--".utf8) { state = .comment; recent = 0; return }
                     if opening == Array("![CDATA[".utf8) { state = .cdata; brackets = 0; return }
+                    // A processing instruction ends at `?>`, not at a `>` inside it.
+                    if opening == [UInt8(ascii: "?")] { state = .instruction; recent = 0; return }
                 }
                 if byte == UInt8(ascii: ">") {
                     state = .text
@@ -556,6 +570,10 @@ package enum Inflation {
                 return
             case .comment:
                 if byte == UInt8(ascii: ">") && recent == 0x2D2D { state = .text }
+                recent = recent << 8 | UInt16(byte)
+                return
+            case .instruction:
+                if byte == UInt8(ascii: ">") && recent & 0xFF == UInt16(UInt8(ascii: "?")) { state = .text }
                 recent = recent << 8 | UInt16(byte)
                 return
             case .cdata:
@@ -621,7 +639,7 @@ package enum Inflation {
     package struct PDFStrings: Sendable {
         /// The strings so far, joined.
         package private(set) var text: [UInt8] = []
-        private enum State: Sendable { case outside, afterLess, literal, escape, octal, hex }
+        private enum State: Sendable { case outside, comment, afterLess, literal, escape, octal, hex }
         private var state = State.outside
         private var depth = 0
         private var value = 0
@@ -648,7 +666,17 @@ package enum Inflation {
         private mutating func take(_ byte: UInt8) {
             switch state {
             case .outside:
-                if byte == UInt8(ascii: "(") { state = .literal; depth = 1 } else if byte == UInt8(ascii: "<") { state = .afterLess }
+                if byte == UInt8(ascii: "(") {
+                    state = .literal
+                    depth = 1
+                } else if byte == UInt8(ascii: "<") {
+                    state = .afterLess
+                } else if byte == UInt8(ascii: "%") {
+                    state = .comment
+                }
+            case .comment:
+                // A comment runs to the line's end: a `(` or `<` in it opens nothing.
+                if byte == 0x0A || byte == 0x0D { state = .outside }
             case .afterLess:
                 // `<<` opens a dictionary; anything else starts a hex string.
                 if byte == UInt8(ascii: "<") { state = .outside } else { state = .hex; nibble = nil; take(byte) }
