@@ -20,7 +20,11 @@ extension Redactor {
             default: break
             }
         }
-        return inTag || hasMarkers(String(String.UnicodeScalarView(stream)))
+        // The text as a browser joins it (a line end inside a tag or comment is no line end),
+        // read through the overrides and escapes too: `<p>` RLO `[[eta<b\n></b>virp]]` shows a
+        // reversed span that the source's lines, each ordered on its own, did not.
+        let text = String(String.UnicodeScalarView(stream))
+        return inTag || hasMarkers(text) || hasMarkersInDecodings(text, markup: true)
     }
 
     /// Applies `mode` to the marked spans of an HTML document. Throws when

@@ -246,12 +246,20 @@ public enum HiddenMarkerMails {
         default:
             let form = Int.random(in: refusedOnly ? 2..<4 : 0..<4, using: &random)
             variant = ["HTML, <bdo dir=rtl>", "HTML, dir=rtl with bidi-override", "HTML, &#x202E;", "HTML, the override itself"][form]
+            // Half the time the marker is cut by a tag or comment holding a line end, which a
+            // browser shows as nothing (the source's lines are not the page's: a hostile review's finding).
+            func cut(_ text: String) -> String {
+                guard Bool.random(using: &random) else { return text }
+                let at = text.index(text.startIndex, offsetBy: Int.random(in: 1..<text.count, using: &random))
+                let breaker = pick(["<b\n></b>", "<!--\n-->", "<span\r\nclass=\"x\"></span>", "<i\n\n></i>"], &random)
+                return String(text[..<at]) + breaker + String(text[at...])
+            }
             let html: String
             switch form {
-            case 0: html = "<bdo dir=\"rtl\">" + mirrored + "</bdo>"
-            case 1: html = "<span dir=\"rtl\" style=\"unicode-bidi: bidi-override\">" + mirrored + "</span>"
-            case 2: html = "&#x202E;" + logical + "&#x202C;"
-            default: html = control + logical + "\u{202C}"
+            case 0: html = "<bdo dir=\"rtl\">" + cut(mirrored) + "</bdo>"
+            case 1: html = "<span dir=\"rtl\" style=\"unicode-bidi: bidi-override\">" + cut(mirrored) + "</span>"
+            case 2: html = "&#x202E;" + cut(logical) + "&#x202C;"
+            default: html = control + cut(logical) + "\u{202C}"
             }
             part = leaf("text/html; charset=utf-8", disposition: nil, content: "<html><body><p>hello " + html + " bye</p></body></html>\n", &random)
         }
@@ -314,8 +322,22 @@ public enum HiddenMarkerMails {
         let lower = reading.lowercased()
         guard mail.reversed else { return lower.contains(mail.secret) }
         return lower.components(separatedBy: "\n----\n").contains { piece in
-            piece.contains(mail.shown) && (overrides.contains { piece.contains($0) } || piece.contains("\u{2068}") || piece.contains("rtl"))
+            (piece.contains(mail.shown) || withoutTags(piece).contains(mail.shown))
+                && (overrides.contains { piece.contains($0) } || piece.contains("\u{2068}") || piece.contains("rtl")
+                    || ["&#x202", "&#x206", "&#82"].contains { piece.contains($0) })
         }
+    }
+
+    /// `text` with what a browser shows as nothing taken out: tags and comments, line ends inside them too.
+    static func withoutTags(_ text: String) -> String {
+        var out = "", rest = Substring(text)
+        while let open = rest.firstIndex(of: "<") {
+            out += rest[..<open]
+            let closing = rest[open...].hasPrefix("<!--") ? rest[open...].range(of: "-->")?.upperBound : rest[open...].firstIndex(of: ">").map { rest.index(after: $0) }
+            guard let closing else { return out + rest[open...] }
+            rest = rest[closing...]
+        }
+        return out + rest
     }
 }
 
