@@ -30,4 +30,18 @@ struct MailLogTests {
         #expect(result.line(format: .plain, addresses: false, sender: sender, recipients: [recipient], seconds: 1.5, queueID: 7)
             .hasPrefix("message-id=<abc@mail.test> letters=0 postcards=0 unchanged=0 status=refused duration=1.5 queue-id=7 ("))
     }
+
+    @Test("addresses are hidden as the regular expression [^\\s<>(),;:\"']+@[^\\s<>(),;:\"']+ hides them (ICU as the oracle), on random text")
+    func addressesHiddenAsTheExpressionDoes() throws {
+        let expression = try NSRegularExpression(pattern: #"[^\s<>(),;:"']+@[^\s<>(),;:"']+"#)
+        let alphabet: [String] = ["a", "b", "x", ".", "+", "-", "@", "@", " ", "\t", "\n", "\r", "\u{0C}", "\u{0B}", "<", ">", "(", ")",
+                                  ",", ";", ":", "\"", "'", "\u{A0}", "\u{2028}", "\u{2029}", "\u{3000}", "\u{85}", "é", "😀"]
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<3000 {
+            let text = (0..<Int.random(in: 0...30, using: &random)).map { _ in alphabet.randomElement(using: &random)! }.joined()
+            let range = NSRange(text.startIndex..., in: text)
+            let expected = expression.stringByReplacingMatches(in: text, range: range, withTemplate: "<address>")
+            #expect(FilterResult.withoutAddresses(text) == expected, "\(text.debugDescription)")
+        }
+    }
 }
