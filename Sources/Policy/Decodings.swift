@@ -34,13 +34,10 @@ extension Redactor {
         package var readings: [[Unicode.Scalar]]
         /// Where the visual orders start in ``readings`` (its count when there are none).
         package var visualFrom: Int
-        /// The visual orders of RTF's reading, in which bare line ends show nothing, so
-        /// that a line under a control runs on past them (empty when there are none).
-        package var lineJoinedVisual: Range<Int>
     }
 
     /// ``decodedScalars(_:markup:)``, told apart: which readings are visual orders under
-    /// bidirectional controls, and which of those run on past bare line ends.
+    /// bidirectional controls.
     package func decodedScalarReadings(_ scalars: [Unicode.Scalar], markup: Bool = false) -> ScalarReadings {
         var hasBackslash = false, hasAmpersand = false, hasPercent = false, hasEquals = false
         var hasEmphasis = false, hasBidi = false, hasPlus = false
@@ -58,11 +55,9 @@ extension Redactor {
         }
         var readings: [[Unicode.Scalar]] = []
         var cDecoded: [Unicode.Scalar]?
-        var rtf: Int?
         if hasBackslash {
             cDecoded = cEscapesDecoded(scalars)
             readings.append(cDecoded!)
-            rtf = readings.count
             readings.append(Self.rtfDecoded(scalars))
             readings.append(Self.cssUnescaped(scalars))
         }
@@ -81,15 +76,10 @@ extension Redactor {
         }
         // A decoding makes a control only from an escape, so only after a backslash, `&`, `%`, `=` or `+`.
         let decoded = readings.count
-        var lineJoined = decoded..<decoded
         if hasBidi || (hasBackslash || hasAmpersand || hasPercent || hasEquals || hasPlus) && readings.contains(where: { $0.contains(where: isBidi) }) {
-            for index in -1..<decoded {
-                let from = readings.count
-                readings += Self.visualReadings(index < 0 ? scalars : readings[index])
-                if index == rtf { lineJoined = from..<readings.count }
-            }
+            for index in -1..<decoded { readings += Self.visualReadings(index < 0 ? scalars : readings[index]) }
         }
-        return ScalarReadings(readings: readings, visualFrom: decoded, lineJoinedVisual: lineJoined)
+        return ScalarReadings(readings: readings, visualFrom: decoded)
     }
 
     /// How the escapes of ``decodings(_:markup:)`` may start to write
@@ -344,8 +334,8 @@ extension Redactor {
         return out
     }
 
-    /// The visual orders of RTF's reading of `scalars` alone
-    /// (``ScalarReadings/lineJoinedVisual``): a line of it may run a long way.
+    /// The visual orders of RTF's reading of `scalars` alone, in which bare line ends show
+    /// nothing, so that a line under a control runs on past them a long way.
     package static func lineJoinedVisualReadings(_ scalars: [Unicode.Scalar]) -> [[Unicode.Scalar]] {
         visualReadings(rtfDecoded(scalars))
     }

@@ -588,7 +588,7 @@ extension Redactor {
         }
 
         /// RTF's reading of `bytes` from `start` to the window's end and its visual
-        /// orders (``Redactor/ScalarReadings/lineJoinedVisual``), read as Latin-1 and as
+        /// orders (``Redactor/lineJoinedVisualReadings(_:)``), read as Latin-1 and as
         /// UTF-8: whether one shows a marker.
         private func lineJoinedShowsMarker(_ bytes: [UInt8], from start: Int) -> (found: Bool, examined: Int) {
             let slice = bytes[start...]
