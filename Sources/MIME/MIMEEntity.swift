@@ -120,8 +120,12 @@ public final class MIMEEntity {
     /// The decoded content of a leaf (transfer encoding removed); nil for
     /// multiparts and messages.
     public var content: [UInt8]? {
-        // Decoded straight into the array, not into a GMime buffer first.
+        // Decoded straight into the array, not into a GMime buffer first,
+        // reserved once: no transfer encoding decodes to more bytes than it
+        // has, and pages of the reserve never written are never resident (a
+        // 100 MB attachment grown by doubling held 128 MiB and copied it).
         var bytes: [UInt8] = []
+        if let length = encodedContentLength { bytes.reserveCapacity(length) }
         return forEachContentPiece { bytes += $0 } ? bytes : nil
     }
 

@@ -82,6 +82,16 @@ extension MIMEEntity {
         }
     }
 
+    /// The length of a leaf's content as it is stored (still transfer
+    /// encoded), when GMime knows it: an upper bound of its decoded length.
+    var encodedContentLength: Int? {
+        guard mailsec_gmime_is_part(raw) != 0,
+              let wrapper = g_mime_part_get_content(cast(raw) as UnsafeMutablePointer<GMimePart>),
+              let stream = g_mime_data_wrapper_get_stream(wrapper) else { return nil }
+        let length = g_mime_stream_length(stream)
+        return length > 0 && length <= Int64(Int32.max) ? Int(length) : nil
+    }
+
     /// Re-encodes the entity in place so that its canonical form is 7-bit
     /// clean and has no line a mail server might touch (see ``canonicalBytes()``).
     /// Reads each leaf in pieces, so a large part is never held whole.

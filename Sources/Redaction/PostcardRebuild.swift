@@ -550,15 +550,17 @@ public enum PostcardRebuild {
             if opaque == .pass {
                 // Not read, but searched: a marker in the bytes refuses the mail.
                 var search = Redactor.MarkerSearch(redactor, encodings: true)
+                var signs = Inflation.Signs()
                 var readable = true
                 if entity.kind == .leaf {
-                    readable = entity.forEachContentPiece { search.feed($0) }
+                    readable = entity.forEachContentPiece { search.feed($0); signs.feed($0) }
                 } else {
                     entity.serialize().withUnsafeBytes { search.feed($0) }
                 }
                 if !readable || search.finish() { throw RebuildError(code: .markerInPassedPart, place: place, parts: parts) }
-                // A zip, gzip or PDF file is searched as the program that opens it shows it, inflated.
-                if entity.kind == .leaf, let content = entity.content, Inflation.mayHold(content: content) {
+                // A zip, gzip or PDF file is searched as the program that opens it shows it, inflated
+                // (only such a file is held whole here: the signs were read in pieces).
+                if entity.kind == .leaf, signs.mayHold, let content = entity.content {
                     var inflated = Redactor.MarkerSearch(redactor, encodings: true)
                     if Inflation.inflate(content, { inflated.feed($0) }) == .unreadable || inflated.finish() {
                         throw RebuildError(code: .markerInPassedPart, place: place, parts: parts)
@@ -570,7 +572,13 @@ public enum PostcardRebuild {
                 try partFields(of: entity, onto: passed, place: place, filename: name)
                 return passed
             }
-            return note(type: type.description, place: place, name: name, size: entity.kind == .leaf ? entity.content?.count : nil)
+            // Counted in pieces: a withheld 100 MB file is never held whole for its size.
+            var size: Int?
+            if entity.kind == .leaf {
+                var count = 0
+                if entity.forEachContentPiece({ count += $0.count }) { size = count }
+            }
+            return note(type: type.description, place: place, name: name, size: size)
         }
 
         /// Bytes cut out of a text (an inline block), as an opaque part.

@@ -78,6 +78,10 @@ struct RebuildClassesTests {
             let postcard = try Postcard.censored(try parse(text))
             let written = String(decoding: postcard.serialize(), as: UTF8.self)
             #expect(written.contains("held back"), "\(what): not withheld\n\(written)")
+            // The note names the file's decoded size (counted in pieces, never held whole).
+            let unfolded = written.replacingOccurrences(of: "=\r\n", with: "").replacingOccurrences(of: "=\n", with: "")
+            let size = try #require(try parse(text).body?.walk().compactMap { $1.kind == .leaf ? $1.content : nil }.last?.count)
+            #expect(unfolded.contains(", \(size) bytes) was held back"), "\(what): the note's size\n\(written)")
             #expect(!written.lowercased().contains(secret) && !written.contains("zqanchor"), "\(what)\n\(written)")
             // Passed unread, its bytes and decodings are searched: a plain marker refuses the mail, a hidden one passes.
             let plain = Self.mail(type: type, extra: extra, content: "n [[private]]\(secret)[[/private]]\n", encoding: encoding)
