@@ -507,11 +507,17 @@ package struct MessageReadings {
         // The mail's compressed files share one allowance (``Inflation/mailAllowance``).
         if signs.mayHold, let content = entity.content {
             let before = inflationAllowance
-            let readable = Inflation.inflate(content, allowance: &inflationAllowance) { _ in } != .unreadable
+            // Pages inside (an `.html` entry), read as HTML is read, as a browser opening them shows them.
+            var pages: [[UInt8]] = []
+            let readable = Inflation.inflate(content, allowance: &inflationAllowance, page: { pages.append($0) }) { _ in } != .unreadable
             emit(name + " (inflated)", .pieces(asText: true) { body in
                 var allowance = before
                 return readable && Inflation.inflate(content, allowance: &allowance, body) != .unreadable
             })
+            let html = ContentType(type: "text", subtype: "html", parameters: [:])
+            for page in pages where reading {
+                emitOnce(name + " (inflated page)", String(decoding: page, as: UTF8.self), media: html)
+            }
         }
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
         let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
