@@ -49,6 +49,30 @@ struct PageMarkerTests {
         #expect(withheld > 60, "most postcards are made, the file withheld: \(withheld)")
     }
 
+    @Test("generated pages whose span only CSS composes (content: strings escaped and cut, attr() joined, @counter-style with an escaped name), declared octet-stream: withheld, never sent unchanged; pass refuses")
+    func styledPages() throws {
+        var random = SeededRandom(seed: Self.seed)
+        for round in 0..<40 {
+            let (generated, _) = HiddenMarkerMails.styledPageMail(&random, anchor: round % 3 == 2)
+            let what = "round \(round): \(generated.variant)\n\(generated.mail)"
+            do {
+                let written = String(decoding: try Postcard.censored(try parse(generated.mail)).serialize(), as: UTF8.self)
+                let reading = Self.reading(try MIMEMessage.parse(Array(written.utf8)))
+                #expect(!reading.lowercased().contains(generated.secret), "the span shows: \(what)\n-- postcard:\n\(written)")
+            } catch let error as PipelineError {
+                #expect(!error.description.contains(generated.secret), "\(what)")
+            }
+            #expect(throws: PipelineError.self, "pass: \(what)") { try Postcard.censored(try parse(generated.mail), opaque: .pass) }
+        }
+        // Friendly styled pages (empty and icon strings, [1] and [link]) in a mail without spans go as they came.
+        for round in 0..<10 {
+            let page = "<style>p::before { content: \"\"; } .i::after { content: \"\\f101\"; } a[x-apple-data-detectors] { color: inherit }</style>"
+                + "<p>See [1] and [link] (round \(round))</p>"
+            let written = String(decoding: try Postcard.censored(try parse(HiddenMarkerMails.pageFileMail(page, name: "news.html", &random))).serialize(), as: UTF8.self)
+            #expect(!written.contains("held back"), "friendly styled page \(round)")
+        }
+    }
+
     static func pick(_ choices: [String], _ random: inout SeededRandom) -> String { choices.randomElement(using: &random)! }
 
     @Test("friendly pages declared as octet-stream (tags, comments, line ends in tags, dir=rtl, [1] and [link]) in a mail without spans go out unchanged")

@@ -108,4 +108,59 @@ extension HiddenMarkerMails {
         let part = leaf("application/octet-stream; name=\"\(name)\"", disposition: name, content: page, &random)
         return envelope(subject: "notes", parts: [part], anchor: anchor, &random)
     }
+
+    /// A CSS string holding `text`, some of its characters escaped (`\5b `, `\00005b`, `\[`)
+    /// and cut into adjacent strings, which CSS joins.
+    static func cssString(_ text: String, _ random: inout SeededRandom) -> String {
+        var pieces: [String] = [], piece = ""
+        for character in text {
+            let value = code(character)
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0 where !character.isLetter: piece += "\\" + String(value, radix: 16) + " "
+            case 1 where !character.isLetter: piece += "\\" + String(format: "%06x", value)
+            case 2 where !character.isLetter: piece += "\\" + String(character)
+            default: piece.append(character)
+            }
+            if Int.random(in: 0..<4, using: &random) == 0 { pieces.append(piece); piece = "" }
+        }
+        pieces.append(piece)
+        let quote = pick(["\"", "'"], &random)
+        return pieces.filter { !$0.isEmpty }.map { quote + $0 + quote }.joined(separator: " ")
+    }
+
+    /// A page whose span only its style sheet composes (class d): the markers as CSS
+    /// `content:` strings around the secret (escaped, cut into adjacent strings), joined
+    /// from attributes by `attr()`, or a `@counter-style` (its name escaped) whose prefix
+    /// or symbols show the open marker before a list item; in an attachment a browser
+    /// opens (`application/octet-stream` named `.html`), with or without another span.
+    public static func styledPageMail(_ random: inout SeededRandom, anchor: Bool = false) -> (mail: Mail, page: String) {
+        let secret = Self.secret(&random)
+        let open = pick(["[[private]]", "[[PRIVATE]]"], &random), close = "[[/private]]"
+        let page: String, variant: String
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0:
+            variant = "content: strings"
+            let (before, after) = pick([("::before", "::after"), (":before", ":after")], &random)
+            page = "<style>p.s\(before) { content: \(cssString(open, &random)); } p.s\(after) { content: \(cssString(close, &random)) }</style>\n"
+                + "<p>Hello Bob</p><p class=\"s\">\(secret)</p>\n"
+        case 1:
+            variant = "attr() joined"
+            let cut = Int.random(in: 1..<open.count, using: &random), cutClose = Int.random(in: 1..<close.count, using: &random)
+            page = "<style>b::before, i::after { content: attr(data-a) attr(data-b); }</style>\n"
+                + "<p><b data-a=\"\(open.prefix(cut))\" data-b=\"\(open.dropFirst(cut))\"></b>\(secret)"
+                + "<i data-a=\"\(close.prefix(cutClose))\" data-b=\"\(close.dropFirst(cutClose))\"></i></p>\n"
+        default:
+            variant = "@counter-style"
+            let name = pick(["\\70 riv", "p\\72 iv", "\\000070riv", "priv"], &random)
+            let field = pick(["prefix", "symbols"], &random)
+            page = "<style>@counter-style \(name) { system: cyclic; \(field == "prefix" ? "symbols: \"\"; prefix" : "symbols"): \(cssString(open, &random)); suffix: \"\"; }\n"
+                + "ul { list-style: \(name); } li::after { content: \(cssString(close, &random)); }</style>\n<ul><li>\(secret)</li></ul>\n"
+        }
+        let html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>\n" + page + "</body></html>\n"
+        let name = "page" + pick([".html", ".htm", ".xhtml"], &random)
+        let part = leaf("application/octet-stream; name=\"\(name)\"", disposition: name, content: html, &random)
+        let mail = Mail(variant: "styled page, " + variant, mail: envelope(subject: "notes", parts: [part], anchor: anchor, &random),
+                        secret: secret, shown: secret, reversed: false)
+        return (mail, html)
+    }
 }

@@ -514,7 +514,7 @@ package struct MessageReadings {
                 var allowance = before
                 return readable && Inflation.inflate(content, allowance: &allowance, body) != .unreadable
             })
-            let html = ContentType(type: "text", subtype: "html", parameters: [:])
+            let html = ContentType(type: "text", subtype: "html", parameters: [ContentType.openedAsPage: "1"])
             for page in pages where reading {
                 emitOnce(name + " (inflated page)", String(decoding: page, as: UTF8.self), media: html)
             }
@@ -543,8 +543,9 @@ package struct MessageReadings {
             if !candidates.contains(where: { ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) { charsets.append("UTF-8") }
         }
         // A file named as markup is rendered as markup when opened.
-        let media = (opensAsPage || [".htm", ".html", ".xhtml", ".svg", ".xml"].contains(where: filename.hasSuffix))
+        var media = (opensAsPage || [".htm", ".html", ".xhtml", ".svg", ".xml"].contains(where: filename.hasSuffix))
             && !ContentType.isMarkupName(type.subtype) ? ContentType(type: "text", subtype: "html", parameters: type.parameters) : type
+        if opensAsPage { media = ContentType(type: "text", subtype: "html", parameters: media.parameters.merging([ContentType.openedAsPage: "1"]) { $1 }) }
         // A nested message is read even when the visitor has seen enough: it
         // may hold places that cannot be read with certainty.
         guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
@@ -666,6 +667,10 @@ extension MessageReadings {
 
 extension ContentType {
     static func isMarkupName(_ subtype: String) -> Bool { subtype.contains("html") || subtype.contains("xml") }
+
+    /// The parameter ``MessageReadings`` adds to the media of a reading of a file a browser
+    /// opens as a page (whatever type it is declared as), so that its visitor reads it as a page.
+    package static let openedAsPage = "x-mailsec-opened-as-page"
 
     init(type: String, subtype: String, parameters: [String: String]) {
         self.type = type
