@@ -77,41 +77,34 @@ struct ArchiveCornersTests {
         "zq" + String((0..<10).map { _ in "bcdfghjkmnpqrstvwxz".randomElement(using: &random)! })
     }
 
-    @Test("a span in a zip after other data inside a zip entry, or in a zip (after data or not) in a PDF's FlateDecode stream, no other span: withheld, refused when passed")
-    func archivesAfterData() throws {
+    /// `rounds` files of `shape(round)` with a span inside (the oracle must show it), each expected
+    /// withheld and refused when passed; then one file of each control shape without a span, sent as it came.
+    static func spansAndControls(rounds: Int, _ shape: (Int) -> (shape: String, name: String), controls: [String]) throws {
         var random = SeededRandom(seed: Self.seed)
-        for round in 0..<16 {
-            let shape = round % 2 == 0 ? "afterdata" : "pdfzip"
-            let made = try Self.file(shape, "[[private]]\(Self.secret(&random))[[/private]]", seed: random.next())
-            let what = "seed \(Self.seed) round \(round): \(shape)"
+        for round in 0..<rounds {
+            let (kind, name) = shape(round)
+            let made = try Self.file(kind, "[[private]]\(Self.secret(&random))[[/private]]", seed: random.next())
+            let what = "seed \(Self.seed) round \(round): \(kind)"
             try #require(made.shown, "\(what): the oracle does not see the span")
-            let result = try InflatedShapesTests.postcard(of: made.bytes, name: shape == "pdfzip" ? "letter.pdf" : "bundle.zip")
+            let result = try InflatedShapesTests.postcard(of: made.bytes, name: name)
             #expect(result.withheld && !result.unchanged, "\(what): not withheld")
             #expect(result.refusedWhenPassed, "\(what): passed")
         }
-        // Controls: the same shapes without a span go as they came.
-        for shape in ["afterdata", "pdfzip"] {
-            let made = try Self.file(shape, "see [1] and [link]", seed: 7)
+        for kind in controls {
+            let made = try Self.file(kind, "see [1] and [link]", seed: 7)
             let result = try InflatedShapesTests.postcard(of: made.bytes, name: "file.bin")
-            #expect(!result.withheld && result.unchanged && !result.refusedWhenPassed, "control \(shape)")
+            #expect(!result.withheld && result.unchanged && !result.refusedWhenPassed, "control \(kind)")
         }
+    }
+
+    @Test("a span in a zip after other data inside a zip entry, or in a zip (after data or not) in a PDF's FlateDecode stream, no other span: withheld, refused when passed")
+    func archivesAfterData() throws {
+        try Self.spansAndControls(rounds: 16, { $0 % 2 == 0 ? ("afterdata", "bundle.zip") : ("pdfzip", "letter.pdf") }, controls: ["afterdata", "pdfzip"])
     }
 
     @Test("a span split into runs of a pretty-printed docx (line ends and indentation between the runs), or reversed after an override written as a reference, no other span: withheld, refused when passed")
     func prettyPrintedRuns() throws {
-        var random = SeededRandom(seed: Self.seed)
-        for round in 0..<12 {
-            let shape = round % 2 == 0 ? "pretty" : "prettybidi"
-            let made = try Self.file(shape, "[[private]]\(Self.secret(&random))[[/private]]", seed: random.next())
-            let what = "seed \(Self.seed) round \(round): \(shape)"
-            try #require(made.shown, "\(what): the oracle does not see the span")
-            let result = try InflatedShapesTests.postcard(of: made.bytes, name: "memo.docx")
-            #expect(result.withheld && !result.unchanged, "\(what): not withheld")
-            #expect(result.refusedWhenPassed, "\(what): passed")
-        }
-        let control = try Self.file("pretty", "see [1] and [link]", seed: 11)
-        let result = try InflatedShapesTests.postcard(of: control.bytes, name: "memo.docx")
-        #expect(!result.withheld && result.unchanged && !result.refusedWhenPassed, "control")
+        try Self.spansAndControls(rounds: 12, { ($0 % 2 == 0 ? "pretty" : "prettybidi", "memo.docx") }, controls: ["pretty"])
     }
 
     /// An HTML page whose span a browser's parser shows and a markup reading that takes
