@@ -178,9 +178,17 @@ enum HTMLToken {
             var tokenEnd: Int?
             var make: ((String) -> HTMLToken)?
             if starts("<!--", at: index) {
+                // As a browser ends a comment: `<!-->` and `<!--->` are whole (empty) comments,
+                // and `--!>` ends one as `-->` does; the text after them shows.
                 var j = index + 4
-                while j < s.count && !starts("-->", at: j) { j += 1 }
-                tokenEnd = min(j + 3, s.count)
+                if starts(">", at: j) {
+                    tokenEnd = j + 1
+                } else if starts("->", at: j) {
+                    tokenEnd = j + 2
+                } else {
+                    while j < s.count && !starts("-->", at: j) && !starts("--!>", at: j) { j += 1 }
+                    tokenEnd = min(j + (starts("--!>", at: j) ? 4 : 3), s.count)
+                }
                 make = { .comment($0) }
             } else if index + 1 < s.count, s[index + 1] == "!" || s[index + 1] == "?" {
                 var j = index + 2
@@ -211,7 +219,7 @@ enum HTMLToken {
             if case .tag = tokens.last! {
                 let name = tagName(raw)
                 if rawTextEnd != nil { rawTextEnd = nil }
-                else if !raw.hasPrefix("</") && (name == "script" || name == "style") && !raw.hasSuffix("/>") { rawTextEnd = "</" + name }
+                else if !raw.hasPrefix("</") && Self.rawTextElements.contains(name) && !raw.hasSuffix("/>") { rawTextEnd = "</" + name }
             }
             index = end
             textStart = end
@@ -219,6 +227,10 @@ enum HTMLToken {
         flushText(s.count)
         return tokens
     }
+
+    /// Elements whose content a browser reads as text up to their end tag, not as tags and
+    /// comments (`<title><!--</title>` leaves no comment open): raw text and escapable raw text.
+    static let rawTextElements: Set<String> = ["script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes", "plaintext"]
 
     /// The lower-cased element name of a tag.
     static func tagName(_ raw: String) -> String {

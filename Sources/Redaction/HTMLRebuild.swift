@@ -61,6 +61,19 @@ package enum HTMLRebuild {
         return rebuilt
     }
 
+    /// True when a browser opening `html` may show a marker, as the rebuild reads a part:
+    /// its model (Gumbo's tree, hidden content out) holds one or markers that do not pair
+    /// up, text shown in place of an element or a styled part's material (CSS `content:`
+    /// strings, `attr()`) may join one (``refuseJoinable``), or the document cannot be read.
+    /// For a file opened as a page, which is passed or withheld, never rebuilt.
+    package static func pageShowsMarker(_ html: String, redactor: Redactor) -> Bool {
+        guard let model = try? Model(HTMLDocument(parsing: html), redactor: redactor, mode: .censor, part: "page"),
+              let spans = try? redactor.spans(model.stream, part: "page") else { return true }
+        if !spans.isEmpty { return true }
+        do { try model.refuseJoinable(spans: spans, redactor: redactor, part: "page") } catch { return true }
+        return false
+    }
+
     /// The text of `html` as the rebuilt postcard shows it, cut at its spans,
     /// for the reading page of a partially encrypted postcard: the same kept
     /// text and the same spans as ``rebuild(_:redactor:mode:part:)`` with

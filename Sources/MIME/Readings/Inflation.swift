@@ -88,12 +88,17 @@ package enum Inflation {
     /// in pieces (and of the archives inside, to ``maxDepth``; a zip entry that is
     /// XML or HTML is fed again without its markup, after its end: see ``Markup``); says whether `bytes` is such a file and was read whole within
     /// 32 times its size plus `allowance`, and takes from `allowance` what it used beyond that.
-    package static func inflate(_ bytes: [UInt8], allowance: inout Int, _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
+    /// `page`, when given, is handed the whole content of each zip entry a browser opens as a
+    /// page (named `.html`, `.htm`, `.shtml`, `.xht`, `.xhtml` or `.svg`), at its end, so that it
+    /// can be read as HTML is read (a parser's text, not the markup reading's: `<bdo dir=rtl>`,
+    /// `<!-->`, raw text elements).
+    package static func inflate(_ bytes: [UInt8], allowance: inout Int, page: (([UInt8]) -> Void)? = nil,
+                                _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
         let own = 32 * bytes.count
         let budget = own + max(0, allowance)
         let (outcome, output, input) = withoutActuallyEscaping(body) { body in
             bytes.withUnsafeBufferPointer { buffer in
-                var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body)
+                var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body, page: page)
                 return (walk.run(), walk.output, walk.input)
             }
         }
@@ -115,6 +120,10 @@ package enum Inflation {
         /// 1 for the file itself, 2 for an archive inside one of its entries or members, …
         let depth: Int
         let body: (UnsafeRawBufferPointer) -> Void
+        /// Given each page entry's content whole (``Inflation/inflate(_:allowance:page:_:)``).
+        var page: (([UInt8]) -> Void)? = nil
+        /// The content of the page entry being inflated.
+        var pageBytes: [UInt8]?
         var exhausted = false
         /// A zip entry compressed otherwise than deflate (bzip2, LZMA …), which readers open and this walk does not.
         var unknownMethod = false
@@ -122,6 +131,12 @@ package enum Inflation {
         var markup: Markup?
         var pdfStrings: PDFStrings?
         var nested: [UInt8]?
+        /// ``nested`` holds an archive found after other data in its stream (kept from its first
+        /// local header): walked as a zip with data before it, so that chance bytes that look
+        /// like a local header by an unknown method do not count as an entry.
+        var nestedAfterData = false
+        /// The stream's last four bytes, to find a zip's local header (`PK\3\4`) after other data in it.
+        var recent: UInt32 = 0
 
         /// What an inflated stream is: a zip entry (and its name), a gzip member or a PDF stream.
         enum Role {
@@ -130,11 +145,11 @@ package enum Inflation {
             case pdfStream
         }
 
-        mutating func run() -> Outcome {
+        mutating func run(afterData: Bool = false) -> Outcome {
             var kind = Outcome.notCompressed
             // A zip by its first bytes, or with data before it: its end record in the last 65,557
             // bytes (what zip readers open from), or a local header anywhere (what a streaming reader finds).
-            let zipAtStart = starts(with: [0x50, 0x4B, 0x03, 0x04], at: 0) || starts(with: [0x50, 0x4B, 0x05, 0x06], at: 0)
+            let zipAtStart = !afterData && (starts(with: [0x50, 0x4B, 0x03, 0x04], at: 0) || starts(with: [0x50, 0x4B, 0x05, 0x06], at: 0))
             if zipAtStart || centralDirectoryEnd() != nil || find([0x50, 0x4B, 0x03, 0x04], from: 0) != nil {
                 kind = zip(strict: zipAtStart)
             }
@@ -306,7 +321,7 @@ package enum Inflation {
                 if output < 0 { exhausted = true; break }
                 if filters.count > 1 && (filters[1] == "FlateDecode" || filters[1] == "Fl") {
                     decoded.withUnsafeBufferPointer { buffer in
-                        var walk = Walk(bytes: buffer, output: output, input: input, depth: depth, body: body)
+                        var walk = Walk(bytes: buffer, output: output, input: input, depth: depth, body: body, page: page)
                         _ = walk.stream(from: 0, windowBits: 15, role: .pdfStream)
                         output = walk.output
                         input = walk.input
@@ -401,6 +416,8 @@ package enum Inflation {
                 stripped.withUnsafeBytes(body)
             }
             markup = nil
+            if let content = pageBytes, !exhausted { page?(content) }
+            pageBytes = nil
             if let strings = pdfStrings?.text, !strings.isEmpty, !exhausted {
                 [UInt8(ascii: "\n")].withUnsafeBytes(body)
                 strings.withUnsafeBytes(body)
@@ -408,15 +425,24 @@ package enum Inflation {
             pdfStrings = nil
             if let inner = nested {
                 nested = nil
+                let afterData = nestedAfterData
+                nestedAfterData = false
                 inner.withUnsafeBufferPointer { buffer in
-                    var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body)
-                    _ = walk.run()
+                    var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body, page: page)
+                    _ = walk.run(afterData: afterData)
                     output = walk.output
                     input = walk.input
                     if walk.exhausted { exhausted = true }
                     if walk.unknownMethod { unknownMethod = true }
                 }
             }
+        }
+
+        /// True for a zip entry a browser opens as a page: named `.html`, `.htm`, `.shtml`, `.xht`, `.xhtml` or `.svg`.
+        func isPage(name: Range<Int>?) -> Bool {
+            guard let name, !name.isEmpty else { return false }
+            let lowered = String(decoding: bytes[name], as: UTF8.self).lowercased()
+            return [".html", ".htm", ".shtml", ".xht", ".xhtml", ".svg"].contains(where: lowered.hasSuffix)
         }
 
         /// True for a zip entry a reader parses as markup: named `.xml`, `.rels`, `.opf`, `.xhtml`,
@@ -437,20 +463,44 @@ package enum Inflation {
         mutating func deliver(_ piece: UnsafeRawBufferPointer, first: inout Bool, role: Role) -> Bool {
             if first {
                 first = false
+                recent = 0
                 // An archive inside: kept to be walked after this stream, or past the depth, not read.
-                if case .pdfStream = role {} else if piece.starts(with: [0x50, 0x4B, 0x03, 0x04]) || piece.starts(with: [0x50, 0x4B, 0x05, 0x06])
+                // A PDF's stream too: an embedded file (`/EmbeddedFile`) that is a zip, which its reader opens.
+                if piece.starts(with: [0x50, 0x4B, 0x03, 0x04]) || piece.starts(with: [0x50, 0x4B, 0x05, 0x06])
                     || piece.starts(with: [0x1F, 0x8B]) {
                     if depth >= Inflation.maxDepth { exhausted = true; return false }
                     nested = []
                 }
                 if case .entry(let name) = role, isMarkup(name: name, first: piece) { markup = Markup() }
+                if page != nil, case .entry(let name) = role, isPage(name: name) { pageBytes = [] }
                 if case .pdfStream = role { pdfStrings = PDFStrings() }
             }
             body(piece)
             markup?.feed(piece)
             pdfStrings?.feed(piece)
-            nested?.append(contentsOf: piece)
+            pageBytes?.append(contentsOf: piece)
+            if nested != nil {
+                nested!.append(contentsOf: piece)
+            } else if let at = localHeaderEnd(in: piece) {
+                // A zip after other data in the stream (a self-extracting program in an entry, an
+                // archive appended to a file), which zip readers open: kept from its local header.
+                if depth >= Inflation.maxDepth { exhausted = true; return false }
+                nested = [0x50, 0x4B, 0x03, 0x04] + piece[(at + 1)...]
+                nestedAfterData = true
+            }
             return true
+        }
+
+        /// Where the first zip local header (`PK\3\4`) in the stream so far ends in `piece` (its
+        /// last byte's index), the header perhaps begun in the piece before; nil when none does.
+        mutating func localHeaderEnd(in piece: UnsafeRawBufferPointer) -> Int? {
+            var index = 0
+            while index < piece.count {
+                recent = recent << 8 | UInt32(piece[index])
+                if recent == 0x504B_0304 { return index }
+                index += 1
+            }
+            return nil
         }
 
         /// A zip entry stored (not compressed) at `from`, `count` bytes: fed as an inflated one is
@@ -469,6 +519,7 @@ package enum Inflation {
                 markup = Markup()
                 markup?.feed(piece)
             }
+            if page != nil, case .entry(let name) = role, isPage(name: name) { pageBytes = Array(piece) }
             finish()
         }
 
@@ -529,6 +580,13 @@ package enum Inflation {
         private var brackets = 0
         /// A reference being read, `&` first; nil outside one.
         private var reference: [UInt8]?
+        /// Blanks of the text not yet taken: a run of them between two tags that holds a line
+        /// end is the indentation of pretty-printed XML, which an office reader does not show
+        /// (`<w:t>[[pri</w:t>(line end and indentation)</w:r><w:r><w:t>vate]]` shows a marker);
+        /// dropped there, else taken.
+        private var blanks: [UInt8] = []
+        /// Whether ``blanks`` follow a tag directly.
+        private var blanksAfterTag = false
 
         /// Nothing read yet.
         package init() {}
@@ -556,6 +614,7 @@ package enum Inflation {
                 }
                 if byte == UInt8(ascii: ">") {
                     state = .text
+                    blanksAfterTag = true
                 } else if byte == UInt8(ascii: "=") {
                     afterEquals = true
                 } else if afterEquals && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'")) {
@@ -569,11 +628,11 @@ package enum Inflation {
                 if byte == quote { state = .tag; afterEquals = false }
                 return
             case .comment:
-                if byte == UInt8(ascii: ">") && recent == 0x2D2D { state = .text }
+                if byte == UInt8(ascii: ">") && recent == 0x2D2D { state = .text; blanksAfterTag = true }
                 recent = recent << 8 | UInt16(byte)
                 return
             case .instruction:
-                if byte == UInt8(ascii: ">") && recent & 0xFF == UInt16(UInt8(ascii: "?")) { state = .text }
+                if byte == UInt8(ascii: ">") && recent & 0xFF == UInt16(UInt8(ascii: "?")) { state = .text; blanksAfterTag = true }
                 recent = recent << 8 | UInt16(byte)
                 return
             case .cdata:
@@ -591,6 +650,17 @@ package enum Inflation {
             case .text:
                 break
             }
+            if byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D, reference == nil {
+                blanks.append(byte)
+                return
+            }
+            if !blanks.isEmpty {
+                // Between two tags, with a line end: indentation, not text.
+                let indentation = byte == UInt8(ascii: "<") && blanksAfterTag && blanks.contains { $0 == 0x0A || $0 == 0x0D }
+                if !indentation { text += blanks }
+                blanks.removeAll(keepingCapacity: true)
+            }
+            blanksAfterTag = false
             if reference != nil {
                 if byte == UInt8(ascii: ";") {
                     resolve()

@@ -493,9 +493,11 @@ package struct MessageReadings {
         // The decoded content, read in pieces in several encodings (also what
         // a large part is left at). Its first bytes say whether it is a compressed file.
         var signs = Inflation.Signs()
+        var opening = MarkupOpening()
         emit(name, .pieces(asText: true) { body in
             entity.forEachContentPiece { piece in
                 signs.feed(piece)
+                opening.feed(piece)
                 body(piece)
             }
         })
@@ -505,17 +507,31 @@ package struct MessageReadings {
         // The mail's compressed files share one allowance (``Inflation/mailAllowance``).
         if signs.mayHold, let content = entity.content {
             let before = inflationAllowance
-            let readable = Inflation.inflate(content, allowance: &inflationAllowance) { _ in } != .unreadable
+            // Pages inside (an `.html` entry), read as HTML is read, as a browser opening them shows them.
+            var pages: [[UInt8]] = []
+            let readable = Inflation.inflate(content, allowance: &inflationAllowance, page: { pages.append($0) }) { _ in } != .unreadable
             emit(name + " (inflated)", .pieces(asText: true) { body in
                 var allowance = before
                 return readable && Inflation.inflate(content, allowance: &allowance, body) != .unreadable
             })
+            let html = ContentType(type: "text", subtype: "html", parameters: [ContentType.openedAsPage: "1"])
+            for page in pages where reading {
+                emitOnce(name + " (inflated page)", String(decoding: page, as: UTF8.self), media: html)
+            }
         }
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
         let encoding = encodingField.map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: .whitespaces) } ?? ""
         let isMessage = type.type == "message" || type.is("text", "rfc822-headers")
             || (inDigest && !headers.contains { $0.name.lowercased() == "content-type" })
-        let textLike = Self.isTextLike(type) || isMessage
+        // A file a browser opens as a page (named `.html`, `.svg` …, or starting with a tag),
+        // whatever its declared type: its bytes alone are its source's lines, but a browser
+        // joins text across a tag or a comment, line ends inside them too, and reverses it
+        // under `<bdo dir=rtl>` (issue 21: `[[pri<b(line end)></b>vate]]` in an
+        // octet-stream `.html` went out unchanged). Read as HTML, as a text part named so is.
+        let filename = (entity.filename ?? "").lowercased()
+        let opensAsPage = !Self.isTextLike(type) && !isMessage
+            && (Self.pageNames.contains(where: filename.hasSuffix) || opening.isTag)
+        let textLike = Self.isTextLike(type) || isMessage || opensAsPage
         // What decides certainty comes from the fields alone.
         let known = TransferDecoding.readings([], encoding: encoding) != nil
         if !known || TransferDecoding.isOddlySpelled(encoding) { note(name + " (transfer encoding \(encoding.prefix(40)))") }
@@ -527,9 +543,9 @@ package struct MessageReadings {
             if !candidates.contains(where: { ["UTF-8", "UTF8", "ASCII"].contains($0.uppercased()) }) { charsets.append("UTF-8") }
         }
         // A file named as markup is rendered as markup when opened.
-        let filename = (entity.filename ?? "").lowercased()
-        let media = [".htm", ".html", ".xhtml", ".svg", ".xml"].contains(where: filename.hasSuffix)
+        var media = (opensAsPage || [".htm", ".html", ".xhtml", ".svg", ".xml"].contains(where: filename.hasSuffix))
             && !ContentType.isMarkupName(type.subtype) ? ContentType(type: "text", subtype: "html", parameters: type.parameters) : type
+        if opensAsPage { media = ContentType(type: "text", subtype: "html", parameters: media.parameters.merging([ContentType.openedAsPage: "1"]) { $1 }) }
         // A nested message is read even when the visitor has seen enough: it
         // may hold places that cannot be read with certainty.
         guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
@@ -563,6 +579,32 @@ package struct MessageReadings {
 }
 
 extension MessageReadings {
+    /// Names of files a browser opens as a page (``leaf``): HTML, XHTML, SVG, XML and MHTML.
+    static let pageNames = [".htm", ".html", ".shtml", ".xht", ".xhtml", ".svg", ".xml", ".xsl", ".mht", ".mhtml"]
+
+    /// Whether a file's first bytes, past byte order marks, blanks and NULs, are a `<`
+    /// (as a page's are): fed the content's first pieces, it looks at the first byte that
+    /// is none of those and ignores the rest.
+    struct MarkupOpening {
+        /// True when that byte is `<`.
+        private(set) var isTag = false
+        private var decided = false
+
+        mutating func feed(_ piece: UnsafeRawBufferPointer) {
+            guard !decided else { return }
+            for byte in piece {
+                switch byte {
+                // Blanks, NUL (UTF-16's other half), and the bytes of byte order marks.
+                case 0x00, 0x09, 0x0A, 0x0C, 0x0D, 0x20, 0xEF, 0xBB, 0xBF, 0xFE, 0xFF: continue
+                default:
+                    isTag = byte == UInt8(ascii: "<")
+                    decided = true
+                    return
+                }
+            }
+        }
+    }
+
     /// True for media types a reader shows as their text, nothing joined,
     /// unfolded or decoded further.
     static func rendersAsIs(_ type: ContentType) -> Bool {
@@ -625,6 +667,10 @@ extension MessageReadings {
 
 extension ContentType {
     static func isMarkupName(_ subtype: String) -> Bool { subtype.contains("html") || subtype.contains("xml") }
+
+    /// The parameter ``MessageReadings`` adds to the media of a reading of a file a browser
+    /// opens as a page (whatever type it is declared as), so that its visitor reads it as a page.
+    package static let openedAsPage = "x-mailsec-opened-as-page"
 
     init(type: String, subtype: String, parameters: [String: String]) {
         self.type = type
