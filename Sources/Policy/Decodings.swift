@@ -19,7 +19,7 @@ extension Redactor {
     /// whose escape character stands in the text are made, so ordinary text
     /// costs one pass over it.
     package func decodings(_ text: String, markup: Bool = false) -> [String] {
-        decodedScalars(Array(text.unicodeScalars), markup: markup).map { String(String.UnicodeScalarView($0)) }
+        decodedScalars(Array(text.unicodeScalars), markup: markup).map { String(scalars: $0) }
     }
 
     /// ``decodings(_:markup:)`` as scalars, read from scalars: the marker search
@@ -120,7 +120,11 @@ extension Redactor {
 
     /// True when some reading of `text` (``decodings(_:markup:)``) shows a marker.
     package func hasMarkersInDecodings(_ text: String, markup: Bool = false) -> Bool {
-        decodings(text, markup: markup).contains { hasMarkers($0) }
+        // The readings searched as scalars, as ``hasMarkers(_:)`` searches a text: no text made of each.
+        let markers = [folded(Array(open.unicodeScalars)), folded(Array(close.unicodeScalars))]
+        return decodedScalars(Array(text.unicodeScalars), markup: markup).contains { reading in
+            markers.contains { find($0, in: reading, from: reading.startIndex) != nil }
+        }
     }
 
     /// C, JSON, JavaScript and Python escapes resolved (Python's
@@ -214,7 +218,7 @@ extension Redactor {
     /// A character's name as loose matching compares it: upper case, without
     /// spaces, hyphens and underscores.
     private static func looseName<C: Collection>(_ name: C) -> String where C.Element == Unicode.Scalar {
-        String(String.UnicodeScalarView(name.filter { $0 != " " && $0 != "-" && $0 != "_" })).uppercased()
+        String(scalars: name.filter { $0 != " " && $0 != "-" && $0 != "_" }).uppercased()
     }
 
     /// The names (loose, ``looseName(_:)``) and name aliases of the scalars
@@ -251,7 +255,7 @@ extension Redactor {
                 // A control word: letters, an optional signed number, an optional space.
                 var at = index + 1
                 while at < s.count, isLetter(s[at]), at - index < 33 { at += 1 }
-                let word = String(String.UnicodeScalarView(s[(index + 1)..<at]))
+                let word = String(scalars: s[(index + 1)..<at])
                 let negative = at < s.count && s[at] == "-"
                 if negative { at += 1 }
                 var number = 0, digits = 0
@@ -287,7 +291,9 @@ extension Redactor {
                 bytes.append(UInt8(high << 4 | low))
                 index += 3
             } else {
-                bytes += Array(String(s[index]).utf8)
+                // Encoded in place: a String and an Array per scalar cost this reading most of its time.
+                let value = s[index].value
+                if value < 0x80 { bytes.append(UInt8(truncatingIfNeeded: value)) } else { UTF8.encode(s[index]) { bytes.append($0) } }
                 index += 1
             }
         }

@@ -23,7 +23,7 @@ extension Redactor {
         // The text as a browser joins it (a line end inside a tag or comment is no line end),
         // read through the overrides and escapes too: `<p>` RLO `[[eta<b\n></b>virp]]` shows a
         // reversed span that the source's lines, each ordered on its own, did not.
-        let text = String(String.UnicodeScalarView(stream))
+        let text = String(scalars: stream)
         return inTag || hasMarkers(text) || hasMarkersInDecodings(text, markup: true)
     }
 
@@ -55,7 +55,7 @@ extension Redactor {
             for index in span.closeStart..<span.closeEnd { keep[index] = false }
             if mode.removesSpan {
                 for index in span.openEnd..<span.closeStart { keep[index] = false }
-                let content = String(String.UnicodeScalarView(stream[span.openEnd..<span.closeStart]))
+                let content = String(scalars: stream[span.openEnd..<span.closeStart])
                 placeholderAt[span.openStart] = mode.replacement(for: content, placeholder: placeholder)
             }
         }
@@ -137,7 +137,7 @@ enum HTMLToken {
             // Decoded twice: an attribute may hold a document (iframe srcdoc) with references of its own.
             redactor.hasMarkers(raw) || raw.contains("&") && [1, 2].contains { times in
                 var decoded = raw
-                for _ in 0..<times { decoded = String(String.UnicodeScalarView(decodeEntities(decoded))) }
+                for _ in 0..<times { decoded = String(scalars: decodeEntities(decoded)) }
                 return redactor.hasMarkers(decoded)
             }
         case .text(let raw, _), .comment(let raw), .other(let raw): redactor.hasMarkers(raw)
@@ -153,7 +153,7 @@ enum HTMLToken {
         var rawTextEnd: String?   // inside <script> or <style>: the end tag we wait for
         func flushText(_ end: Int) {
             guard end > textStart else { return }
-            let raw = String(String.UnicodeScalarView(s[textStart..<end]))
+            let raw = String(scalars: s[textStart..<end])
             tokens.append(.text(raw: raw, decoded: rawTextEnd == nil ? decodeEntities(raw) : Array(raw.unicodeScalars)))
         }
         func starts(_ prefix: String, at i: Int) -> Bool {
@@ -214,7 +214,7 @@ enum HTMLToken {
             }
             guard let end = tokenEnd, let make else { index += 1; continue }
             flushText(index)
-            let raw = String(String.UnicodeScalarView(s[index..<end]))
+            let raw = String(scalars: s[index..<end])
             tokens.append(make(raw))
             if case .tag = tokens.last! {
                 let name = tagName(raw)
@@ -295,7 +295,7 @@ extension Redactor {
         var out: [TextSegment] = []
         var literal: [Unicode.Scalar] = []
         func flush() {
-            if !literal.isEmpty { out.append(.text(String(String.UnicodeScalarView(literal)))) }
+            if !literal.isEmpty { out.append(.text(String(scalars: literal))) }
             literal = []
         }
         var position = 0
@@ -304,7 +304,7 @@ extension Redactor {
             if next < found.count && found[next].openStart == position {
                 flush()
                 let span = found[next]
-                out.append(.span(catalog.number(for: String(String.UnicodeScalarView(stream[span.openEnd..<span.closeStart])))))
+                out.append(.span(catalog.number(for: String(scalars: stream[span.openEnd..<span.closeStart]))))
                 position = span.closeEnd
                 next += 1
                 continue

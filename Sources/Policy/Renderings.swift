@@ -38,16 +38,16 @@ extension Redactor {
             out.append(Self.withoutEnrichedCommands(text))
         }
         if Self.isMarkup(type: type, subtype: subtype) {
-            let decoded = String(String.UnicodeScalarView(decodeEntities(text)))
+            let decoded = String(scalars: decodeEntities(text))
             out.append(decoded)
             // A document inside an attribute (iframe srcdoc) is decoded twice.
-            if decoded.contains("&") { out.append(String(String.UnicodeScalarView(decodeEntities(decoded)))) }
+            if decoded.contains("&") { out.append(String(scalars: decodeEntities(decoded))) }
             out.append(Self.cssUnescaped(decoded))
             out.append(Self.percentDecoded(decoded))
             if let directed = Self.withDirectionsAsControls(decoded) { out.append(directed) }
             for payload in Self.dataURLPayloads(decoded) {
                 out.append(payload)
-                let inner = String(String.UnicodeScalarView(decodeEntities(payload)))
+                let inner = String(scalars: decodeEntities(payload))
                 out += [inner, Self.cssUnescaped(inner), Self.percentDecoded(inner)]
             }
         }
@@ -71,7 +71,7 @@ extension Redactor {
                 index += 1
                 continue
             }
-            let tag = String(String.UnicodeScalarView(scalars[index...end])).lowercased()
+            let tag = String(scalars: scalars[index...end]).lowercased()
             if tag.hasPrefix("</bdo") {
                 out.append("\u{202C}")
             } else if !tag.hasPrefix("</") && tag.contains("rtl") {
@@ -104,7 +104,7 @@ extension Redactor {
             out.append(scalar)
             index += 1
         }
-        return String(String.UnicodeScalarView(out))
+        return String(scalars: out)
     }
 
     /// Folded lines (iCalendar, vCard, RFC 5322) unfolded: a line break
@@ -123,7 +123,7 @@ extension Redactor {
             out.append(scalars[index])
             index += 1
         }
-        return String(String.UnicodeScalarView(out))
+        return String(scalars: out)
     }
 
     /// text/enriched (RFC 1896) as shown: commands `<…>` dropped, `<<` is `<`,
@@ -150,14 +150,14 @@ extension Redactor {
             out.append(scalar)
             index += 1
         }
-        return String(String.UnicodeScalarView(out))
+        return String(scalars: out)
     }
 
     /// CSS escapes resolved: `\5b`, `\00005B ` (up to six hex digits and one
     /// white space after), and `\[` (any other character as itself).
     static func cssUnescaped(_ text: String) -> String {
         guard text.contains("\\") else { return text }
-        return String(String.UnicodeScalarView(cssUnescaped(Array(text.unicodeScalars))))
+        return String(scalars: cssUnescaped(Array(text.unicodeScalars)))
     }
 
     /// ``cssUnescaped(_:)-(String)`` from scalars to scalars.
@@ -232,15 +232,15 @@ extension Redactor {
                 stopAt = comma
             }
             guard comma < scalars.count, scalars[comma] == "," else { index += prefix.count; continue }
-            let header = String(String.UnicodeScalarView(scalars[(index + prefix.count)..<comma])).lowercased()
+            let header = String(scalars: scalars[(index + prefix.count)..<comma]).lowercased()
             var end = comma + 1
             let stops: Set<Unicode.Scalar> = ["\"", "'", ")", "<", ">"]
             while end < scalars.count && !stops.contains(scalars[end]) { end += 1 }
-            let body = Array(String(String.UnicodeScalarView(scalars[(comma + 1)..<end])).utf8)
+            let body = Array(String(scalars: scalars[(comma + 1)..<end]).utf8)
             var bytes = percentDecodedBytes(body)
             if header.contains("base64") { bytes = base64Decoded(bytes) }
             out.append(String(decoding: bytes, as: UTF8.self))
-            out.append(String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) })))
+            out.append(String(scalars: bytes.map { Unicode.Scalar($0) }))
             index = end
         }
         return out
@@ -261,7 +261,7 @@ extension Redactor {
             decoded.append(10)
         }
         guard !decoded.isEmpty else { return [] }
-        return [String(decoding: decoded, as: UTF8.self), String(String.UnicodeScalarView(decoded.map { Unicode.Scalar($0) }))]
+        return [String(decoding: decoded, as: UTF8.self), String(scalars: decoded.map { Unicode.Scalar($0) })]
     }
 
     /// Base64 decoded leniently: letters of either alphabet, the rest skipped.

@@ -36,7 +36,7 @@ public final class SpanCatalog: Sendable {
         let scalars = Array(text.unicodeScalars)
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
               let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
-        return String(String.UnicodeScalarView(scalars[first...last]))
+        return String(scalars: scalars[first...last])
     }
 }
 
@@ -55,11 +55,11 @@ extension Redactor {
         var position = 0
         func literal(_ range: Range<Int>) {
             guard !range.isEmpty else { return }
-            out.append(.text(String(String.UnicodeScalarView(scalars[range]))))
+            out.append(.text(String(scalars: scalars[range])))
         }
         for span in try spans(scalars, part: part) {
             literal(position..<span.openStart)
-            out.append(.span(catalog.number(for: String(String.UnicodeScalarView(scalars[span.openEnd..<span.closeStart])))))
+            out.append(.span(catalog.number(for: String(scalars: scalars[span.openEnd..<span.closeStart]))))
             position = span.closeEnd
         }
         literal(position..<scalars.count)

@@ -57,7 +57,7 @@ package enum HTMLRebuild {
         let spans = try redactor.spans(model.stream, part: part)
         try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
         var rebuilt = model.write(spans: spans, redactor: redactor, mode: mode)
-        rebuilt.lines = String(String.UnicodeScalarView(model.lines))
+        rebuilt.lines = String(scalars: model.lines)
         return rebuilt
     }
 
@@ -214,7 +214,7 @@ package enum HTMLRebuild {
 
     static func withoutControls(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isControl) else { return text }
-        return String(String.UnicodeScalarView(text.unicodeScalars.filter { !isControl($0) }))
+        return String(scalars: text.unicodeScalars.filter { !isControl($0) })
     }
 
     // MARK: The model
@@ -280,7 +280,7 @@ package enum HTMLRebuild {
             /// A string of a style sheet is text a reader may show (`content:`, `quotes:`): a whole
             /// marker there refuses the part, pieces count in the material.
             func cssString(_ string: [Unicode.Scalar]) throws(PolicyError) {
-                if redactor.hasMarkers(String(String.UnicodeScalarView(string))) { throw inStyleSheet }
+                if redactor.hasMarkers(String(scalars: string)) { throw inStyleSheet }
                 material.count(string)
             }
             // The names of the open elements, kept or not: a style sheet is the text right inside a `style`.
@@ -321,7 +321,7 @@ package enum HTMLRebuild {
                         if skipDepth == 0 {
                             // Markers in dropped content pair up within it, or the mail is refused.
                             if !skippedText.isEmpty {
-                                try redactor.validate(String(String.UnicodeScalarView(skippedText)), part: part)
+                                try redactor.validate(String(scalars: skippedText), part: part)
                                 skippedText.removeAll(keepingCapacity: true)
                             }
                         }
@@ -451,7 +451,7 @@ package enum HTMLRebuild {
                             continue
                         }
                         if position == found.openStart && removes {
-                            let content = String(String.UnicodeScalarView(stream[found.openEnd..<found.closeStart]))
+                            let content = String(scalars: stream[found.openEnd..<found.closeStart])
                             for scalar in mode.replacement(for: content, placeholder: redactor.placeholder).unicodeScalars
                             where !isControl(scalar) {
                                 escape(scalar, into: &out)
@@ -468,7 +468,7 @@ package enum HTMLRebuild {
             // Nothing after </html>: a line feed there is text of the body to a parser.
             out.append(contentsOf: "</body></html>".utf8)
             return Rebuilt(html: String(decoding: out, as: UTF8.self), dropped: dropped.sorted(),
-                           text: String(String.UnicodeScalarView(text)), attributes: written)
+                           text: String(scalars: text), attributes: written)
         }
     }
 
@@ -501,7 +501,7 @@ extension String {
     fileprivate func trimmingASCIIWhitespaceLowercased() -> String {
         let isSpace: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\u{C}" || $0 == "\r" }
         let scalars = unicodeScalars.drop(while: isSpace)
-        var result = String(String.UnicodeScalarView(scalars))
+        var result = String(scalars: scalars)
         while let last = result.unicodeScalars.last, isSpace(last) { result.unicodeScalars.removeLast() }
         return result.lowercased()
     }

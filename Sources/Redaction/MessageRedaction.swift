@@ -165,7 +165,7 @@ extension Redactor {
                 // (`[[priv\u0061te]]`) or broken by what a viewer ignores (RTF's bare line ends).
                 for marker in [redactor.open, redactor.close] {
                     let pair = Array(marker.lowercased().unicodeScalars.prefix(2))
-                    if pair.count == 2, pair.allSatisfy(\.isASCII) { starts.append(Array(String(String.UnicodeScalarView(pair)).utf8)) }
+                    if pair.count == 2, pair.allSatisfy(\.isASCII) { starts.append(Array(String(scalars: pair).utf8)) }
                 }
                 var byLead = [[[UInt8]]](repeating: [], count: 256)
                 for start in starts { byLead[Int(start[0])].append(start) }
@@ -621,7 +621,7 @@ extension Redactor {
         /// not the region's: there any run of such characters keeps it live.
         private func examine(_ reading: [Unicode.Scalar], visual: Bool) -> (found: Bool, live: Bool) {
             guard bitMarkers else {
-                let text = String(String.UnicodeScalarView(reading))
+                let text = String(scalars: reading)
                 return (redactor.hasMarkers(text), endsInMarker(text))
             }
             return reading.withUnsafeBufferPointer { buffer in

@@ -339,7 +339,7 @@ public enum PostcardRebuild {
         static func hasExtension(_ name: String, _ extensions: Set<String>) -> Bool {
             let cleaned = Cleaning.cleaned(name, singleLine: true).unicodeScalars
                 .filter { !($0.value == 0xAD || $0.properties.isDefaultIgnorableCodePoint) }
-            var trimmed = String(String.UnicodeScalarView(cleaned))
+            var trimmed = String(scalars: cleaned)
             while let last = trimmed.last, last == "." || last == " " { trimmed.removeLast() }
             guard let dot = trimmed.lastIndex(of: ".") else { return false }
             return extensions.contains(trimmed[trimmed.index(after: dot)...].lowercased())
@@ -690,7 +690,7 @@ enum Cleaning {
             }
             index += 1
         }
-        return String(String.UnicodeScalarView(kept))
+        return String(scalars: kept)
     }
 
     /// Whether ``cleaned(_:singleLine:)`` would change `text`: it holds a C0
