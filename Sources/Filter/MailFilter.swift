@@ -321,8 +321,13 @@ package struct MailFilter: Sendable {
             }
             index += 1
         }
-        var body = bytes[start...].filter { $0 != 13 }
-        while let last = body.last, last == 10 || last == 32 || last == 9 { body.removeLast() }
+        // One pass into reserved storage: ArraySlice.filter grew its array
+        // byte by byte (190,000 instructions for a 10 KB copy, three copies a mail, issue 24).
+        var end = bytes.count
+        while end > start, bytes[end - 1] == 10 || bytes[end - 1] == 13 || bytes[end - 1] == 32 || bytes[end - 1] == 9 { end -= 1 }
+        var body = [UInt8]()
+        body.reserveCapacity(end - start)
+        for byte in bytes[start..<end] where byte != 13 { body.append(byte) }
         return body
     }
 
