@@ -12,9 +12,40 @@ import Foundation
 /// rename (new inode), and the status-change time cannot be set back by
 /// `touch`. A file that is missing counts as missing.
 public struct KeyringState: Sendable, Hashable {
-    /// The files of a home that are looked at, relative to it.
-    public static let files = ["pubring.kbx", "pubring.gpg", "trustdb.gpg", "gpg.conf",
-                               "public-keys.d", "public-keys.d/pubring.db"]
+    /// The files of a home that are looked at, relative to it (and those that
+    /// `gpg.conf` names: ``namedFiles(conf:home:)``).
+    public static let files = ["pubring.kbx", "pubring.gpg", "trustdb.gpg", "gpg.conf", "common.conf", "tofu.db",
+                               "public-keys.d", "public-keys.d/pubring.db", "public-keys.d/pubring.db-wal"]
+
+    /// The keyrings and trust database `gpg.conf` names (`keyring`,
+    /// `primary-keyring`, `trustdb-name`): gpg reads keys from them too, so a key
+    /// imported into one of them must change the state (a hostile review: a key
+    /// copied into a `keyring extra.kbx` went unseen by the resident filter,
+    /// which kept making postcards for that recipient). A name without a slash is
+    /// in the home, `~/` is `$HOME`, as gpg takes them.
+    static func namedFiles(conf: String, home: String) -> [String] {
+        guard let handle = FileHandle(forReadingAtPath: conf) else { return [] }
+        defer { try? handle.close() }
+        let bytes = (try? handle.read(upToCount: 1 << 20)) ?? Data()
+        var names: [String] = []
+        for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.hasPrefix("#"), let split = trimmed.firstIndex(where: { $0 == " " || $0 == "\t" || $0 == "=" }) else { continue }
+            let option = trimmed[..<split].lowercased()
+            guard ["keyring", "primary-keyring", "trustdb-name"].contains(option) else { continue }
+            var value = trimmed[split...].drop { $0 == " " || $0 == "\t" || $0 == "=" }.trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            guard !value.isEmpty else { continue }
+            if value.hasPrefix("~/") {
+                names.append((ProcessInfo.processInfo.environment["HOME"] ?? "") + value.dropFirst())
+            } else if value.contains("/") {
+                names.append(value)
+            } else {
+                names.append(home + "/" + value)
+            }
+        }
+        return names
+    }
 
     private struct FileState: Sendable, Hashable {
         var device: UInt64 = 0, inode: UInt64 = 0, size: Int64 = -1
@@ -36,9 +67,10 @@ public struct KeyringState: Sendable, Hashable {
     /// The state of `home` now (nil: `$GNUPGHOME`, then `~/.gnupg`, as gpg takes it).
     public init(home: String?) {
         let folder = KeyringCheck.resolvedHome(home)
-        states = Self.files.map { name in
+        let paths = Self.files.map { folder + "/" + $0 } + Self.namedFiles(conf: folder + "/gpg.conf", home: folder)
+        states = paths.map { path in
             var info = stat()
-            guard stat(folder + "/" + name, &info) == 0 else { return FileState() }
+            guard stat(path, &info) == 0 else { return FileState() }
             return FileState(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
                              modified: Int64(info.st_mtim.tv_sec), modifiedNanoseconds: info.st_mtim.tv_nsec,
                              changed: Int64(info.st_ctim.tv_sec), changedNanoseconds: info.st_ctim.tv_nsec)

@@ -39,6 +39,35 @@ struct KeyringStateTests {
         }
     }
 
+    /// A hostile review: with `keyring extra.kbx` in gpg.conf, a key copied into that
+    /// keyring went unseen by the resident filter (postcards where a letter was due).
+    @Test("a keyring gpg.conf names, and the trust database it names, count too")
+    func keyringsNamedInGpgConf() throws {
+        // A keybox holding Bob's key, made in a home of its own.
+        let bobsRing = try withGnuPGHome(importing: ["bob.pub.asc"]) { source in
+            try Data(contentsOf: URL(fileURLWithPath: source.path + "/pubring.kbx"))
+        }
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let conf = home.path + "/gpg.conf"
+            let before = (try? String(contentsOfFile: conf, encoding: .utf8)) ?? ""
+            try (before + "keyring extra.kbx\nkeyring \"\(home.path)/second.kbx\"\ntrustdb-name other-trust.gpg\n")
+                .write(toFile: conf, atomically: false, encoding: .utf8)
+            var state = KeyringState(home: home.path)
+            for ring in ["extra.kbx", "second.kbx"] {
+                try bobsRing.write(to: URL(fileURLWithPath: home.path + "/" + ring))
+                if ring == "extra.kbx" {
+                    // The oracle: gpg itself now finds Bob's key, through gpg.conf alone.
+                    #expect(try home.gpg(["--list-keys", "bob@example.org"]).output.contains("bob@example.org"), "gpg does not read \(ring)")
+                }
+                let now = KeyringState(home: home.path)
+                #expect(now != state, "a key copied into \(ring), which gpg.conf names, went unseen")
+                state = now
+            }
+            try Data("x".utf8).write(to: URL(fileURLWithPath: home.path + "/other-trust.gpg"))
+            #expect(KeyringState(home: home.path) != state, "the trust database gpg.conf names went unseen")
+        }
+    }
+
     @Test("the cache answers a repeated look-up without gpg, and lists again after the keyring changed")
     func cache() throws {
         try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
