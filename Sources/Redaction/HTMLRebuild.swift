@@ -65,10 +65,13 @@ package enum HTMLRebuild {
     /// its model (Gumbo's tree, hidden content out) holds one or markers that do not pair
     /// up, text shown in place of an element or a styled part's material (CSS `content:`
     /// strings, `attr()`) may join one (``refuseJoinable``), or the document cannot be read.
-    /// For a file opened as a page, which is passed or withheld, never rebuilt.
-    package static func pageShowsMarker(_ html: String, redactor: Redactor) -> Bool {
-        guard let model = try? Model(HTMLDocument(parsing: html), redactor: redactor, mode: .censor, part: "page"),
-              let spans = try? redactor.spans(model.stream, part: "page") else { return true }
+    /// For a file opened as a page, which is passed or withheld, never rebuilt. An XML
+    /// page (`xml`: SVG, XSLT, XML) the model cannot read (nested too deep: its `<row/>`
+    /// close themselves in XML, not in HTML) is left to the text readings, which ran first
+    /// (a hostile review: SVG maps and XML exports of 1,100 elements counted as marked).
+    package static func pageShowsMarker(_ html: String, redactor: Redactor, xml: Bool = false) -> Bool {
+        guard let model = try? Model(HTMLDocument(parsing: html), redactor: redactor, mode: .censor, part: "page") else { return !xml }
+        guard let spans = try? redactor.spans(model.stream, part: "page") else { return true }
         if !spans.isEmpty { return true }
         do { try model.refuseJoinable(spans: spans, redactor: redactor, part: "page") } catch { return true }
         return false

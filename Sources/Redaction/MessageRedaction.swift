@@ -44,7 +44,8 @@ extension Redactor {
             case .text(let text, let media):
                 if hasMarkersInAnyRendering(text, type: media.type, subtype: media.subtype, parameters: media.parameters) {
                     marker = place
-                } else if media.parameters[ContentType.openedAsPage] != nil, HTMLRebuild.pageShowsMarker(text, redactor: self) {
+                } else if let page = media.parameters[ContentType.openedAsPage],
+                          HTMLRebuild.pageShowsMarker(text, redactor: self, xml: page == "xml") {
                     // A file a browser opens as a page: read as the rebuild reads an HTML part
                     // (a real parser's tree, and what CSS may compose), as it is never rebuilt.
                     marker = place

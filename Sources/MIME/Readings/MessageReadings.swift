@@ -46,6 +46,9 @@ package struct MessageReadings {
     private var readAlready: [Int: Int] = [:]
     /// What the mail's compressed files may still cost beyond their own sizes (``Inflation/mailAllowance``).
     private var inflationAllowance = Inflation.mailAllowance
+    /// What the pages inside a mail's compressed files may hold together to be read as
+    /// HTML (``pageAllowance``); beyond it the file is not read with certainty.
+    private var pagesLeft = MessageReadings.pageAllowance
     private static let maxDepth = 24
     /// Text parts up to this size are read whole in every transfer encoding
     /// and charset; larger ones are searched in pieces as their bytes.
@@ -514,9 +517,20 @@ package struct MessageReadings {
                 var allowance = before
                 return readable && Inflation.inflate(content, allowance: &allowance, body) != .unreadable
             })
-            let html = ContentType(type: "text", subtype: "html", parameters: [ContentType.openedAsPage: "1"])
-            for page in pages where reading {
-                emitOnce(name + " (inflated page)", String(decoding: page, as: UTF8.self), media: html)
+            // Read as HTML, a page costs far more than its bytes (a 375 KB zip of a 26 MB page:
+            // 17 s and 1.3 GB, a hostile review): the mail's pages share one allowance, and a
+            // file whose pages go beyond it is not clean, as a file beyond its inflation budget.
+            let total = pages.reduce(0) { $0 + $1.count }
+            if total > pagesLeft {
+                pagesLeft = 0
+                emit(name + " (pages beyond \(Self.pageAllowance >> 20) MiB)", .pieces(asText: true) { _ in false })
+            } else {
+                pagesLeft -= total
+                for page in pages where reading {
+                    let html = ContentType(type: "text", subtype: "html",
+                                           parameters: [ContentType.openedAsPage: Self.isXMLPage(name: "", head: page) ? "xml" : "1"])
+                    emitOnce(name + " (inflated page)", String(decoding: page, as: UTF8.self), media: html)
+                }
             }
         }
         let encodingField = headers.last { $0.name.lowercased() == "content-transfer-encoding" }
@@ -545,7 +559,16 @@ package struct MessageReadings {
         // A file named as markup is rendered as markup when opened.
         var media = (opensAsPage || [".htm", ".html", ".xhtml", ".svg", ".xml"].contains(where: filename.hasSuffix))
             && !ContentType.isMarkupName(type.subtype) ? ContentType(type: "text", subtype: "html", parameters: type.parameters) : type
-        if opensAsPage { media = ContentType(type: "text", subtype: "html", parameters: media.parameters.merging([ContentType.openedAsPage: "1"]) { $1 }) }
+        // A text-like file named as a page, or declared SVG or XML, is opened as a page too,
+        // as a text/html part is checked by its rebuild, an XHTML one too: the same check (a hostile
+        // review: text/plain or JSON named .html, octet-stream with a charset, text/xml,
+        // image/svg+xml holding CSS that composes a marker went out unchanged).
+        let declaredPage = !type.is("text", "html") && !isMessage
+            && (Self.pageNames.contains(where: filename.hasSuffix) || ["xml", "svg+xml", "xslt+xml"].contains(type.subtype))
+        if opensAsPage || declaredPage {
+            let kind = Self.isXMLPage(name: filename, head: opening.head) ? "xml" : "1"
+            media = ContentType(type: "text", subtype: "html", parameters: media.parameters.merging([ContentType.openedAsPage: kind]) { $1 })
+        }
         // A nested message is read even when the visitor has seen enough: it
         // may hold places that cannot be read with certainty.
         guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
@@ -582,6 +605,18 @@ extension MessageReadings {
     /// Names of files a browser opens as a page (``leaf``): HTML, XHTML, SVG, XML and MHTML.
     static let pageNames = [".htm", ".html", ".shtml", ".xht", ".xhtml", ".svg", ".xml", ".xsl", ".mht", ".mhtml"]
 
+    /// What the pages inside one mail's compressed files may hold together to be
+    /// read as HTML: 4 MiB.
+    package static let pageAllowance = 4 << 20
+
+    /// True for a page a browser reads as XML (SVG, XSLT, an XML file: named so, or
+    /// opening with `<?xml`), where `<row/>` closes itself: read as HTML such a file of
+    /// 1,100 rows nests deeper than the model reads, which must not make it count as marked.
+    static func isXMLPage(name: String, head: [UInt8]) -> Bool {
+        [".svg", ".xml", ".xsl"].contains(where: name.hasSuffix)
+            || ["<?xml", "<svg"].contains { String(decoding: head.filter { $0 != 0 }.prefix(5), as: UTF8.self).lowercased().hasPrefix($0) }
+    }
+
     /// Whether a file's first bytes, past byte order marks, blanks and NULs, open a tag
     /// (as a page's do): a `<` and then a letter, `!`, `/` or `?`, and the first
     /// ``headSize`` bytes from there text — UTF-8 (NULs, UTF-16's other half, aside)
@@ -591,7 +626,8 @@ extension MessageReadings {
     struct MarkupOpening {
         /// How many bytes from the `<` must read as text.
         static let headSize = 512
-        private var head: [UInt8] = []
+        /// The first ``headSize`` bytes from the `<` (empty when the file opens otherwise).
+        private(set) var head: [UInt8] = []
         private var started = false
         private var done = false
         private var isTagSoFar = false
