@@ -24,9 +24,7 @@ public struct KeyringState: Sendable, Hashable {
     /// which kept making postcards for that recipient). A name without a slash is
     /// in the home, `~/` is `$HOME`, as gpg takes them.
     static func namedFiles(conf: String, home: String) -> [String] {
-        guard let handle = FileHandle(forReadingAtPath: conf) else { return [] }
-        defer { try? handle.close() }
-        let bytes = (try? handle.read(upToCount: 1 << 20)) ?? Data()
+        guard let bytes = FileManager.default.contents(atPath: conf) else { return [] }
         var names: [String] = []
         for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
