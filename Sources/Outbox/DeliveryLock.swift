@@ -12,7 +12,10 @@ public final class DeliveryLock {
     /// still holds it then.
     public init?(folder: String, wait: TimeInterval) throws(OutboxError) {
         let path = folder + "/outbox.lock"
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        // A local until the lock is held: a class whose stored properties are all set
+        // runs its deinit when its init returns nil, and that closed the descriptor a
+        // second time, by then perhaps another thread's (a socket, the store).
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw OutboxError("cannot open \(path): \(String(cString: strerror(errno)))") }
         let deadline = Date().addingTimeInterval(wait)
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
@@ -22,6 +25,7 @@ public final class DeliveryLock {
             }
             usleep(50_000)
         }
+        self.fd = fd
     }
 
     deinit { close(fd) }  // closing drops the lock

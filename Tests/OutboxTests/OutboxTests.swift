@@ -211,6 +211,34 @@ struct OutboxTests {
         }
     }
 
+    /// A lock that is not taken returned nil after closing its descriptor, and its
+    /// deinit (a class's runs when its init fails after every property is set) closed
+    /// the same number again: by then, perhaps a descriptor another thread had just
+    /// opened. Here a thread opens, checks and closes /dev/null as fast as it can while
+    /// 20,000 locks fail: a close of its descriptor by anyone else shows as EBADF.
+    @Test("a lock not taken closes its descriptor once: another thread's descriptors stay open")
+    func failedLockClosesOnce() throws {
+        try withOutbox { _, folder in
+            let held = try DeliveryLock(folder: folder, wait: 0)
+            #expect(held != nil)
+            let stop = Mutex(false), broken = Mutex(0)
+            let other = Thread {
+                while !stop.withLock({ $0 }) {
+                    let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+                    guard fd >= 0 else { continue }
+                    for _ in 0..<3 where fcntl(fd, F_GETFD) == -1 { broken.withLock { $0 += 1 } }
+                    if close(fd) != 0 { broken.withLock { $0 += 1 } }
+                }
+            }
+            other.start()
+            for _ in 0..<20_000 { _ = try DeliveryLock(folder: folder, wait: 0) }
+            stop.withLock { $0 = true }
+            while !other.isFinished { usleep(1_000) }
+            #expect(broken.withLock { $0 } == 0, "descriptors of another thread were closed under it")
+            withExtendedLifetime(held) {}
+        }
+    }
+
     @Test("discard removes a copy for good, not while it is being sent")
     func discard() throws {
         try withOutbox { outbox, _ in

@@ -13,7 +13,10 @@ final class RawClient {
     /// given (127.0.0.2, …: another client address on this machine).
     init(port: Int, timeout: Duration = .seconds(300), from source: String? = nil) throws {
         self.timeout = timeout
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // A local until connected: once every stored property is set, a throw runs
+        // deinit, which closed the socket a second time (another thread's descriptor
+        // by then: NIO crashed on EBADF in a full test run).
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw RawClientError("socket failed") }
         if let source {
             var local = sockaddr_in()
@@ -35,6 +38,7 @@ final class RawClient {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        self.fd = fd
     }
 
     deinit { close(fd) }
