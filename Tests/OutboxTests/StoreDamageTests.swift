@@ -99,6 +99,30 @@ struct StoreDamageTests {
         }
     }
 
+    /// submission-e2e, kill -9 during DATA: the store was refused as damaged ("frame 915
+    /// fails its checksum, later frames do not") after a process died in a transaction
+    /// that had rewritten a spilled frame in place. With the index, frames past the
+    /// committed ones are no sign of damage: the store opens with every committed mail.
+    @Test("an uncommitted tail with a broken frame and intact ones after it, the index intact: the store opens with all four mails")
+    func uncommittedTailAfterCrash() throws {
+        try withQueuedStore { image in
+            let folder = try image(true)
+            let path = folder + "/mailsec.sqlite-wal"
+            let wal = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            let frame = 4096 + 24
+            let last = Array(wal.suffix(frame))
+            // Two more frames of this WAL (its salts), the first with a broken checksum.
+            var broken = last
+            broken[24 + 100] ^= 0x20
+            try Data(wal + broken + last).write(to: URL(fileURLWithPath: path))
+            #expect(try opened(folder) == 4, "the committed mails are all there")
+            // Without the index, the same WAL cannot be told from damage inside committed frames.
+            let bare = try image(false)
+            try Data(wal + broken + last).write(to: URL(fileURLWithPath: bare + "/mailsec.sqlite-wal"))
+            #expect(throws: LocalStoreError.self) { _ = try LocalStore(folder: bare) }
+        }
+    }
+
     @Test("the store file emptied, not SQLite, or a folder: refused (damaged) with one line naming it, and not made anew")
     func damagedFile() throws {
         let folder = try makePrivateDirectory(prefix: "ms-storedmg")
