@@ -162,7 +162,7 @@ struct PostcardRebuildTests {
         #expect(postcard.allSatisfy { $0 < 0x80 }, "\(written)")
         #expect(written.contains("Content-Type: text/plain; charset=utf-8"), "\(written)")
         #expect(written.contains("Content-Transfer-Encoding: quoted-printable"), "\(written)")
-        #expect(!written.contains("flowed") && !written.contains("zq"), "\(written)")
+        #expect(!written.contains("flowed") && !written.contains("zqsubject") && !written.contains("zqbody"), "\(written)")
         let part = try #require(try MIMEMessage.parse(postcard).body?.text)
         #expect(part == "Grüße a soft line joined here. bold bright █████ tail\n", "\(part.debugDescription)")
         let parsed = try MIMEMessage.parse(postcard)
@@ -246,7 +246,8 @@ struct PostcardRebuildTests {
             """
         let postcard = try Postcard.censored(try parse(mail))
         let written = String(decoding: postcard.serialize(), as: UTF8.self)
-        #expect(!written.lowercased().contains("zq"), "\(written)")
+        // The spans' words, not "zq" alone: a random boundary holds "zQ" about once in 50 runs.
+        #expect(!["zqparam", "zqtext", "zqname"].contains { written.lowercased().contains($0) }, "\(written)")
         #expect(!written.contains("x-extra"))
         let attachment = try #require(postcard.body?.children.last)
         #expect(attachment.filename == "Bericht ü █████.txt")
