@@ -101,4 +101,35 @@ struct HeaderScanTests {
             #expect(subjects == 2)
         }
     }
+
+    @Test("the one read before parsing, fed in random pieces, finds what each scan finds over the whole input in memory")
+    func surveyAgreesWithWholeScans() throws {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        // Bytes that matter to the three signs, and filler.
+        let atoms: [[UInt8]] = [[13], [10], [13, 10], [0], Array("=?".utf8), Array("?=".utf8), Array("=?utf-8?q?x".utf8),
+                                [32], [9], Array("ab".utf8), Array("Subject: ".utf8)]
+        var sawEach = (nul: false, bareCR: false, unbounded: false)
+        for round in 0..<3000 {
+            var bytes: [UInt8] = []
+            // Now and then a field of many open encoded-words, long enough to pass the limit.
+            if round % 50 == 0 { bytes += Array("Subject: ".utf8) + Array(String(repeating: "=?a ", count: 6000).utf8) }
+            for _ in 0..<Int.random(in: 0...40, using: &random) { bytes += atoms.randomElement(using: &random)! }
+            var survey = HeaderScan.Survey()
+            var at = 0
+            while at < bytes.count {
+                let next = min(bytes.count, at + Int.random(in: 1...9, using: &random))
+                bytes[at..<next].withUnsafeBytes { survey.feed($0) }
+                at = next
+            }
+            survey.finish()
+            let nul = bytes.contains(0)
+            let bareCR = HeaderScan.firstBareCR(bytes[...]) != nil
+            let unbounded = verdict { try HeaderScan.refuseUnboundedEncodedWords(in: bytes) }
+            #expect(survey.hasNUL == nul && survey.hasBareCR == bareCR && (survey.unboundedEncodedWords != nil) == unbounded,
+                    "seed \(seed), round \(round): \(bytes.prefix(200))")
+            sawEach = (sawEach.nul || nul, sawEach.bareCR || bareCR, sawEach.unbounded || unbounded)
+        }
+        #expect(sawEach == (true, true, true), "the generator made each sign")
+    }
 }
