@@ -113,10 +113,27 @@ extension MIMEEntity {
     /// A `text/SUBTYPE` part holding `text` as UTF-8, always
     /// quoted-printable and never flowed: the one form a rebuilt postcard's
     /// text is written in, so that every reader decodes it alike.
+    ///
+    /// Made directly, not through ``text(_:subtype:)``: its copy of the text
+    /// into an array, its scan for ASCII and GMime's scan for the best
+    /// encoding were 10% of redacting 100 MB, and each result was set aside.
     package static func quotedPrintableText(_ text: String, subtype: String = "plain") -> MIMEEntity {
-        let entity = MIMEEntity.text(text, subtype: subtype)
-        g_mime_text_part_set_charset(cast(entity.raw), "utf-8")
-        g_mime_part_set_content_encoding(cast(entity.raw), GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE)
+        GMimeLibrary.initialise()
+        let part = g_mime_text_part_new_with_subtype(subtype)!
+        let entity = MIMEEntity(taking: cast(part))
+        var text = text
+        // GMime copies the text's UTF-8 into its own buffer: one copy.
+        let stream = text.withUTF8 { utf8 in
+            utf8.withMemoryRebound(to: CChar.self) { chars in
+                chars.baseAddress.map { g_mime_stream_mem_new_with_buffer($0, chars.count) } ?? g_mime_stream_mem_new()
+            }
+        }!
+        let wrapper = g_mime_data_wrapper_new_with_stream(stream, GMIME_CONTENT_ENCODING_DEFAULT)
+        g_object_unref(stream)
+        g_mime_part_set_content(cast(part), wrapper)
+        g_object_unref(wrapper)
+        g_mime_part_set_content_encoding(cast(part), GMIME_CONTENT_ENCODING_QUOTEDPRINTABLE)
+        g_mime_text_part_set_charset(part, "utf-8")
         return entity
     }
 }

@@ -37,7 +37,7 @@ public struct ParseOptions: Sendable, Hashable {
     }
 
     /// No limits: for copies of what was parsed under limits already.
-    static let unlimited = ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max)
+    package static let unlimited = ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max)
 
     /// 64 MiB, nesting up to 32 levels, 10,000 parts, 2,000 fields per header section.
     public static let standard = ParseOptions()

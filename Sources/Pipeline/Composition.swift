@@ -202,8 +202,8 @@ public enum Postcard {
             throw PipelineError(error)
         }
         guard check else { return rebuilt }
-        let bytes = try MailPipeline.checked(rebuilt.message.serialize(), redactor: redactor)
-        let written = try MIMEMessage.parse(bytes, options: ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max))
+        let checked = try MailPipeline.checkedMessage(rebuilt.message.serialize(), redactor: redactor)
+        let written = try checked.message ?? MIMEMessage.parse(checked.bytes, options: .unlimited)
         return RebuiltPostcard(message: written, parts: rebuilt.parts, from: rebuilt.from, subject: rebuilt.subject,
                                readingText: rebuilt.readingText)
     }

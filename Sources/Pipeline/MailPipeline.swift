@@ -776,17 +776,25 @@ public struct MailPipeline: Sendable {
     /// message it was written from (by the caller) and here in its bytes
     /// only, so that it is never held twice.
     static func checked(_ bytes: [UInt8], redactor: Redactor, wholeAbove: Int = 32 << 20) throws -> [UInt8] {
+        try checkedMessage(bytes, redactor: redactor, wholeAbove: wholeAbove).bytes
+    }
+
+    /// ``checked(_:redactor:wholeAbove:)``, with the message it parsed (nil
+    /// above `wholeAbove`), so that a caller who needs the postcard as a
+    /// message does not parse it again.
+    static func checkedMessage(_ bytes: [UInt8], redactor: Redactor,
+                               wholeAbove: Int = 32 << 20) throws -> (bytes: [UInt8], message: MIMEMessage?) {
         if bytes.count <= wholeAbove {
-            guard let written = try? MIMEMessage.parse(bytes, options: ParseOptions(maxSize: .max, maxDepth: .max, maxParts: .max, maxHeaders: .max)) else {
+            guard let written = try? MIMEMessage.parse(bytes, options: .unlimited) else {
                 throw PipelineError(.unredactable, detail: "the postcard as written (not readable)")
             }
             if let place = redactor.remainingMarker(in: written) { throw PipelineError(.unredactable, detail: place) }
-        } else {
-            var search = Redactor.MarkerSearch(redactor, encodings: false)
-            bytes.withUnsafeBytes { search.feed($0) }
-            if search.finish() { throw PipelineError(.unredactable, detail: "the postcard as written") }
+            return (bytes, written)
         }
-        return bytes
+        var search = Redactor.MarkerSearch(redactor, encodings: false)
+        bytes.withUnsafeBytes { search.feed($0) }
+        if search.finish() { throw PipelineError(.unredactable, detail: "the postcard as written") }
+        return (bytes, nil)
     }
 
     /// `bytes` with every Bcc and Resent-Bcc header field taken out (and
