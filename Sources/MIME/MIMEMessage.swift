@@ -35,7 +35,8 @@ public final class MIMEMessage {
         try HeaderScan.refuseNUL(in: bytes)
         try HeaderScan.refuseUnboundedEncodedWords(in: bytes)
         let stream = MemoryStream(copying: bytes)
-        return try withExtendedLifetime(stream) { try parse(stream: stream.raw, options: options) }
+        // The parts point into the stream, which GMime keeps for them: no second copy of each.
+        return try withExtendedLifetime(stream) { try parse(stream: stream.raw, persist: true, options: options) }
     }
 
     /// Parses the message in the file at `path`, streaming it from disk.
@@ -53,7 +54,7 @@ public final class MIMEMessage {
         switch try Source(fd, options: options, mbox: false) {
         case .file(let stream):
             defer { g_object_unref(stream) }
-            return try parse(stream: stream, options: options)
+            return try parse(stream: stream, persist: false, options: options)
         case .bytes(let bytes):
             return try parse(bytes, options: options)
         }
@@ -163,14 +164,17 @@ public final class MIMEMessage {
         }
     }
 
-    private static func parse(stream: UnsafeMutablePointer<GMimeStream>, options: ParseOptions) throws -> MIMEMessage {
+    /// Parses the message in `stream`. A file's parts are read now (`persist`
+    /// false): a part left on disk could change or vanish under us, and
+    /// writing it out later would fail unnoticed. A memory stream's parts
+    /// point into it (`persist`), GMime holding it for them: a 100 MB
+    /// postcard parsed for its check was held twice.
+    private static func parse(stream: UnsafeMutablePointer<GMimeStream>, persist: Bool, options: ParseOptions) throws -> MIMEMessage {
         let collector = IssueCollector()
         let raw = collector.withParserOptions { parserOptions in
             let parser = g_mime_parser_new_with_stream(stream)
             defer { g_object_unref(parser) }
-            // Read every part now: a part left on disk could change or vanish
-            // under us, and writing it out later would fail unnoticed.
-            g_mime_parser_set_persist_stream(parser, 0)
+            g_mime_parser_set_persist_stream(parser, persist ? 1 : 0)
             return g_mime_parser_construct_message(parser, parserOptions)
         }
         guard let raw else { throw MIMEError(.notParsable) }

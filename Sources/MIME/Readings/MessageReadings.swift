@@ -763,6 +763,8 @@ extension MIMEEntity {
         guard let wrapper = g_mime_part_get_content(part) else { return [] }
         guard let stream = g_mime_data_wrapper_get_stream(wrapper) else { return [] }
         var bytes: [UInt8] = []
+        // Its length is known: reserved once, not grown by doubling (a 100 MB part held 128 MiB).
+        if let length = encodedContentLength, length <= limit { bytes.reserveCapacity(length) }
         var tooLarge = false
         let sink = SinkStream { piece in
             if bytes.count + piece.count > limit { tooLarge = true } else { bytes += piece }
