@@ -88,4 +88,51 @@ struct PageReviewTests {
             """])
         #expect(Redactor.standard.readings(of: try MIMEMessage.parse(Self.mail(type: "application/zip", name: "site.zip", content: small.stdout))).marker == nil)
     }
+
+    /// The page allowance was looked at only after every page was held: a zip of many pages
+    /// (or one large one) held them all, as inflated, before it was found beyond 4 MiB. Now
+    /// each page counts as it comes, and none is held past the allowance. Random numbers and
+    /// sizes of pages (Python's zipfile), some archives under the allowance, most over it.
+    @Test("a zip of many pages: the allowance counts each page as it comes, none held beyond it; over it withheld, under it clean")
+    func zipPagesCountedAsTheyCome() throws {
+        var random = SeededRandom(seed: 2026_11_27_2)
+        let limit = MessageReadings.pageAllowance
+        for round in 0..<5 {
+            // Under the allowance a round reads its pages as HTML (slow in a debug build): a
+            // quarter MiB of them at most; over it, just past it or far past it.
+            let over = round % 3 != 0
+            let size = (over ? [8_192, 65_536, 1_000_000, 2_500_000] : [8_192, 65_536]).randomElement(using: &random)!
+            let count = over ? limit / size + Int.random(in: 1...(limit / size + 2), using: &random)
+                : Int.random(in: 1...(262_144 / size), using: &random)
+            let made = try run("/usr/bin/python3", ["-c", """
+                import io, random, sys, zipfile
+                rng = random.Random(\(round))
+                out = io.BytesIO()
+                with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+                    for n in range(\(count)):
+                        words = " ".join(rng.choice(["hello", "world", "page", "row"]) for _ in range(\(size) // 6))
+                        z.writestr("site/p%d.%s" % (n, rng.choice(["html", "htm", "svg", "xhtml"])), (("<p>" + words + "</p>") * 2)[:\(size)])
+                sys.stdout.buffer.write(out.getvalue())
+                """])
+            try #require(made.status == 0, "\(made.errors)")
+            // What the walk hands over: beyond the limit it stops, after at most one page's worth more.
+            var allowance = Inflation.mailAllowance, handed = 0, calls = 0, most = 0
+            _ = Inflation.inflate(made.stdout, allowance: &allowance, pageLimit: limit, page: { page in
+                handed += page.count
+                calls += 1
+                most = max(most, page.count)
+                return handed <= limit
+            }) { _ in }
+            if over {
+                #expect(handed <= limit + min(size, limit + 65_536), "round \(round): \(count) pages of \(size): \(handed) bytes of pages handed over")
+            } else {
+                #expect(calls == count, "round \(round): \(count) pages of \(size), \(calls) handed over")
+            }
+            // Through the real path: over the allowance the zip is not clean, under it it is.
+            let bytes = Self.mail(type: "application/zip", name: "site.zip", content: made.stdout)
+            let finding = Redactor.standard.readings(of: try MIMEMessage.parse(bytes))
+            #expect((finding.marker?.contains("pages beyond") == true) == over,
+                    "round \(round): \(count) pages of \(size): \(String(describing: finding.marker))")
+        }
+    }
 }

@@ -91,14 +91,17 @@ package enum Inflation {
     /// `page`, when given, is handed the whole content of each zip entry a browser opens as a
     /// page (named `.html`, `.htm`, `.shtml`, `.xht`, `.xhtml` or `.svg`), at its end, so that it
     /// can be read as HTML is read (a parser's text, not the markup reading's: `<bdo dir=rtl>`,
-    /// `<!-->`, raw text elements).
-    package static func inflate(_ bytes: [UInt8], allowance: inout Int, page: (([UInt8]) -> Void)? = nil,
+    /// `<!-->`, raw text elements). It answers whether it wants more pages: once it says no, no
+    /// page is kept or handed over again. A page entry is handed over early, as soon as it holds
+    /// more than `pageLimit` bytes, and not kept on: a page beyond what the caller may read is
+    /// not held whole (a zip of one 26 MB page held all of it before its size was looked at).
+    package static func inflate(_ bytes: [UInt8], allowance: inout Int, pageLimit: Int = .max, page: (([UInt8]) -> Bool)? = nil,
                                 _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
         let own = 32 * bytes.count
         let budget = own + max(0, allowance)
         let (outcome, output, input) = withoutActuallyEscaping(body) { body in
             bytes.withUnsafeBufferPointer { buffer in
-                var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body, page: page)
+                var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body, page: page, pageLimit: pageLimit)
                 return (walk.run(), walk.output, walk.input)
             }
         }
@@ -120,8 +123,11 @@ package enum Inflation {
         /// 1 for the file itself, 2 for an archive inside one of its entries or members, …
         let depth: Int
         let body: (UnsafeRawBufferPointer) -> Void
-        /// Given each page entry's content whole (``Inflation/inflate(_:allowance:page:_:)``).
-        var page: (([UInt8]) -> Void)? = nil
+        /// Given each page entry's content whole (``Inflation/inflate(_:allowance:pageLimit:page:_:)``);
+        /// nil once it wants no more.
+        var page: (([UInt8]) -> Bool)? = nil
+        /// How large a page entry is kept before it is handed over and let go.
+        var pageLimit: Int = .max
         /// The content of the page entry being inflated.
         var pageBytes: [UInt8]?
         var exhausted = false
@@ -321,7 +327,7 @@ package enum Inflation {
                 if output < 0 { exhausted = true; break }
                 if filters.count > 1 && (filters[1] == "FlateDecode" || filters[1] == "Fl") {
                     decoded.withUnsafeBufferPointer { buffer in
-                        var walk = Walk(bytes: buffer, output: output, input: input, depth: depth, body: body, page: page)
+                        var walk = Walk(bytes: buffer, output: output, input: input, depth: depth, body: body, page: page, pageLimit: pageLimit)
                         _ = walk.stream(from: 0, windowBits: 15, role: .pdfStream)
                         output = walk.output
                         input = walk.input
@@ -416,7 +422,7 @@ package enum Inflation {
                 stripped.withUnsafeBytes(body)
             }
             markup = nil
-            if let content = pageBytes, !exhausted { page?(content) }
+            if let content = pageBytes, !exhausted { handOver(content) }
             pageBytes = nil
             if let strings = pdfStrings?.text, !strings.isEmpty, !exhausted {
                 [UInt8(ascii: "\n")].withUnsafeBytes(body)
@@ -428,7 +434,7 @@ package enum Inflation {
                 let afterData = nestedAfterData
                 nestedAfterData = false
                 inner.withUnsafeBufferPointer { buffer in
-                    var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body, page: page)
+                    var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body, page: page, pageLimit: pageLimit)
                     _ = walk.run(afterData: afterData)
                     output = walk.output
                     input = walk.input
@@ -436,6 +442,11 @@ package enum Inflation {
                     if walk.unknownMethod { unknownMethod = true }
                 }
             }
+        }
+
+        /// A page handed to ``page``, which is let go when it wants no more.
+        mutating func handOver(_ content: [UInt8]) {
+            if page?(content) == false { page = nil }
         }
 
         /// True for a zip entry a browser opens as a page: named `.html`, `.htm`, `.shtml`, `.xht`, `.xhtml` or `.svg`.
@@ -479,6 +490,11 @@ package enum Inflation {
             markup?.feed(piece)
             pdfStrings?.feed(piece)
             pageBytes?.append(contentsOf: piece)
+            if let held = pageBytes, held.count > pageLimit {
+                // Beyond what the caller may read: handed over now (it counts it and says no), not held on.
+                handOver(held)
+                pageBytes = nil
+            }
             if nested != nil {
                 nested!.append(contentsOf: piece)
             } else if let at = localHeaderEnd(in: piece) {

@@ -511,17 +511,24 @@ package struct MessageReadings {
         if signs.mayHold, let content = entity.content {
             let before = inflationAllowance
             // Pages inside (an `.html` entry), read as HTML is read, as a browser opening them shows them.
-            var pages: [[UInt8]] = []
-            let readable = Inflation.inflate(content, allowance: &inflationAllowance, page: { pages.append($0) }) { _ in } != .unreadable
+            // Read as HTML, a page costs far more than its bytes (a 375 KB zip of a 26 MB page:
+            // 17 s and 1.3 GB, a hostile review): the mail's pages share one allowance, and a
+            // file whose pages go beyond it is not clean, as a file beyond its inflation budget.
+            // Counted as each page comes: once beyond, no page is held (they were all held first,
+            // their total looked at after).
+            var pages: [[UInt8]] = [], total = 0, beyond = false
+            let left = pagesLeft
+            let readable = Inflation.inflate(content, allowance: &inflationAllowance, pageLimit: left, page: { page in
+                total += page.count
+                guard total <= left else { beyond = true; pages = []; return false }
+                pages.append(page)
+                return true
+            }) { _ in } != .unreadable
             emit(name + " (inflated)", .pieces(asText: true) { body in
                 var allowance = before
                 return readable && Inflation.inflate(content, allowance: &allowance, body) != .unreadable
             })
-            // Read as HTML, a page costs far more than its bytes (a 375 KB zip of a 26 MB page:
-            // 17 s and 1.3 GB, a hostile review): the mail's pages share one allowance, and a
-            // file whose pages go beyond it is not clean, as a file beyond its inflation budget.
-            let total = pages.reduce(0) { $0 + $1.count }
-            if total > pagesLeft {
+            if beyond {
                 pagesLeft = 0
                 emit(name + " (pages beyond \(Self.pageAllowance >> 20) MiB)", .pieces(asText: true) { _ in false })
             } else {
