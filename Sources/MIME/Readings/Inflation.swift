@@ -95,13 +95,18 @@ package enum Inflation {
     /// page is kept or handed over again. A page entry is handed over early, as soon as it holds
     /// more than `pageLimit` bytes, and not kept on: a page beyond what the caller may read is
     /// not held whole (a zip of one 26 MB page held all of it before its size was looked at).
-    package static func inflate(_ bytes: [UInt8], allowance: inout Int, pageLimit: Int = .max, page: (([UInt8]) -> Bool)? = nil,
-                                _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
+    ///
+    /// With `membersArePages` (a file named `.svgz` or `.html.gz`), the members of a gzip file
+    /// are one page, handed over at their end; so are those of a gzip file inside a zip entry
+    /// named so, whatever `membersArePages` says.
+    package static func inflate(_ bytes: [UInt8], allowance: inout Int, pageLimit: Int = .max, membersArePages: Bool = false,
+                                page: (([UInt8]) -> Bool)? = nil, _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
         let own = 32 * bytes.count
         let budget = own + max(0, allowance)
         let (outcome, output, input) = withoutActuallyEscaping(body) { body in
             bytes.withUnsafeBufferPointer { buffer in
                 var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body, page: page, pageLimit: pageLimit)
+                walk.membersArePages = membersArePages
                 return (walk.run(), walk.output, walk.input)
             }
         }
@@ -113,6 +118,14 @@ package enum Inflation {
     package static func inflate(_ bytes: [UInt8], _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
         var allowance = mailAllowance
         return inflate(bytes, allowance: &allowance, body)
+    }
+
+    /// True for a file name a browser opens as a gzipped page: `.svgz`, or a page's name
+    /// (`.html`, `.htm`, `.shtml`, `.xht`, `.xhtml`, `.svg`) and `.gz`.
+    package static func isGzippedPageName(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return lowered.hasSuffix(".svgz")
+            || [".html.gz", ".htm.gz", ".shtml.gz", ".xht.gz", ".xhtml.gz", ".svg.gz"].contains(where: lowered.hasSuffix)
     }
 
     private struct Walk {
@@ -128,6 +141,12 @@ package enum Inflation {
         var page: (([UInt8]) -> Bool)? = nil
         /// How large a page entry is kept before it is handed over and let go.
         var pageLimit: Int = .max
+        /// This walk's gzip members are one page (``Inflation/inflate(_:allowance:pageLimit:membersArePages:page:_:)``).
+        var membersArePages = false
+        /// The archive kept in ``nested`` came from a zip entry named as a gzipped page (`.svgz`, `.html.gz`).
+        var nestedPages = false
+        /// Inside ``gzip()``'s members, whose page is handed over after the last of them.
+        var inMembers = false
         /// The content of the page entry being inflated.
         var pageBytes: [UInt8]?
         var exhausted = false
@@ -256,11 +275,16 @@ package enum Inflation {
         /// Each member of a gzip file, one after the other.
         mutating func gzip() -> Outcome {
             var offset = 0
+            inMembers = true
             while !exhausted, starts(with: [0x1F, 0x8B], at: offset) {
                 let (used, ended) = stream(from: offset, windowBits: 31, role: .member)
                 guard ended, used > 0 else { break }
                 offset += used
             }
+            inMembers = false
+            // The members, one after the other, are the page a browser shows.
+            if let content = pageBytes, !exhausted { handOver(content) }
+            pageBytes = nil
             return .read
         }
 
@@ -422,8 +446,10 @@ package enum Inflation {
                 stripped.withUnsafeBytes(body)
             }
             markup = nil
-            if let content = pageBytes, !exhausted { handOver(content) }
-            pageBytes = nil
+            if !(membersArePages && inMembers) {
+                if let content = pageBytes, !exhausted { handOver(content) }
+                pageBytes = nil
+            }
             if let strings = pdfStrings?.text, !strings.isEmpty, !exhausted {
                 [UInt8(ascii: "\n")].withUnsafeBytes(body)
                 strings.withUnsafeBytes(body)
@@ -433,8 +459,11 @@ package enum Inflation {
                 nested = nil
                 let afterData = nestedAfterData
                 nestedAfterData = false
+                let pages = nestedPages
+                nestedPages = false
                 inner.withUnsafeBufferPointer { buffer in
                     var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body, page: page, pageLimit: pageLimit)
+                    walk.membersArePages = pages
                     _ = walk.run(afterData: afterData)
                     output = walk.output
                     input = walk.input
@@ -454,6 +483,12 @@ package enum Inflation {
             guard let name, !name.isEmpty else { return false }
             let lowered = String(decoding: bytes[name], as: UTF8.self).lowercased()
             return [".html", ".htm", ".shtml", ".xht", ".xhtml", ".svg"].contains(where: lowered.hasSuffix)
+        }
+
+        /// True for a zip entry a browser opens as a gzipped page: named `.svgz`, or a page's name and `.gz`.
+        func isGzippedPage(name: Range<Int>?) -> Bool {
+            guard let name, !name.isEmpty else { return false }
+            return Inflation.isGzippedPageName(String(decoding: bytes[name], as: UTF8.self))
         }
 
         /// True for a zip entry a reader parses as markup: named `.xml`, `.rels`, `.opf`, `.xhtml`,
@@ -481,9 +516,11 @@ package enum Inflation {
                     || piece.starts(with: [0x1F, 0x8B]) {
                     if depth >= Inflation.maxDepth { exhausted = true; return false }
                     nested = []
+                    if case .entry(let name) = role { nestedPages = isGzippedPage(name: name) }
                 }
                 if case .entry(let name) = role, isMarkup(name: name, first: piece) { markup = Markup() }
                 if page != nil, case .entry(let name) = role, isPage(name: name) { pageBytes = [] }
+                if page != nil, case .member = role, membersArePages, pageBytes == nil { pageBytes = [] }
                 if case .pdfStream = role { pdfStrings = PDFStrings() }
             }
             body(piece)
@@ -530,6 +567,7 @@ package enum Inflation {
             if piece.starts(with: [0x50, 0x4B, 0x03, 0x04]) || piece.starts(with: [0x50, 0x4B, 0x05, 0x06]) || piece.starts(with: [0x1F, 0x8B]) {
                 if depth >= Inflation.maxDepth { exhausted = true; return }
                 nested = Array(piece)
+                if case .entry(let name) = role { nestedPages = isGzippedPage(name: name) }
             }
             if case .entry(let name) = role, isMarkup(name: name, first: piece) {
                 markup = Markup()

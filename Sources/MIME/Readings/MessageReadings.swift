@@ -518,7 +518,10 @@ package struct MessageReadings {
             // their total looked at after).
             var pages: [[UInt8]] = [], total = 0, beyond = false
             let left = pagesLeft
-            let readable = Inflation.inflate(content, allowance: &inflationAllowance, pageLimit: left, page: { page in
+            // A gzipped page (`.svgz`, `.html.gz`), which a browser inflates and shows, is read so too.
+            let gzippedPage = Inflation.isGzippedPageName(entity.filename ?? "")
+            let readable = Inflation.inflate(content, allowance: &inflationAllowance, pageLimit: left, membersArePages: gzippedPage,
+                                             page: { page in
                 total += page.count
                 guard total <= left else { beyond = true; pages = []; return false }
                 pages.append(page)
