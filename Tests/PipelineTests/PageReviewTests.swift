@@ -24,6 +24,24 @@ struct PageReviewTests {
             + Array("\n--B--\n".utf8)
     }
 
+    /// `bytes`, a mail holding `file` (``mail(type:name:content:text:)``) whose only marker,
+    /// when `marked`, shows as the file's reader shows it: the readings find it, the postcard
+    /// withholds the file (the mail rebuilt) and `pass` refuses the mail; without one the
+    /// readings are clean and the file goes as it came.
+    static func expectRead(_ bytes: [UInt8], file: [UInt8], marked: Bool, _ what: String,
+                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let finding = Redactor.standard.readings(of: try MIMEMessage.parse(bytes))
+        #expect((finding.marker != nil) == marked, "\(what): \(String(describing: finding.marker))", sourceLocation: sourceLocation)
+        let written = String(decoding: try Postcard.censored(try MIMEMessage.parse(bytes)).serialize(), as: UTF8.self)
+        let sent = written.contains(Data(file).base64EncodedString().prefix(40))
+        #expect(sent != marked, "\(what): \(sent ? "went out unchanged" : "withheld")", sourceLocation: sourceLocation)
+        if marked {
+            #expect(throws: PipelineError.self, "pass: \(what)", sourceLocation: sourceLocation) {
+                try Postcard.censored(try MIMEMessage.parse(bytes), opaque: .pass)
+            }
+        }
+    }
+
     @Test("a page declared as text, JSON, XML, SVG or XHTML whose CSS composes a marker: withheld, never unchanged; pass refuses")
     func declaredPages() throws {
         var random = SeededRandom(seed: 2026_11_27)
@@ -169,17 +187,44 @@ struct PageReviewTests {
             try #require(made.status == 0, "\(made.errors)")
             let type = ["application/octet-stream", "application/gzip", "image/svg+xml"].randomElement(using: &random)!
             let bytes = Self.mail(type: inZip ? "application/zip" : type, name: inZip ? "site.zip" : name, content: made.stdout)
-            let finding = Redactor.standard.readings(of: try MIMEMessage.parse(bytes))
-            let what = "round \(round): \(name)\(inZip ? " in a zip" : ""), marked \(marked)"
-            #expect((finding.marker != nil) == marked, "\(what): \(String(describing: finding.marker))")
-            // Through the pipeline: a marked one is withheld (the mail rebuilt), under pass refused;
-            // a clean one goes as it came.
-            let written = String(decoding: try Postcard.censored(try MIMEMessage.parse(bytes)).serialize(), as: UTF8.self)
-            let sent = written.contains(Data(made.stdout).base64EncodedString().prefix(40))
-            #expect(sent != marked, "\(what): \(sent ? "went out unchanged" : "withheld")")
-            if marked {
-                #expect(throws: PipelineError.self, "pass: \(what)") { try Postcard.censored(try MIMEMessage.parse(bytes), opaque: .pass) }
-            }
+            try Self.expectRead(bytes, file: made.stdout, marked: marked, "round \(round): \(name)\(inZip ? " in a zip" : ""), marked \(marked)")
+        }
+    }
+
+    /// A saved web page (`.mht`, `.mhtml`) attached as octet-stream: its HTML, base64 or
+    /// quoted-printable inside, was read only as the bytes stood, so a span in base64 went
+    /// out unread. Now it is read as a message, as a message/rfc822 attachment is. Random
+    /// encodings, names and types (Python's email writes the file); without a span, clean.
+    @Test("an .mht whose HTML holds a span in base64 or quoted-printable: marked, withheld, refused under pass; without one: clean")
+    func savedWebPages() throws {
+        var random = SeededRandom(seed: 2026_11_27_5)
+        for round in 0..<10 {
+            let marked = round % 4 != 3
+            let encoding = ["base64", "quoted-printable"].randomElement(using: &random)!
+            let name = ["saved.mht", "Page.MHTML", "site.mht"].randomElement(using: &random)!
+            let words = (0..<Int.random(in: 3...12, using: &random)).map { _ in ["alpha", "beta", "page", "line"].randomElement(using: &random)! }
+            let span = marked ? "[[private]]\(words.joined(separator: " "))[[/private]]" : words.joined(separator: " ")
+            let made = try run("/usr/bin/python3", ["-c", """
+                import sys
+                from email.mime.multipart import MIMEMultipart
+                from email.mime.text import MIMEText
+                from email import charset
+                html = sys.stdin.read()
+                outer = MIMEMultipart("related", type="text/html")
+                outer["Subject"] = "saved page"
+                outer["Snapshot-Content-Location"] = "https://example.org/"
+                part = MIMEText(html, "html", "utf-8")
+                del part["Content-Transfer-Encoding"]
+                cs = charset.Charset("utf-8")
+                cs.body_encoding = charset.BASE64 if "\(encoding)" == "base64" else charset.QP
+                part.set_payload(html, cs)
+                outer.attach(part)
+                sys.stdout.write(outer.as_string())
+                """], input: Array("<html><body><p>Round \(round): \(span)</p></body></html>\n".utf8))
+            try #require(made.status == 0, "\(made.errors)")
+            let type = ["application/octet-stream", "application/x-mimearchive"].randomElement(using: &random)!
+            let bytes = Self.mail(type: type, name: name, content: made.stdout)
+            try Self.expectRead(bytes, file: made.stdout, marked: marked, "round \(round): \(name) \(encoding), marked \(marked)")
         }
     }
 }

@@ -553,6 +553,7 @@ package struct MessageReadings {
         // under `<bdo dir=rtl>` (issue 21: `[[pri<b(line end)></b>vate]]` in an
         // octet-stream `.html` went out unchanged). Read as HTML, as a text part named so is.
         let filename = (entity.filename ?? "").lowercased()
+        let savedPage = filename.hasSuffix(".mht") || filename.hasSuffix(".mhtml")
         let opensAsPage = !Self.isTextLike(type) && !isMessage
             && (Self.pageNames.contains(where: filename.hasSuffix) || opening.isTag)
         let textLike = Self.isTextLike(type) || isMessage || opensAsPage
@@ -602,9 +603,11 @@ package struct MessageReadings {
             if reading, type.type == "text", Self.hasUUBegin(bytes) {
                 emitOnce(name + " (uuencoded block)", String(decoding: TransferDecoding.uudecode(bytes), as: UTF8.self), media: media)
             }
-            if isMessage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
+            if isMessage || savedPage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
                 // message/partial, external-body, x-…, a digest's children: their
-                // content read as a message too.
+                // content read as a message too. So is a saved web page (`.mht`, `.mhtml`:
+                // multipart/related, its HTML quoted-printable or base64), which its browser
+                // decodes and shows: its HTML was read only as the bytes stood.
                 message(embedded, prefix: name + " ")
             }
         }
