@@ -22,7 +22,8 @@ public struct KeyringState: Sendable, Hashable {
     /// imported into one of them must change the state (a hostile review: a key
     /// copied into a `keyring extra.kbx` went unseen by the resident filter,
     /// which kept making postcards for that recipient). A name without a slash is
-    /// in the home, `~/` is `$HOME`, as gpg takes them.
+    /// in the home, `~/` is `$HOME`, and a `gnupg-ring:` or `gnupg-kbx:` before a
+    /// keyring's name is its format, as gpg takes them.
     static func namedFiles(conf: String, home: String) -> [String] {
         guard let bytes = FileManager.default.contents(atPath: conf) else { return [] }
         var names: [String] = []
@@ -33,6 +34,12 @@ public struct KeyringState: Sendable, Hashable {
             guard ["keyring", "primary-keyring", "trustdb-name"].contains(option) else { continue }
             var value = trimmed[split...].drop { $0 == " " || $0 == "\t" || $0 == "=" }.trimmingCharacters(in: .whitespaces)
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            // The format a keyring is read in may lead its name (gpg's keydb: `gnupg-ring:` a
+            // legacy keyring, `gnupg-kbx:` a keybox): the file is the name after it. Taken as a
+            // name, it was a file that never exists, and that keyring's changes went unseen.
+            for prefix in ["gnupg-ring:", "gnupg-kbx:"] where option != "trustdb-name" && value.hasPrefix(prefix) {
+                value = String(value.dropFirst(prefix.count))
+            }
             guard !value.isEmpty else { continue }
             if value.hasPrefix("~/") {
                 names.append((ProcessInfo.processInfo.environment["HOME"] ?? "") + value.dropFirst())

@@ -39,6 +39,20 @@ extension Redactor {
     /// ``decodedScalars(_:markup:)``, told apart: which readings are visual orders under
     /// bidirectional controls.
     package func decodedScalarReadings(_ scalars: [Unicode.Scalar], markup: Bool = false) -> ScalarReadings {
+        var decoded: [[Unicode.Scalar]] = [], visual: [[Unicode.Scalar]] = []
+        _ = forEachDecodedScalarReading(scalars, markup: markup) { reading, isVisual in
+            if isVisual { visual.append(reading) } else { decoded.append(reading) }
+            return false
+        }
+        return ScalarReadings(readings: decoded + visual, visualFrom: decoded.count)
+    }
+
+    /// Each reading of ``decodedScalarReadings(_:markup:)`` handed to `body` as it is made,
+    /// with whether it is a visual order, until `body` returns true (then true). A reading is
+    /// let go once `body` has seen it: a 5 MB part of random bytes read as HTML held some
+    /// 28 readings of it at once (570 MB) when they were all made first and searched after.
+    package func forEachDecodedScalarReading(_ scalars: [Unicode.Scalar], markup: Bool = false,
+                                             _ body: ([Unicode.Scalar], _ isVisual: Bool) -> Bool) -> Bool {
         var hasBackslash = false, hasAmpersand = false, hasPercent = false, hasEquals = false
         var hasEmphasis = false, hasBidi = false, hasPlus = false
         for scalar in scalars {
@@ -53,33 +67,32 @@ extension Redactor {
             default: break
             }
         }
-        var readings: [[Unicode.Scalar]] = []
+        // A decoding makes a control only from an escape, so only after a backslash, `&`, `%`,
+        // `=` or `+`; a reading without one has no visual order (``visualReadings(_:)``), so
+        // each decoding's visual orders follow it, and the text's come first if it has a control.
+        func decoding(_ reading: [Unicode.Scalar]) -> Bool {
+            body(reading, false) || Self.forEachVisualReading(reading) { body($0, true) }
+        }
+        if hasBidi && Self.forEachVisualReading(scalars, { body($0, true) }) { return true }
         var cDecoded: [Unicode.Scalar]?
         if hasBackslash {
             cDecoded = cEscapesDecoded(scalars)
-            readings.append(cDecoded!)
-            readings.append(Self.rtfDecoded(scalars))
-            readings.append(Self.cssUnescaped(scalars))
+            if decoding(cDecoded!) || decoding(Self.rtfDecoded(scalars)) || decoding(Self.cssUnescaped(scalars)) { return true }
         }
-        if hasAmpersand && !markup { readings.append(decodeEntities(scalars)) }
-        if hasPercent || hasEquals { readings.append(Self.hexEscapesDecoded(scalars)) }
-        if hasPlus { readings.append(Self.utf7Decoded(scalars)) }
+        if hasAmpersand && !markup && decoding(decodeEntities(scalars)) { return true }
+        if (hasPercent || hasEquals) && decoding(Self.hexEscapesDecoded(scalars)) { return true }
+        if hasPlus && decoding(Self.utf7Decoded(scalars)) { return true }
         if hasEmphasis || hasBackslash {
             // Markdown: `\[` is `[`, and emphasis inside a word shows no mark.
-            readings.append((cDecoded ?? cEscapesDecoded(scalars)).filter { scalar in
-                switch scalar { case "*", "_", "~", "`": false
-                default: true }
-            })
+            var markdown = cDecoded ?? cEscapesDecoded(scalars)
+            cDecoded = nil
+            markdown.removeAll { scalar in
+                switch scalar { case "*", "_", "~", "`": true
+                default: false }
+            }
+            if decoding(markdown) { return true }
         }
-        func isBidi(_ scalar: Unicode.Scalar) -> Bool {
-            scalar.value >= 0x202A && scalar.value <= 0x202E || scalar.value >= 0x2066 && scalar.value <= 0x2069
-        }
-        // A decoding makes a control only from an escape, so only after a backslash, `&`, `%`, `=` or `+`.
-        let decoded = readings.count
-        if hasBidi || (hasBackslash || hasAmpersand || hasPercent || hasEquals || hasPlus) && readings.contains(where: { $0.contains(where: isBidi) }) {
-            for index in -1..<decoded { readings += Self.visualReadings(index < 0 ? scalars : readings[index]) }
-        }
-        return ScalarReadings(readings: readings, visualFrom: decoded)
+        return false
     }
 
     /// How the escapes of ``decodings(_:markup:)`` may start to write
@@ -122,7 +135,7 @@ extension Redactor {
     package func hasMarkersInDecodings(_ text: String, markup: Bool = false) -> Bool {
         // The readings searched as scalars, as ``hasMarkers(_:)`` searches a text: no text made of each.
         let markers = [folded(Array(open.unicodeScalars)), folded(Array(close.unicodeScalars))]
-        return decodedScalars(Array(text.unicodeScalars), markup: markup).contains { reading in
+        return forEachDecodedScalarReading(Array(text.unicodeScalars), markup: markup) { reading, _ in
             markers.contains { find($0, in: reading, from: reading.startIndex) != nil }
         }
     }
@@ -356,7 +369,15 @@ extension Redactor {
     /// readings: brackets mirrored (rule L4, browsers) and not (terminals).
     /// Empty when `s` holds no such control.
     static func visualReadings(_ s: [Unicode.Scalar]) -> [[Unicode.Scalar]] {
-        guard s.contains(where: { (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) }) else { return [] }
+        var readings: [[Unicode.Scalar]] = []
+        _ = forEachVisualReading(s) { readings.append($0); return false }
+        return readings
+    }
+
+    /// Each of ``visualReadings(_:)`` handed to `body` as it is made, until `body` returns
+    /// true (then true): one reordered copy of `s` held at a time.
+    static func forEachVisualReading(_ s: [Unicode.Scalar], _ body: ([Unicode.Scalar]) -> Bool) -> Bool {
+        guard s.contains(where: { (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value) }) else { return false }
         var kept: [Unicode.Scalar] = [], levels: [UInt8] = []
         kept.reserveCapacity(s.count)
         levels.reserveCapacity(s.count)
@@ -386,7 +407,7 @@ extension Redactor {
         }
         var highest: UInt8 = 0
         for level in levels where level > highest { highest = level }
-        guard highest > 0 else { return [] }
+        guard highest > 0 else { return false }
         var mirrored = kept
         for index in mirrored.indices where levels[index] & 1 == 1 {
             if let mirror = mirrors[mirrored[index]] { mirrored[index] = mirror }
@@ -412,7 +433,9 @@ extension Redactor {
             }
             return text
         }
-        return [reordered(mirrored), reordered(kept)]
+        if body(reordered(mirrored)) { return true }
+        mirrored = []
+        return body(reordered(kept))
     }
 
     /// Bidi-mirrored pairs a marker may be made of.

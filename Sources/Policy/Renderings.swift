@@ -10,8 +10,9 @@ extension Redactor {
                                          parameters: [String: String] = [:]) -> Bool {
         let markup = Self.isMarkup(type: type, subtype: subtype)
         // Each rendering also through the escapes and overrides a viewer may
-        // resolve whatever the type says (``decodings(_:markup:)``).
-        return renderings(text, type: type, subtype: subtype, parameters: parameters).contains {
+        // resolve whatever the type says (``decodings(_:markup:)``), searched as
+        // it is made and let go before the next is made.
+        return forEachRendering(text, type: type, subtype: subtype, parameters: parameters) {
             hasMarkers($0) || hasMarkersInDecodings($0, markup: markup)
         } || (markup && hasMarkersHTML(text))
     }
@@ -34,35 +35,42 @@ extension Redactor {
 
     /// The renderings of `text` (the text itself first).
     public func renderings(_ text: String, type: String, subtype: String, parameters: [String: String]) -> [String] {
-        var out = [text]
+        var out: [String] = []
+        _ = forEachRendering(text, type: type, subtype: subtype, parameters: parameters) { out.append($0); return false }
+        return out
+    }
+
+    /// Each of ``renderings(_:type:subtype:parameters:)`` handed to `body` as it is made,
+    /// until `body` returns true (then true): the search of a large part holds one
+    /// rendering (and the entity-decoded text it is made from) at a time.
+    package func forEachRendering(_ text: String, type: String, subtype: String, parameters: [String: String],
+                                  _ body: (String) -> Bool) -> Bool {
+        if body(text) { return true }
         if parameters["format"]?.lowercased() == "flowed" {
             // Which DelSp a reader honours is not certain: both.
-            out.append(Self.joinedFlowed(text, deleteSpace: true))
-            out.append(Self.joinedFlowed(text, deleteSpace: false))
+            if body(Self.joinedFlowed(text, deleteSpace: true)) || body(Self.joinedFlowed(text, deleteSpace: false)) { return true }
         }
         if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
             let unfolded = Self.unfolded(text)
-            out.append(unfolded)
-            out += Self.binaryValuesDecoded(unfolded)
+            if body(unfolded) || Self.binaryValuesDecoded(unfolded).contains(where: body) { return true }
         }
         if subtype == "enriched" || subtype == "richtext" {
-            out.append(Self.withoutEnrichedCommands(text))
+            if body(Self.withoutEnrichedCommands(text)) { return true }
         }
         if Self.isMarkup(type: type, subtype: subtype) {
             let decoded = String(scalars: decodeEntities(text))
-            out.append(decoded)
+            if body(decoded) { return true }
             // A document inside an attribute (iframe srcdoc) is decoded twice.
-            if decoded.contains("&") { out.append(String(scalars: decodeEntities(decoded))) }
-            out.append(Self.cssUnescaped(decoded))
-            out.append(Self.percentDecoded(decoded))
-            if let directed = Self.withDirectionsAsControls(decoded) { out.append(directed) }
+            if decoded.contains("&") && body(String(scalars: decodeEntities(decoded))) { return true }
+            if body(Self.cssUnescaped(decoded)) || body(Self.percentDecoded(decoded)) { return true }
+            if let directed = Self.withDirectionsAsControls(decoded), body(directed) { return true }
             for payload in Self.dataURLPayloads(decoded) {
-                out.append(payload)
+                if body(payload) { return true }
                 let inner = String(scalars: decodeEntities(payload))
-                out += [inner, Self.cssUnescaped(inner), Self.percentDecoded(inner)]
+                if body(inner) || body(Self.cssUnescaped(inner)) || body(Self.percentDecoded(inner)) { return true }
             }
         }
-        return out
+        return false
     }
 
     /// HTML whose tags set a direction (`<bdo dir=rtl>`, `dir="rtl"`,

@@ -68,6 +68,32 @@ struct KeyringStateTests {
         }
     }
 
+    /// `keyring gnupg-ring:FILE` (and `gnupg-kbx:`) names the format before the file: the
+    /// state looked at a file called `gnupg-ring:legacy.gpg`, which never exists, so a key
+    /// put into that keyring went unseen by the key cache.
+    @Test("a keyring gpg.conf names with its format (gnupg-ring:, gnupg-kbx:) counts too")
+    func keyringsNamedWithTheirFormat() throws {
+        let (bobsKeys, bobsBox) = try withGnuPGHome(importing: ["bob.pub.asc"]) { source in
+            (try source.gpg(["--export", "bob@example.org"]).stdout,
+             try Data(contentsOf: URL(fileURLWithPath: source.path + "/pubring.kbx")))
+        }
+        try #require(!bobsKeys.isEmpty, "gpg --export gave nothing")
+        try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in
+            let conf = home.path + "/gpg.conf"
+            let before = (try? String(contentsOfFile: conf, encoding: .utf8)) ?? ""
+            try (before + "keyring gnupg-ring:legacy.gpg\nkeyring gnupg-kbx:\(home.path)/boxed.kbx\n")
+                .write(toFile: conf, atomically: false, encoding: .utf8)
+            for (ring, bytes) in [("legacy.gpg", Data(bobsKeys)), ("boxed.kbx", bobsBox)] {
+                let state = KeyringState(home: home.path)
+                try bytes.write(to: URL(fileURLWithPath: home.path + "/" + ring))
+                // The oracle: gpg itself finds Bob's key in that keyring, through gpg.conf alone.
+                #expect(try home.gpg(["--list-keys", "bob@example.org"]).output.contains("bob@example.org"), "gpg does not read \(ring)")
+                #expect(KeyringState(home: home.path) != state, "a key put into \(ring), which gpg.conf names with its format, went unseen")
+                try FileManager.default.removeItem(atPath: home.path + "/" + ring)
+            }
+        }
+    }
+
     @Test("the cache answers a repeated look-up without gpg, and lists again after the keyring changed")
     func cache() throws {
         try withGnuPGHome(importing: ["alice.sec.asc"]) { home throws in

@@ -91,14 +91,22 @@ package enum Inflation {
     /// `page`, when given, is handed the whole content of each zip entry a browser opens as a
     /// page (named `.html`, `.htm`, `.shtml`, `.xht`, `.xhtml` or `.svg`), at its end, so that it
     /// can be read as HTML is read (a parser's text, not the markup reading's: `<bdo dir=rtl>`,
-    /// `<!-->`, raw text elements).
-    package static func inflate(_ bytes: [UInt8], allowance: inout Int, page: (([UInt8]) -> Void)? = nil,
-                                _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
+    /// `<!-->`, raw text elements). It answers whether it wants more pages: once it says no, no
+    /// page is kept or handed over again. A page entry is handed over early, as soon as it holds
+    /// more than `pageLimit` bytes, and not kept on: a page beyond what the caller may read is
+    /// not held whole (a zip of one 26 MB page held all of it before its size was looked at).
+    ///
+    /// With `membersArePages` (a file named `.svgz` or `.html.gz`), the members of a gzip file
+    /// are one page, handed over at their end; so are those of a gzip file inside a zip entry
+    /// named so, whatever `membersArePages` says.
+    package static func inflate(_ bytes: [UInt8], allowance: inout Int, pageLimit: Int = .max, membersArePages: Bool = false,
+                                page: (([UInt8]) -> Bool)? = nil, _ body: (UnsafeRawBufferPointer) -> Void) -> Outcome {
         let own = 32 * bytes.count
         let budget = own + max(0, allowance)
         let (outcome, output, input) = withoutActuallyEscaping(body) { body in
             bytes.withUnsafeBufferPointer { buffer in
-                var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body, page: page)
+                var walk = Walk(bytes: buffer, output: budget, input: budget, depth: 1, body: body, page: page, pageLimit: pageLimit)
+                walk.membersArePages = membersArePages
                 return (walk.run(), walk.output, walk.input)
             }
         }
@@ -112,6 +120,14 @@ package enum Inflation {
         return inflate(bytes, allowance: &allowance, body)
     }
 
+    /// True for a file name a browser opens as a gzipped page: `.svgz`, or a page's name
+    /// (`.html`, `.htm`, `.shtml`, `.xht`, `.xhtml`, `.svg`) and `.gz`.
+    package static func isGzippedPageName(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return lowered.hasSuffix(".svgz")
+            || [".html.gz", ".htm.gz", ".shtml.gz", ".xht.gz", ".xhtml.gz", ".svg.gz"].contains(where: lowered.hasSuffix)
+    }
+
     private struct Walk {
         let bytes: UnsafeBufferPointer<UInt8>
         /// What may still be inflated to, and inflated from.
@@ -120,8 +136,17 @@ package enum Inflation {
         /// 1 for the file itself, 2 for an archive inside one of its entries or members, …
         let depth: Int
         let body: (UnsafeRawBufferPointer) -> Void
-        /// Given each page entry's content whole (``Inflation/inflate(_:allowance:page:_:)``).
-        var page: (([UInt8]) -> Void)? = nil
+        /// Given each page entry's content whole (``Inflation/inflate(_:allowance:pageLimit:page:_:)``);
+        /// nil once it wants no more.
+        var page: (([UInt8]) -> Bool)? = nil
+        /// How large a page entry is kept before it is handed over and let go.
+        var pageLimit: Int = .max
+        /// This walk's gzip members are one page (``Inflation/inflate(_:allowance:pageLimit:membersArePages:page:_:)``).
+        var membersArePages = false
+        /// The archive kept in ``nested`` came from a zip entry named as a gzipped page (`.svgz`, `.html.gz`).
+        var nestedPages = false
+        /// Inside ``gzip()``'s members, whose page is handed over after the last of them.
+        var inMembers = false
         /// The content of the page entry being inflated.
         var pageBytes: [UInt8]?
         var exhausted = false
@@ -250,11 +275,16 @@ package enum Inflation {
         /// Each member of a gzip file, one after the other.
         mutating func gzip() -> Outcome {
             var offset = 0
+            inMembers = true
             while !exhausted, starts(with: [0x1F, 0x8B], at: offset) {
                 let (used, ended) = stream(from: offset, windowBits: 31, role: .member)
                 guard ended, used > 0 else { break }
                 offset += used
             }
+            inMembers = false
+            // The members, one after the other, are the page a browser shows.
+            if let content = pageBytes, !exhausted { handOver(content) }
+            pageBytes = nil
             return .read
         }
 
@@ -321,7 +351,7 @@ package enum Inflation {
                 if output < 0 { exhausted = true; break }
                 if filters.count > 1 && (filters[1] == "FlateDecode" || filters[1] == "Fl") {
                     decoded.withUnsafeBufferPointer { buffer in
-                        var walk = Walk(bytes: buffer, output: output, input: input, depth: depth, body: body, page: page)
+                        var walk = Walk(bytes: buffer, output: output, input: input, depth: depth, body: body, page: page, pageLimit: pageLimit)
                         _ = walk.stream(from: 0, windowBits: 15, role: .pdfStream)
                         output = walk.output
                         input = walk.input
@@ -416,8 +446,10 @@ package enum Inflation {
                 stripped.withUnsafeBytes(body)
             }
             markup = nil
-            if let content = pageBytes, !exhausted { page?(content) }
-            pageBytes = nil
+            if !(membersArePages && inMembers) {
+                if let content = pageBytes, !exhausted { handOver(content) }
+                pageBytes = nil
+            }
             if let strings = pdfStrings?.text, !strings.isEmpty, !exhausted {
                 [UInt8(ascii: "\n")].withUnsafeBytes(body)
                 strings.withUnsafeBytes(body)
@@ -427,8 +459,11 @@ package enum Inflation {
                 nested = nil
                 let afterData = nestedAfterData
                 nestedAfterData = false
+                let pages = nestedPages
+                nestedPages = false
                 inner.withUnsafeBufferPointer { buffer in
-                    var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body, page: page)
+                    var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body, page: page, pageLimit: pageLimit)
+                    walk.membersArePages = pages
                     _ = walk.run(afterData: afterData)
                     output = walk.output
                     input = walk.input
@@ -438,11 +473,22 @@ package enum Inflation {
             }
         }
 
+        /// A page handed to ``page``, which is let go when it wants no more.
+        mutating func handOver(_ content: [UInt8]) {
+            if page?(content) == false { page = nil }
+        }
+
         /// True for a zip entry a browser opens as a page: named `.html`, `.htm`, `.shtml`, `.xht`, `.xhtml` or `.svg`.
         func isPage(name: Range<Int>?) -> Bool {
             guard let name, !name.isEmpty else { return false }
             let lowered = String(decoding: bytes[name], as: UTF8.self).lowercased()
             return [".html", ".htm", ".shtml", ".xht", ".xhtml", ".svg"].contains(where: lowered.hasSuffix)
+        }
+
+        /// True for a zip entry a browser opens as a gzipped page: named `.svgz`, or a page's name and `.gz`.
+        func isGzippedPage(name: Range<Int>?) -> Bool {
+            guard let name, !name.isEmpty else { return false }
+            return Inflation.isGzippedPageName(String(decoding: bytes[name], as: UTF8.self))
         }
 
         /// True for a zip entry a reader parses as markup: named `.xml`, `.rels`, `.opf`, `.xhtml`,
@@ -470,15 +516,22 @@ package enum Inflation {
                     || piece.starts(with: [0x1F, 0x8B]) {
                     if depth >= Inflation.maxDepth { exhausted = true; return false }
                     nested = []
+                    if case .entry(let name) = role { nestedPages = isGzippedPage(name: name) }
                 }
                 if case .entry(let name) = role, isMarkup(name: name, first: piece) { markup = Markup() }
                 if page != nil, case .entry(let name) = role, isPage(name: name) { pageBytes = [] }
+                if page != nil, case .member = role, membersArePages, pageBytes == nil { pageBytes = [] }
                 if case .pdfStream = role { pdfStrings = PDFStrings() }
             }
             body(piece)
             markup?.feed(piece)
             pdfStrings?.feed(piece)
             pageBytes?.append(contentsOf: piece)
+            if let held = pageBytes, held.count > pageLimit {
+                // Beyond what the caller may read: handed over now (it counts it and says no), not held on.
+                handOver(held)
+                pageBytes = nil
+            }
             if nested != nil {
                 nested!.append(contentsOf: piece)
             } else if let at = localHeaderEnd(in: piece) {
@@ -514,6 +567,7 @@ package enum Inflation {
             if piece.starts(with: [0x50, 0x4B, 0x03, 0x04]) || piece.starts(with: [0x50, 0x4B, 0x05, 0x06]) || piece.starts(with: [0x1F, 0x8B]) {
                 if depth >= Inflation.maxDepth { exhausted = true; return }
                 nested = Array(piece)
+                if case .entry(let name) = role { nestedPages = isGzippedPage(name: name) }
             }
             if case .entry(let name) = role, isMarkup(name: name, first: piece) {
                 markup = Markup()

@@ -511,17 +511,27 @@ package struct MessageReadings {
         if signs.mayHold, let content = entity.content {
             let before = inflationAllowance
             // Pages inside (an `.html` entry), read as HTML is read, as a browser opening them shows them.
-            var pages: [[UInt8]] = []
-            let readable = Inflation.inflate(content, allowance: &inflationAllowance, page: { pages.append($0) }) { _ in } != .unreadable
+            // Read as HTML, a page costs far more than its bytes (a 375 KB zip of a 26 MB page:
+            // 17 s and 1.3 GB, a hostile review): the mail's pages share one allowance, and a
+            // file whose pages go beyond it is not clean, as a file beyond its inflation budget.
+            // Counted as each page comes: once beyond, no page is held (they were all held first,
+            // their total looked at after).
+            var pages: [[UInt8]] = [], total = 0, beyond = false
+            let left = pagesLeft
+            // A gzipped page (`.svgz`, `.html.gz`), which a browser inflates and shows, is read so too.
+            let gzippedPage = Inflation.isGzippedPageName(entity.filename ?? "")
+            let readable = Inflation.inflate(content, allowance: &inflationAllowance, pageLimit: left, membersArePages: gzippedPage,
+                                             page: { page in
+                total += page.count
+                guard total <= left else { beyond = true; pages = []; return false }
+                pages.append(page)
+                return true
+            }) { _ in } != .unreadable
             emit(name + " (inflated)", .pieces(asText: true) { body in
                 var allowance = before
                 return readable && Inflation.inflate(content, allowance: &allowance, body) != .unreadable
             })
-            // Read as HTML, a page costs far more than its bytes (a 375 KB zip of a 26 MB page:
-            // 17 s and 1.3 GB, a hostile review): the mail's pages share one allowance, and a
-            // file whose pages go beyond it is not clean, as a file beyond its inflation budget.
-            let total = pages.reduce(0) { $0 + $1.count }
-            if total > pagesLeft {
+            if beyond {
                 pagesLeft = 0
                 emit(name + " (pages beyond \(Self.pageAllowance >> 20) MiB)", .pieces(asText: true) { _ in false })
             } else {
@@ -543,6 +553,7 @@ package struct MessageReadings {
         // under `<bdo dir=rtl>` (issue 21: `[[pri<b(line end)></b>vate]]` in an
         // octet-stream `.html` went out unchanged). Read as HTML, as a text part named so is.
         let filename = (entity.filename ?? "").lowercased()
+        let savedPage = filename.hasSuffix(".mht") || filename.hasSuffix(".mhtml")
         let opensAsPage = !Self.isTextLike(type) && !isMessage
             && (Self.pageNames.contains(where: filename.hasSuffix) || opening.isTag)
         let textLike = Self.isTextLike(type) || isMessage || opensAsPage
@@ -592,9 +603,11 @@ package struct MessageReadings {
             if reading, type.type == "text", Self.hasUUBegin(bytes) {
                 emitOnce(name + " (uuencoded block)", String(decoding: TransferDecoding.uudecode(bytes), as: UTF8.self), media: media)
             }
-            if isMessage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
+            if isMessage || savedPage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
                 // message/partial, external-body, x-…, a digest's children: their
-                // content read as a message too.
+                // content read as a message too. So is a saved web page (`.mht`, `.mhtml`:
+                // multipart/related, its HTML quoted-printable or base64), which its browser
+                // decodes and shows: its HTML was read only as the bytes stood.
                 message(embedded, prefix: name + " ")
             }
         }
