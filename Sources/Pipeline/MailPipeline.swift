@@ -143,7 +143,7 @@ public struct PipelineOptions: Sendable {
     public var continuity: (any KeyContinuityStore)?
     /// A resident program's cache of exported Autocrypt key data (the
     /// sender's key in every letter); nil: exported for each mail.
-    public var keyCache: KeyCache?
+    package var keyCache: KeyCache?
 
     /// Options; the defaults are standard policy and markers, signing as the From address.
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
