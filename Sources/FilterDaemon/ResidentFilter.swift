@@ -17,7 +17,7 @@ package enum ResidentFilter {
     /// Runs in the foreground until SIGTERM; returns the exit status (0 after
     /// a clean stop, 78 for a configuration that cannot be used, 75 when the
     /// address cannot be listened on). `address` overrides `[listen] address`.
-    package static func run(configPath: String, address: (host: String, port: Int)?) -> Int32 {
+    package static func run(configPath: String, address: (host: String, port: Int)?) async -> Int32 {
         let config: FilterConfig
         do { config = try FilterConfig.load(path: configPath) } catch {
             say("mailsec filter: \(error)")
@@ -48,14 +48,7 @@ package enum ResidentFilter {
         // (with [store] a mail's home is the current generation: one probe per change).
         GnuPG.makeHomeTheDefault(keys?.keyring.current ?? config.gnupgHome)
         signal(SIGPIPE, SIG_IGN)
-        let done = DispatchSemaphore(value: 0)
-        let status = StatusBox()
-        Task.detached {
-            status.value = await serve(config, configPath: configPath, address: address, keys: keys)
-            done.signal()
-        }
-        done.wait()
-        return status.value
+        return await serve(config, configPath: configPath, address: address, keys: keys)
     }
 
     /// Problems of the configuration at `configPath` for the resident filter,
@@ -222,9 +215,4 @@ private final class SignalWatch: @unchecked Sendable {
             return source
         }
     }
-}
-
-/// Written by the serving task before the semaphore is signalled, read after the wait.
-private final class StatusBox: @unchecked Sendable {
-    var value: Int32 = 75
 }

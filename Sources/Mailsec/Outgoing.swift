@@ -24,9 +24,10 @@
 /// notice, then postcards; key continuity remembers a letter's keys once it
 /// went (`MailPipeline.send(_:to:)` holds the rules).
 public struct Outgoing: Sendable {
-    /// The pipeline the plan and the copies come from: for what this type
-    /// does not cover (a `KeyBook` kept between mails, say).
-    public let pipeline: MailPipeline
+    /// The pipeline the plan and the copies come from. The package's own: its
+    /// steps (prepare, write, notice, withdraw) only work in that order, and
+    /// ``send(_:envelopeSender:envelopeRecipients:to:)`` runs them.
+    package let pipeline: MailPipeline
 
     /// Where the copies of a mail go.
     public enum Destination: Sendable {

@@ -59,7 +59,7 @@ public struct GnuPG: Sendable {
     /// mail rejected early): `exit` must not tear the libraries down under the
     /// thread still probing. When it returns false (the probe's gpg hangs),
     /// leave with `_exit`, which runs no exit handlers or destructors.
-    public static func awaitLibrarySetUp(within limit: TimeInterval) -> Bool {
+    package static func awaitLibrarySetUp(within limit: TimeInterval) -> Bool {
         librarySetUp.wait(timeout: .now() + limit) == .success
     }
 

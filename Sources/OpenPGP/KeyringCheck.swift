@@ -58,7 +58,7 @@ public struct KeyringError: Error, Sendable, Equatable, CustomStringConvertible 
 /// What a check of the files cannot see (a record of the trust database
 /// damaged inside its fields) gpg meets while it lists: it then writes a
 /// `FAILURE` (or `ERROR`) status line, which ``GnuPG`` watches for.
-public enum KeyringCheck {
+package enum KeyringCheck {
     /// The home gpg uses for `home`: itself, `$GNUPGHOME`, or `~/.gnupg`.
     static func resolvedHome(_ home: String?) -> String {
         if let home { return home }
@@ -68,7 +68,7 @@ public enum KeyringCheck {
 
     /// Throws ``KeyringError`` when a file the home's key look-up depends on
     /// is damaged: the public keyring, the trust database, `gpg.conf`.
-    public static func check(home: String?) throws(KeyringError) {
+    package static func check(home: String?) throws(KeyringError) {
         try checkBeforeListing(home: home)
         try checkContents(home: home)
     }
@@ -139,7 +139,7 @@ public enum KeyringCheck {
     /// listing's gpg process starts without waiting for the check, and a
     /// damaged keyring throws ``KeyringError`` whatever the listing gave
     /// (also when it failed: the damage is the reason to report).
-    public static func checking<T>(home: String?, while listing: () throws -> T) throws -> T {
+    package static func checking<T>(home: String?, while listing: () throws -> T) throws -> T {
         try checkBeforeListing(home: home)
         let check = Background { try KeyringCheck.checkContents(home: home) }
         let listed = Result { try listing() }

@@ -11,7 +11,7 @@ extension GnuPG {
     /// `GPGME_EXPORT_MODE_MINIMAL`, which keeps only the latest self-signature
     /// of each user ID); the packets are then chosen here, since GPGME 1.18
     /// cannot pass gpg an export filter. Binary, in the order given.
-    public func autocryptKeydata(_ wanted: [(key: Key, address: String)]) throws -> [[UInt8]] {
+    package func autocryptKeydata(_ wanted: [(key: Key, address: String)]) throws -> [[UInt8]] {
         guard !wanted.isEmpty else { return [] }
         var unique: [Key] = []
         for (key, _) in wanted where !unique.contains(key) { unique.append(key) }
@@ -44,7 +44,7 @@ extension GnuPG {
     /// subkey (its fingerprint). The choice can change with time alone (a
     /// subkey expires) while the keyring stays as it was, so a cache of
     /// exports files each under it too.
-    public static func autocryptChoice(_ key: Key, address: String) -> (userID: String?, subkey: String?) {
+    package static func autocryptChoice(_ key: Key, address: String) -> (userID: String?, subkey: String?) {
         let valid = key.userIDs.filter { !$0.isRevoked && !$0.isInvalid }
         let userID = (valid.first { $0.address.lowercased() == address.lowercased() } ?? valid.first)?.uid
         let subkey = key.subkeys.dropFirst().filter(\.isUsableForEncryption)

@@ -16,5 +16,5 @@ enum ProcessCount {
 extension GnuPG {
     /// The gpg processes this process has started so far (operations and
     /// version probes); for metrics.
-    public static var processesStarted: Int { ProcessCount.started.load(ordering: .relaxed) }
+    package static var processesStarted: Int { ProcessCount.started.load(ordering: .relaxed) }
 }

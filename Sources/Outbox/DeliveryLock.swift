@@ -5,12 +5,12 @@ import Foundation
 /// `outbox.lock` in the store's folder) for a delivery run. So a recipient
 /// found `sending` by the holder was left so by a process that died.
 /// The kernel drops the lock when its holder exits, also on kill -9.
-public final class DeliveryLock {
+package final class DeliveryLock {
     private let fd: Int32
 
     /// Takes the lock, waiting up to `wait` seconds; nil when another process
     /// still holds it then.
-    public init?(folder: String, wait: TimeInterval) throws(OutboxError) {
+    package init?(folder: String, wait: TimeInterval) throws(OutboxError) {
         let path = folder + "/outbox.lock"
         // A local until the lock is held: a class whose stored properties are all set
         // runs its deinit when its init returns nil, and that closed the descriptor a

@@ -1,19 +1,19 @@
 import Foundation
 
 /// The Autocrypt header (Autocrypt Level 1).
-public enum Autocrypt {
+package enum Autocrypt {
     /// `addr=ADDR; prefer-encrypt=mutual; keydata=BASE64`, already folded: the
     /// key data on lines of their own, joined by `\n ` (readers ignore the
     /// white space inside keydata). Set it as a raw header field so that it is
     /// not encoded again (``MIME/MIMEMessage/appendRawHeader(_:_:)``).
-    public static func header(address: String, keydata: [UInt8]) -> String {
+    package static func header(address: String, keydata: [UInt8]) -> String {
         "addr=\(address); prefer-encrypt=mutual; keydata=\n " + folded(keydata)
     }
 
     /// `addr=ADDR; keydata=BASE64`, folded as ``header(address:keydata:)``:
     /// the value of an `Autocrypt-Gossip` header (Level 1 §2.7, key gossip),
     /// which goes inside the encryption, in the header of the encrypted part.
-    public static func gossipHeader(address: String, keydata: [UInt8]) -> String {
+    package static func gossipHeader(address: String, keydata: [UInt8]) -> String {
         "addr=\(address); keydata=\n " + folded(keydata)
     }
 

@@ -16,9 +16,9 @@ import Synchronization
 /// Safe to share between threads: the entries live under a lock, and a
 /// listing runs outside it (two threads may list the same address at once;
 /// both results are the same keyring's).
-public final class KeyCache: Sendable {
+package final class KeyCache: Sendable {
     /// How long entries are kept at most, whatever else happens.
-    public static let maximumAge: TimeInterval = 600
+    package static let maximumAge: TimeInterval = 600
 
     private struct Entries {
         var state: KeyringState?
@@ -35,19 +35,19 @@ public final class KeyCache: Sendable {
 
     /// An empty cache: the first mail lists its keys. With `kept`, the
     /// Autocrypt exports are also kept outside the process, for the next one.
-    public init(keeping kept: KeptExports? = nil) {
+    package init(keeping kept: KeptExports? = nil) {
         self.kept = kept
     }
 
     /// How many calls were answered from the cache, and how many listed keys
     /// (for tests and the bench).
-    public var statistics: (hits: Int, listings: Int) { counters.withLock { $0 } }
+    package var statistics: (hits: Int, listings: Int) { counters.withLock { $0 } }
 
     /// The keys `pipeline` needs for `wanted`: from the cache when it holds
     /// them all for the keyring as it is now, otherwise listed (one listing
     /// for what is missing) and kept when the keyring did not change while
     /// it was listed.
-    public func book(for wanted: KeyBook.Wanted, pipeline: MailPipeline) throws -> KeyBook {
+    package func book(for wanted: KeyBook.Wanted, pipeline: MailPipeline) throws -> KeyBook {
         let home = pipeline.gnupg.home
         let requirements = pipeline.options.requirements
         let state = KeyringState(home: home)
@@ -80,7 +80,7 @@ public final class KeyCache: Sendable {
     }
 
     /// Forgets everything (a configuration reloaded, say).
-    public func clear() {
+    package func clear() {
         entries.withLock { $0 = Entries() }
         exports.withLock { $0 = (nil, [:]) }
     }
@@ -90,7 +90,7 @@ public final class KeyCache: Sendable {
     /// (``OpenPGP/GnuPG/autocryptChoice(_:address:)``): a letter carries its
     /// sender's key, the same for every mail from that sender, and exporting
     /// it costs a gpg process each time.
-    public func autocryptKeydata(_ wanted: [(key: Key, address: String)], gnupg: GnuPG) throws -> [[UInt8]] {
+    package func autocryptKeydata(_ wanted: [(key: Key, address: String)], gnupg: GnuPG) throws -> [[UInt8]] {
         let state = KeyringState(home: gnupg.home)
         // Filed under what the export keeps, as the caller's listing judged
         // the key: a subkey that expired since changes the export, not the keyring.
@@ -143,14 +143,14 @@ public final class KeyCache: Sendable {
 /// costs a gpg process each time. Only public key data is kept, filed under
 /// the keyring's state (``OpenPGP/KeyringState``): a keyring changed in any
 /// way makes what was kept count for nothing.
-public struct KeptExports: Sendable {
+package struct KeptExports: Sendable {
     /// The kept bytes, or nil when there are none.
-    public let read: @Sendable () -> [UInt8]?
+    package let read: @Sendable () -> [UInt8]?
     /// Replaces the kept bytes whole (a failure only loses the saving).
-    public let write: @Sendable ([UInt8]) -> Void
+    package let write: @Sendable ([UInt8]) -> Void
 
     /// Exports kept by `read` and `write`.
-    public init(read: @escaping @Sendable () -> [UInt8]?, write: @escaping @Sendable ([UInt8]) -> Void) {
+    package init(read: @escaping @Sendable () -> [UInt8]?, write: @escaping @Sendable ([UInt8]) -> Void) {
         self.read = read
         self.write = write
     }

@@ -94,7 +94,7 @@ public enum Letter {
 
     /// The first half of ``seal(_:outside:to:signer:using:hideRecipients:autocrypt:outerSubject:)``:
     /// the body to encrypt and the outside fields. No cryptography.
-    public static func draft(_ message: MIMEMessage, outside: MIMEMessage? = nil, outerSubject: String = "...") throws -> Draft {
+    package static func draft(_ message: MIMEMessage, outside: MIMEMessage? = nil, outerSubject: String = "...") throws -> Draft {
         guard let original = message.body else { throw LetterError(.noBody) }
         let headers = message.headers.filter { !bodyHeaders.contains($0.name.lowercased()) && !$0.value.isEmpty }
 
@@ -128,7 +128,7 @@ public enum Letter {
     /// is re-encoded in place, and is not touched by this thread meanwhile.
     /// If the body could not be written in full, nothing counts: the
     /// ciphertext of a cut-off body is thrown away with an error.
-    public static func encrypt(_ draft: Draft, to recipients: [Key], signer: Key, using gnupg: GnuPG,
+    package static func encrypt(_ draft: Draft, to recipients: [Key], signer: Key, using gnupg: GnuPG,
                                into output: Int32, hideRecipients: Bool = false) throws {
         guard !recipients.isEmpty else { throw LetterError(.noRecipients) }
         var ends: [Int32] = [-1, -1]
@@ -157,7 +157,7 @@ public enum Letter {
 
     /// The second half: the letter around `ciphertext` (armored), with the
     /// draft's outside fields and `autocrypt`.
-    public static func assemble(_ draft: Draft, ciphertext: [UInt8], autocrypt: String? = nil) throws -> MIMEMessage {
+    package static func assemble(_ draft: Draft, ciphertext: [UInt8], autocrypt: String? = nil) throws -> MIMEMessage {
         let letter = MIMEMessage(body: try PGPMIME.encrypted(armoredCiphertext: ciphertext))
         for (name, value) in draft.outer { letter.appendHeader(name, value) }
         if let autocrypt { try letter.appendRawHeader("Autocrypt", autocrypt) }

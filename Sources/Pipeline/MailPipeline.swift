@@ -143,7 +143,7 @@ public struct PipelineOptions: Sendable {
     public var continuity: (any KeyContinuityStore)?
     /// A resident program's cache of exported Autocrypt key data (the
     /// sender's key in every letter); nil: exported for each mail.
-    public var keyCache: KeyCache?
+    package var keyCache: KeyCache?
 
     /// Options; the defaults are standard policy and markers, signing as the From address.
     public init(mail: MailOptions = .standard, redactor: Redactor = .standard, signAs: String? = nil,
@@ -369,7 +369,7 @@ public struct MailPipeline: Sendable {
     /// makes the plan. Nothing is written yet. With `original`, the bytes the
     /// message was parsed from, a mail that is encrypted already goes out as
     /// exactly those bytes (Bcc aside) rather than written anew.
-    public func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
+    package func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
                         envelopeRecipients: [String]? = nil) throws -> PreparedMail {
         let wanted = try keysWanted(for: message, envelopeSender: envelopeSender, envelopeRecipients: envelopeRecipients)
         let book = try lookUp(wanted)
@@ -379,7 +379,7 @@ public struct MailPipeline: Sendable {
 
     /// The addresses (and a signer's fingerprint) whose keys ``prepare(_:original:envelopeSender:envelopeRecipients:keys:)``
     /// needs for `message`: what a caller that keeps a ``KeyBook`` looks up when it lacks some.
-    public func keysWanted(for message: MIMEMessage, envelopeSender: String? = nil,
+    package func keysWanted(for message: MIMEMessage, envelopeSender: String? = nil,
                            envelopeRecipients: [String]? = nil) throws -> KeyBook.Wanted {
         let (envelopeSender, envelopeRecipients) = try Self.checkedEnvelope(envelopeSender, envelopeRecipients)
         let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
@@ -401,7 +401,7 @@ public struct MailPipeline: Sendable {
     }
 
     /// One key-listing operation for everything in `wanted`.
-    public func lookUp(_ wanted: KeyBook.Wanted) throws -> KeyBook {
+    package func lookUp(_ wanted: KeyBook.Wanted) throws -> KeyBook {
         var book = KeyBook()
         guard !wanted.isEmpty else { return book }
         let (lookups, listed) = try gnupg.lookup(wanted.addresses, requirements: options.requirements,
@@ -413,7 +413,7 @@ public struct MailPipeline: Sendable {
     /// Makes the plan from keys looked up before (`keys` must hold every
     /// address and fingerprint of ``keysWanted(for:envelopeSender:envelopeRecipients:)``;
     /// one it lacks counts as having no key). No gpg process runs.
-    public func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
+    package func prepare(_ message: MIMEMessage, original: [UInt8]? = nil, envelopeSender: String? = nil,
                         envelopeRecipients: [String]? = nil, keys book: KeyBook) throws -> PreparedMail {
         let (envelopeSender, envelopeRecipients) = try Self.checkedEnvelope(envelopeSender, envelopeRecipients)
         let recipients = Self.recipients(of: message, envelope: envelopeRecipients)
@@ -514,7 +514,7 @@ public struct MailPipeline: Sendable {
     /// Throws for a refused plan: ``KeyLossError`` when key continuity holds
     /// it (temporary), ``KeyChangeError`` when a recipient's key changed and
     /// the change is not accepted, `PipelineError.refused` otherwise.
-    public static func checkNotRefused(_ plan: Plan) throws {
+    package static func checkNotRefused(_ plan: Plan) throws {
         let lost = plan.keyLoss
         if !lost.isEmpty {
             throw KeyLossError(losses: lost.map { item in
@@ -534,7 +534,7 @@ public struct MailPipeline: Sendable {
     /// encrypted and published first; when publishing fails nothing is
     /// written (`publishFailed`), and when a later step fails the
     /// publication is withdrawn again.
-    public func write(_ prepared: PreparedMail) throws -> WrittenMail {
+    package func write(_ prepared: PreparedMail) throws -> WrittenMail {
         let plan = prepared.plan
         try Self.checkNotRefused(plan)
         // Read it or refuse it: in a mail with marked spans (for one encrypted

@@ -58,7 +58,7 @@ extension MailPipeline {
     /// ``PipelineOptions/noticeMustBeLetter`` a mail that publishes spans
     /// needs a sender who can receive a letter (``PipelineError/Code/noticeNeedsLetter``)
     /// or a terminal to show the password on (``PipelineOptions/showPassword``).
-    public func checkNotice(_ prepared: PreparedMail) throws(PipelineError) {
+    package func checkNotice(_ prepared: PreparedMail) throws(PipelineError) {
         if prepared.publishesSpans && options.noticeMustBeLetter && !prepared.senderCanReceiveLetter && options.showPassword == nil {
             throw PipelineError(.noticeNeedsLetter, addresses: [prepared.envelopeSender])
         }
@@ -68,7 +68,7 @@ extension MailPipeline {
     /// envelope sender when spans were published (``passwordNotice(_:_:mustBeLetter:)``,
     /// as ``PipelineOptions/noticeMustBeLetter`` says). Nothing is withdrawn
     /// here: a caller that fails after `write` calls ``withdraw(_:)``.
-    public func outgoing(_ prepared: PreparedMail, _ written: WrittenMail) throws -> OutgoingMail {
+    package func outgoing(_ prepared: PreparedMail, _ written: WrittenMail) throws -> OutgoingMail {
         if options.noticeMustBeLetter && !prepared.senderCanReceiveLetter, let show = options.showPassword,
            let publication = written.publication, let password = written.password {
             // No letter for the sender: the password is shown to them, never mailed in clear.

@@ -147,7 +147,7 @@ extension MailPipeline {
     /// signed with it) when there is one, else a plain message, unless
     /// `mustBeLetter`, which then throws `noticeNeedsLetter`. Returns the copy
     /// and its Message-ID; nil when nothing was published.
-    public func passwordNotice(_ prepared: PreparedMail, _ written: WrittenMail, mustBeLetter: Bool) throws
+    package func passwordNotice(_ prepared: PreparedMail, _ written: WrittenMail, mustBeLetter: Bool) throws
         -> (copy: WrittenCopy, messageID: String)? {
         guard let publication = written.publication, let password = written.password else { return nil }
         let sender = prepared.envelopeSender
@@ -171,7 +171,7 @@ extension MailPipeline {
 
     /// Deletes what `written` published, if anything; best effort (the entry
     /// expires anyway).
-    public func withdraw(_ written: WrittenMail) {
+    package func withdraw(_ written: WrittenMail) {
         if let publication = written.publication { try? options.publisher?.withdraw(publication) }
     }
 }

@@ -7,22 +7,22 @@ import Glibc
 /// addresses and routes added or removed (a NETLINK_ROUTE socket joined to
 /// the link, address and route groups). Where netlink cannot be had, only
 /// the time-out of ``wait(timeout:)`` wakes the caller (polling).
-public final class NetworkEvents: @unchecked Sendable {
+package final class NetworkEvents: @unchecked Sendable {
     private let fd: Int32
 
     /// Opens the netlink socket; `isAvailable` is false when it could not be.
-    public init() {
+    package init() {
         fd = mailsec_netlink_route_socket()
     }
 
     deinit { if fd >= 0 { close(fd) } }
 
     /// True when netlink events arrive; false means polling only.
-    public var isAvailable: Bool { fd >= 0 }
+    package var isAvailable: Bool { fd >= 0 }
 
     /// Waits for a change or `timeout` seconds; true when a change came. The
     /// messages themselves are drained, not read: any change means "look again".
-    public func wait(timeout: Double) -> Bool {
+    package func wait(timeout: Double) -> Bool {
         guard fd >= 0 else {
             let seconds = min(max(0, timeout), 86_400)
             var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))

@@ -15,19 +15,19 @@ extension Redactor {
     static let partStructuralHeaders: Set<String> = structuralHeaders.union(["content-disposition"])
 
     /// What reading a message every way found (see ``MessageReadings``).
-    public struct ReadingsFinding: Sendable {
+    package struct ReadingsFinding: Sendable {
         /// A finding: the first place a marker was seen, and the places not read with certainty.
-        public init(marker: String?, uncertain: [String]) {
+        package init(marker: String?, uncertain: [String]) {
             self.marker = marker
             self.uncertain = uncertain
         }
 
         /// Where a marker shows in some reading (`part 1.2 (text/html)`,
         /// `Subject`); nil when in none.
-        public let marker: String?
+        package let marker: String?
         /// Places that cannot be read with certainty; in a mail with marked
         /// spans each makes the mail refused.
-        public let uncertain: [String]
+        package let uncertain: [String]
     }
 
     /// Reads `message` every way a recipient's software may read it (every
@@ -37,7 +37,7 @@ extension Redactor {
     /// lines joined, invisible characters inside markers passed over, and the
     /// message as written) and says where a marker shows and what cannot be
     /// read with certainty.
-    public func readings(of message: MIMEMessage) -> ReadingsFinding {
+    package func readings(of message: MIMEMessage) -> ReadingsFinding {
         var marker: String?
         let uncertain = MessageReadings.read(message) { place, content -> Bool in
             switch content {
@@ -63,7 +63,7 @@ extension Redactor {
     /// Where a marker still stands in `message` in any of its readings
     /// (``readings(of:)``); nil when there is none. A censored postcard must
     /// give nil.
-    public func remainingMarker(in message: MIMEMessage) -> String? {
+    package func remainingMarker(in message: MIMEMessage) -> String? {
         readings(of: message).marker
     }
 
@@ -973,7 +973,7 @@ extension Redactor {
 
     /// True when the message has marked spans anywhere. Throws when markers do
     /// not pair up, naming the part (`Subject`, `part 1.2 (text/html)`).
-    public func hasMarkedSpans(_ message: MIMEMessage) throws -> Bool {
+    package func hasMarkedSpans(_ message: MIMEMessage) throws -> Bool {
         var found = false
         try visit(message, prefix: "") { text, name, isHTML in
             if isHTML ? hasMarkersHTML(text) : hasMarkers(text) {
@@ -991,7 +991,7 @@ extension Redactor {
     /// markers pair up in the model the rebuild reads, while the raw text of
     /// a part the rebuild does not read as text (text/richtext with its
     /// commands inside a marker) does not.
-    public func apply(_ mode: Mode, to message: MIMEMessage, keepingUnpaired: Bool = false) throws {
+    package func apply(_ mode: Mode, to message: MIMEMessage, keepingUnpaired: Bool = false) throws {
         try visit(message, prefix: "") { text, name, isHTML in
             guard isHTML ? hasMarkersHTML(text) : hasMarkers(text) else { return nil }
             do {

@@ -7,9 +7,9 @@ import Synchronization
 
 /// Why a postcard could not be rebuilt. The description names the place,
 /// never message content.
-public struct RebuildError: Error, Sendable, CustomStringConvertible {
+package struct RebuildError: Error, Sendable, CustomStringConvertible {
     /// What stopped the rebuild.
-    public enum Code: Sendable, Equatable {
+    package enum Code: Sendable, Equatable {
         /// The mail is signed (`multipart/signed`, cleartext-signed text, S/MIME signed-data).
         case signed
         /// `opaque_parts = "refuse"` and the mail has parts mailsec does not read.
@@ -21,16 +21,16 @@ public struct RebuildError: Error, Sendable, CustomStringConvertible {
     }
 
     /// What stopped the rebuild.
-    public let code: Code
+    package let code: Code
     /// Where (`part 2 (application/pdf)`).
-    public let place: String
+    package let place: String
     /// What the rebuild had found when it stopped (for the plan).
-    public let parts: PostcardParts
+    package let parts: PostcardParts
     /// True when a text held an inline block no search sees into (``RebuiltPostcard/unsearchable``).
     package var unsearchable = false
 
     /// One line, without message content.
-    public var description: String {
+    package var description: String {
         switch code {
         case .signed: "\(place) is signed"
         case .refusedParts: "\(place) cannot be read, and opaque parts are refused"
@@ -42,11 +42,11 @@ public struct RebuildError: Error, Sendable, CustomStringConvertible {
 
 /// A postcard rebuilt from its mail: a new message, and what it withheld,
 /// passed unread or dropped. Holds GMime objects, so it is not `Sendable`.
-public struct RebuiltPostcard {
+package struct RebuiltPostcard {
     /// The postcard (Bcc is in no postcard).
-    public let message: MIMEMessage
+    package let message: MIMEMessage
     /// What was withheld, passed unread or dropped by the HTML allow-list.
-    public let parts: PostcardParts
+    package let parts: PostcardParts
     /// The model's From and Subject (decoded, cleaned, not yet censored): what
     /// the reading page of a partially encrypted postcard shows.
     package let from: String
@@ -104,12 +104,12 @@ package final class RebuildCount: Sendable {
 ///   multiparts with a fresh boundary.
 /// - Ciphertext (``EncryptedAlready``) is kept as it is; a signature refuses
 ///   the rebuild; every other leaf is opaque and follows ``OpaqueParts``.
-public enum PostcardRebuild {
+package enum PostcardRebuild {
     /// Rebuilds the postcard of `message`, spans treated by `mode` (`.censor`,
     /// or `.number(catalog)` for a partially encrypted postcard). Throws
     /// ``RebuildError`` (signed, refused or marked opaque parts, too deep) and
     /// `PolicyError` (markers that do not pair up).
-    public static func rebuild(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode = .censor,
+    package static func rebuild(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode = .censor,
                                opaque: OpaqueParts = .withhold) throws -> RebuiltPostcard {
         if let counted = counted { counted.add() }
         let builder = Builder(redactor: redactor, mode: mode, opaque: opaque)
@@ -204,7 +204,7 @@ public enum PostcardRebuild {
 
     /// Only the header fields of `message`, rebuilt as in ``rebuild(_:redactor:mode:opaque:)``,
     /// over an empty body: what a letter shows outside.
-    public static func outside(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode = .censor) throws -> MIMEMessage {
+    package static func outside(_ message: MIMEMessage, redactor: Redactor, mode: Redactor.Mode = .censor) throws -> MIMEMessage {
         let builder = Builder(redactor: redactor, mode: mode, opaque: .withhold)
         let outside = MIMEMessage(body: .text(""))
         try builder.fields(message.headers, place: "") { name, value in outside.appendHeader(name, value) }

@@ -5,19 +5,19 @@ import NIOCore
 /// ``SMTPConnection`` for synchronous callers (the filter: one process per
 /// mail, no async code): each call blocks the calling thread until done.
 /// Never call it from a Swift concurrency task.
-public final class BlockingSMTPConnection: Sendable {
+package final class BlockingSMTPConnection: Sendable {
     /// The connection the blocking calls run on.
-    public let connection: SMTPConnection
+    package let connection: SMTPConnection
 
     private init(_ connection: SMTPConnection) { self.connection = connection }
 
     /// ``SMTPConnection/open(_:credentials:)``, blocking.
-    public static func open(_ server: SMTPServer, credentials: SMTPCredentials? = nil) throws(SMTPError) -> BlockingSMTPConnection {
+    package static func open(_ server: SMTPServer, credentials: SMTPCredentials? = nil) throws(SMTPError) -> BlockingSMTPConnection {
         BlockingSMTPConnection(try runBlocking { () async throws(SMTPError) in try await SMTPConnection.open(server, credentials: credentials) })
     }
 
     /// ``SMTPConnection/send(from:to:message:allOrNothing:)``, blocking.
-    public func send(from sender: String, to recipients: [String], message: [UInt8],
+    package func send(from sender: String, to recipients: [String], message: [UInt8],
                      allOrNothing: Bool = false) throws(SMTPError) -> SMTPDelivery {
         let connection = self.connection
         return try runBlocking { () async throws(SMTPError) in
@@ -26,13 +26,13 @@ public final class BlockingSMTPConnection: Sendable {
     }
 
     /// ``SMTPConnection/reset()``, blocking.
-    public func reset() throws(SMTPError) {
+    package func reset() throws(SMTPError) {
         let connection = self.connection
         try runBlocking { () async throws(SMTPError) in try await connection.reset() }
     }
 
     /// ``SMTPConnection/quit()``, blocking.
-    public func quit() {
+    package func quit() {
         let connection = self.connection
         _ = try? runBlocking { () async throws(SMTPError) in await connection.quit() }
     }

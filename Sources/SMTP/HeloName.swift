@@ -1,13 +1,13 @@
 import Foundation
 
 /// The name this host gives in EHLO.
-public enum HeloName {
+package enum HeloName {
     /// This host's fully qualified name: `gethostname`, then its canonical
     /// name from `getaddrinfo` (`AI_CANONNAME`), when that has a dot. Nil
     /// when neither is a dotted domain name; the session then uses the
     /// address literal of its own end of the connection ("[192.0.2.1]"),
     /// which RFC 5321 allows and servers accept. Looked up once per process.
-    public static func local() -> String? { cached }
+    package static func local() -> String? { cached }
 
     private static let cached: String? = {
         var buffer = [CChar](repeating: 0, count: 256)
@@ -28,7 +28,7 @@ public enum HeloName {
     /// True for a name EHLO may carry: a domain (``isDomain(_:)``) or an
     /// address literal in brackets of printable ASCII without spaces. Anything
     /// else (a line break above all, which would inject commands) is refused.
-    public static func isAcceptable(_ name: String) -> Bool {
+    package static func isAcceptable(_ name: String) -> Bool {
         if isDomain(name) { return true }
         guard name.hasPrefix("["), name.hasSuffix("]"), name.count > 2, name.utf8.count <= 255 else { return false }
         return name.dropFirst().dropLast().unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && $0 != "[" && $0 != "]" }

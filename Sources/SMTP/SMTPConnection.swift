@@ -13,15 +13,15 @@ import Synchronization
 /// A failed step (lost connection, time-out, TLS, garbled reply) closes the
 /// session for good; a transaction the server refuses (4xx/5xx) leaves it
 /// usable. For synchronous callers see ``BlockingSMTPConnection``.
-public actor SMTPConnection {
+package actor SMTPConnection {
     /// The server, its security and time-outs.
-    public let server: SMTPServer
+    package let server: SMTPServer
     /// What the server offers (after STARTTLS: what it offers under TLS).
-    public private(set) var extensions: SMTPExtensions = .none
+    package private(set) var extensions: SMTPExtensions = .none
     /// True when the session runs over TLS.
-    public private(set) var isEncrypted = false
+    package private(set) var isEncrypted = false
     /// False once the session failed or ended.
-    public var isOpen: Bool { failure == nil && !quitted }
+    package var isOpen: Bool { failure == nil && !quitted }
 
     private let channel: any Channel
     private let handler: NIOLoopBound<ReplyHandler>
@@ -39,7 +39,7 @@ public actor SMTPConnection {
     /// The actor runs on its channel's event loop: a reply read there resumes
     /// the session's code on the same thread, with no hop to another thread
     /// and back for every command.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+    package nonisolated var unownedExecutor: UnownedSerialExecutor {
         channel.eventLoop.executor.asUnownedSerialExecutor()
     }
 
@@ -55,7 +55,7 @@ public actor SMTPConnection {
     /// Connects, reads the greeting, says EHLO, begins TLS as configured and
     /// authenticates when `credentials` are given. Nothing of a transaction
     /// is sent before all that succeeded.
-    public static func open(_ server: SMTPServer, credentials: SMTPCredentials? = nil) async throws(SMTPError) -> SMTPConnection {
+    package static func open(_ server: SMTPServer, credentials: SMTPCredentials? = nil) async throws(SMTPError) -> SMTPConnection {
         if let name = server.heloName, !HeloName.isAcceptable(name) {
             // Not echoed: it may hold line breaks. A setting, so temporary (75), never a bounce.
             throw SMTPError(.protocolError, "the EHLO name given is not a domain name or an address literal")
@@ -222,7 +222,7 @@ public actor SMTPConnection {
     /// (after a pipelined DATA's 354, by closing the connection without the
     /// final "."), and the refusal is thrown. For callers that retry a copy
     /// as a whole (the filter), so that a retry sends no copy twice.
-    public func send(from sender: String, to recipients: [String], message: [UInt8],
+    package func send(from sender: String, to recipients: [String], message: [UInt8],
                      allOrNothing: Bool = false) async throws(SMTPError) -> SMTPDelivery {
         if let failure { throw failure }
         guard !quitted else { throw SMTPError(.connectionFailed, "the session with \(server.peer) has ended") }
@@ -313,7 +313,7 @@ public actor SMTPConnection {
     /// messages still works before it carries the next one. Any failure (the
     /// server closed an idle connection, say) throws and closes the session;
     /// nothing of a message was sent, so the caller may open a new one.
-    public func reset() async throws(SMTPError) {
+    package func reset() async throws(SMTPError) {
         if let failure { throw failure }
         guard !quitted else { throw SMTPError(.connectionFailed, "the session with \(server.peer) has ended") }
         let reply = try await command("RSET", step: "RSET", within: server.timeouts.command)
@@ -323,7 +323,7 @@ public actor SMTPConnection {
     /// Ends the session: QUIT is written and the connection closed without
     /// waiting for the answer (every message was taken already; a server
     /// that stalls on QUIT must not hold us).
-    public func quit() async {
+    package func quit() async {
         guard !quitted else { return }
         quitted = true
         if failure == nil {

@@ -2,46 +2,46 @@
 /// to do next: ``isTemporary`` means "try again later", anything else waits
 /// for a person (or bounces). The text never holds a password or message
 /// content; a server's reply in it is sanitised (``SMTPReply/text``).
-public struct SMTPError: Error, Sendable, CustomStringConvertible, Equatable {
+package struct SMTPError: Error, Sendable, CustomStringConvertible, Equatable {
     /// What failed; a struct, so that codes can be added. Match with `catch SMTPError.Code.…`.
-    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    package struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         /// The code's stable name.
-        public let rawValue: String
+        package let rawValue: String
         /// A code by its name.
-        public init(rawValue: String) { self.rawValue = rawValue }
+        package init(rawValue: String) { self.rawValue = rawValue }
         /// The code's name.
-        public var description: String { rawValue }
+        package var description: String { rawValue }
 
         /// The server answered 4xx to the transaction (MAIL, DATA or the final reply).
-        public static let temporary = Code(rawValue: "temporary")
+        package static let temporary = Code(rawValue: "temporary")
         /// The server answered 5xx, or the message cannot be sent to this server
         /// as it is (too large for its SIZE, an address that needs SMTPUTF8).
-        public static let permanent = Code(rawValue: "permanent")
+        package static let permanent = Code(rawValue: "permanent")
         /// AUTH was refused (535 and other 5xx), or would have needed an
         /// unencrypted connection.
-        public static let authenticationFailed = Code(rawValue: "authentication-failed")
+        package static let authenticationFailed = Code(rawValue: "authentication-failed")
         /// TLS was begun and failed: certificate not trusted, wrong name,
         /// expired, handshake error.
-        public static let tlsFailed = Code(rawValue: "tls-failed")
+        package static let tlsFailed = Code(rawValue: "tls-failed")
         /// TLS was configured and the server did not offer STARTTLS.
-        public static let tlsUnavailable = Code(rawValue: "tls-unavailable")
+        package static let tlsUnavailable = Code(rawValue: "tls-unavailable")
         /// No address of the server could be reached, or the connection was lost.
-        public static let connectionFailed = Code(rawValue: "connection-failed")
+        package static let connectionFailed = Code(rawValue: "connection-failed")
         /// A step took longer than its time-out (``SMTPTimeouts``).
-        public static let timeout = Code(rawValue: "timeout")
+        package static let timeout = Code(rawValue: "timeout")
         /// The server said something that is not SMTP, or out of turn.
-        public static let protocolError = Code(rawValue: "protocol-error")
+        package static let protocolError = Code(rawValue: "protocol-error")
     }
 
     /// What failed.
-    public let code: Code
+    package let code: Code
     /// One line, for a person: what failed, where, and the server's words.
-    public let description: String
+    package let description: String
     /// The server's reply, when the failure is one.
-    public let reply: SMTPReply?
+    package let reply: SMTPReply?
 
     /// An error with `code`, its line, and the server's reply when there was one.
-    public init(_ code: Code, _ description: String, reply: SMTPReply? = nil) {
+    package init(_ code: Code, _ description: String, reply: SMTPReply? = nil) {
         self.code = code
         self.description = description
         self.reply = reply
@@ -50,7 +50,7 @@ public struct SMTPError: Error, Sendable, CustomStringConvertible, Equatable {
     /// True when trying again later may succeed: 4xx replies (AUTH's 454
     /// included), lost or refused connections, time-outs, garbled replies.
     /// False for 5xx, authentication and TLS failures: those wait for a person.
-    public var isTemporary: Bool {
+    package var isTemporary: Bool {
         switch code {
         case .temporary, .connectionFailed, .timeout, .protocolError: return true
         case .authenticationFailed: return reply.map { $0.isTemporary } ?? false

@@ -1,11 +1,11 @@
 /// What a server offered in its EHLO reply (RFC 5321 §4.1.1.1). After
 /// STARTTLS the list is read anew and the old one forgotten (RFC 3207 §4.2).
-public struct SMTPExtensions: Sendable, Equatable {
+package struct SMTPExtensions: Sendable, Equatable {
     /// Keyword (upper case) → its parameters.
-    public let offered: [String: [String]]
+    package let offered: [String: [String]]
 
     /// The extensions a 250 reply to EHLO lists (its first line is the greeting).
-    public init(ehloReply: SMTPReply) {
+    package init(ehloReply: SMTPReply) {
         var offered: [String: [String]] = [:]
         for line in ehloReply.lines.dropFirst() {
             let words = line.split(separator: " ").map(String.init)
@@ -22,18 +22,18 @@ public struct SMTPExtensions: Sendable, Equatable {
     }
 
     /// Nothing offered (after HELO).
-    public static let none = SMTPExtensions(offered: [:])
+    package static let none = SMTPExtensions(offered: [:])
     private init(offered: [String: [String]]) { self.offered = offered }
 
     /// True when the server offers `keyword` (any case).
-    public func has(_ keyword: String) -> Bool { offered[keyword.uppercased()] != nil }
+    package func has(_ keyword: String) -> Bool { offered[keyword.uppercased()] != nil }
 
     /// SIZE's limit in octets; nil when not offered or unlimited (0).
-    public var maxSize: Int? {
+    package var maxSize: Int? {
         guard let value = offered["SIZE"]?.first.flatMap({ Int($0) }), value > 0 else { return nil }
         return value
     }
 
     /// The AUTH mechanisms, upper case.
-    public var authMechanisms: [String] { (offered["AUTH"] ?? []).map { $0.uppercased() } }
+    package var authMechanisms: [String] { (offered["AUTH"] ?? []).map { $0.uppercased() } }
 }

@@ -1,35 +1,35 @@
 /// One reply of an SMTP server: the three-digit code and its text lines.
-public struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
+package struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
     /// The three-digit reply code.
-    public let code: Int
+    package let code: Int
     /// The enhanced status code (RFC 3463) when the text starts with one, e.g. "5.1.1".
-    public var enhancedCode: String? {
+    package var enhancedCode: String? {
         let first = text.prefix { $0 != " " }
         let parts = first.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isNumber) }) else { return nil }
         return String(first)
     }
     /// The lines of text after the code, as the server sent them (without the code).
-    public let lines: [String]
+    package let lines: [String]
 
     /// A reply with `code` and its text lines.
-    public init(code: Int, lines: [String]) {
+    package init(code: Int, lines: [String]) {
         self.code = code
         self.lines = lines
     }
 
     /// 2xx (and 3xx where a continuation is due).
-    public var isPositive: Bool { code >= 200 && code < 400 }
+    package var isPositive: Bool { code >= 200 && code < 400 }
     /// 4xx: try again later.
-    public var isTemporary: Bool { code >= 400 && code < 500 }
+    package var isTemporary: Bool { code >= 400 && code < 500 }
     /// 5xx: do not try again as it is.
-    public var isPermanent: Bool { code >= 500 }
+    package var isPermanent: Bool { code >= 500 }
 
     /// The text for a person: printable ASCII only (anything else becomes
     /// "?"), lines joined by " ", at most ``maxTextLength`` characters. The
     /// server is not trusted: its text could carry terminal escapes or a
     /// copy of what we sent.
-    public var text: String {
+    package var text: String {
         var out = ""
         for (index, line) in lines.enumerated() {
             if index > 0 { out += " " }
@@ -42,10 +42,10 @@ public struct SMTPReply: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The most characters of a reply's text that ``text`` keeps; the rest becomes `…`.
-    public static let maxTextLength = 300
+    package static let maxTextLength = 300
 
     /// "550 5.1.1 no such user" (sanitised).
-    public var description: String { text.isEmpty ? "\(code)" : "\(code) \(text)" }
+    package var description: String { text.isEmpty ? "\(code)" : "\(code) \(text)" }
 }
 
 /// Splits what the server sends into replies (RFC 5321 §4.2): lines of

@@ -12,11 +12,11 @@ public enum ConnectionState: String, Sendable, Hashable, Codable {
 
 /// Looks at the network without sending mail: is there a route to the
 /// server, and does its port take a TCP connection?
-public enum Reachability {
+package enum Reachability {
     /// Tries `host:port`: resolving its name, then a route to any of its
     /// addresses (a UDP `connect`, which sends nothing), then a TCP connection
     /// within `timeout` seconds (closed at once).
-    public static func check(host: String, port: Int, timeout: TimeInterval = 10) -> ConnectionState {
+    package static func check(host: String, port: Int, timeout: TimeInterval = 10) -> ConnectionState {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?

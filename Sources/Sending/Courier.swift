@@ -51,23 +51,23 @@ public struct HeldPostcards: Sendable, Hashable {
 /// once every one of its recipients has it. At the end of each run, copies
 /// sent `keepSent` seconds ago or longer leave the outbox
 /// (``Outbox/purgeSent(olderThan:now:)``: `keep_sent_days`).
-public struct Courier: Sendable {
+package struct Courier: Sendable {
     /// How long sent copies stay listed by default: 7 days.
-    public static let defaultKeepSent: TimeInterval = 7 * 86400
+    package static let defaultKeepSent: TimeInterval = 7 * 86400
 
     /// The outbox the copies are taken from.
-    public let outbox: Outbox
+    package let outbox: Outbox
     /// How copies reach the submission server.
-    public let transport: any SubmissionTransport
+    package let transport: any SubmissionTransport
     /// Where the sender's own copy is filed; nil: nowhere.
-    public let sentFolder: SentFolder?
+    package let sentFolder: SentFolder?
     /// Seconds a sent copy stays in the outbox (its recipients and states,
     /// not its bytes); 0 removes it at the end of the run that sent it.
-    public let keepSent: TimeInterval
+    package let keepSent: TimeInterval
 
     /// A courier from `outbox` over `transport`, filing own copies in
     /// `sentFolder` and keeping sent copies listed for `keepSent` seconds.
-    public init(outbox: Outbox, transport: any SubmissionTransport, sentFolder: SentFolder?,
+    package init(outbox: Outbox, transport: any SubmissionTransport, sentFolder: SentFolder?,
                 keepSent: TimeInterval = Courier.defaultKeepSent) {
         self.outbox = outbox
         self.transport = transport
@@ -78,7 +78,7 @@ public struct Courier: Sendable {
     /// One run. `only`: just these copies; `ignoringSchedule`: due or not
     /// (a person's flush, or the network came back); `lockWait`: how long to
     /// wait for another process's run to end.
-    public func deliver(only: Set<Int64>? = nil, ignoringSchedule: Bool = false, lockWait: TimeInterval = 60,
+    package func deliver(only: Set<Int64>? = nil, ignoringSchedule: Bool = false, lockWait: TimeInterval = 60,
                         now: @Sendable () -> Date = { Date() }) async throws(OutboxError) -> DeliveryReport {
         var report = DeliveryReport()
         guard let lock = try DeliveryLock(folder: outbox.store.folder, wait: lockWait) else {
@@ -165,7 +165,7 @@ public struct Courier: Sendable {
     /// The Maildir name an own copy is filed under (``SentFolder/file(_:now:key:)``):
     /// its mail's time, the copy's id and the store's folder, so that filing it
     /// again after a crash finds it, and another store's copy never matches.
-    public func filingKey(_ entry: OutboxEntry) -> String {
+    package func filingKey(_ entry: OutboxEntry) -> String {
         let store = Digest.sha256Hex(Array(outbox.store.folder.utf8)).prefix(12)
         return "\(Int(entry.created.timeIntervalSince1970)).mailsec\(entry.id)S\(store)"
     }

@@ -16,14 +16,14 @@ public struct PasswordError: Error, Sendable, CustomStringConvertible {
 /// Gets the password for the submission server, into the SMTP module's
 /// ``SecretBytes`` (its own memory, zeroed with `explicit_bzero` when the
 /// last reference goes; never a String, which Swift may copy anywhere).
-public enum Password {
+package enum Password {
     /// How long `password_command` may take unless `password_timeout` says otherwise.
-    public static let defaultTimeout = 60
+    package static let defaultTimeout = 60
 
     /// Gets the password for `config`: runs `password_command` once (for at
     /// most `password_timeout` seconds), or takes the one in the (private)
     /// file; nil when none is configured.
-    public static func obtain(for config: UserConfig) throws(PasswordError) -> SecretBytes? {
+    package static func obtain(for config: UserConfig) throws(PasswordError) -> SecretBytes? {
         switch config.submission.password {
         case .none: return nil
         case .inFile:

@@ -54,7 +54,7 @@ public final class Submission: Sendable {
     /// The durable queue every copy goes into before sending.
     public let outbox: Outbox
     /// What delivers the queued copies.
-    public let courier: Courier
+    package let courier: Courier
     private let states: AsyncStream<ConnectionState>.Continuation
     private let stateStream: AsyncStream<ConnectionState>
 

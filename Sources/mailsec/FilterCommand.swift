@@ -5,7 +5,7 @@ import Foundation
 import OpenPGP
 import Settings
 
-struct FilterCommand: ParsableCommand {
+struct FilterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "filter",
         abstract: "Run as a sendmail/Postfix content filter: message on stdin, copies handed back on.",
@@ -62,7 +62,7 @@ struct FilterCommand: ParsableCommand {
         if checkConfig { throw ValidationError("--check-config goes with --listen") }
     }
 
-    func run() throws {
+    func run() async throws {
         guard listen else { Self.filter(config: config, sender: sender ?? "", recipients: recipients) }
         // argument-parser has no option whose value may be left out: the address is the one word after --listen.
         if let extra = sender != nil ? "-f" : recipients.dropFirst().first {
@@ -72,7 +72,7 @@ struct FilterCommand: ParsableCommand {
         if let word = recipients.first {
             do { address = try ListenConfig.address(word) } catch { fail("filter --listen: \(error)", status: .usage) }
         }
-        Self.listen(config: config ?? Self.defaultConfig, address: address, checkOnly: checkConfig)
+        await Self.listen(config: config ?? Self.defaultConfig, address: address, checkOnly: checkConfig)
     }
 
     /// The command line as Postfix's pipe(8) gives it, `filter [--config FILE]
@@ -155,13 +155,13 @@ struct FilterCommand: ParsableCommand {
 
     /// Runs the resident filter on `address` (or the configuration's), or
     /// only checks its configuration, and exits.
-    static func listen(config path: String, address: (host: String, port: Int)?, checkOnly: Bool) -> Never {
+    static func listen(config path: String, address: (host: String, port: Int)?, checkOnly: Bool) async -> Never {
         if checkOnly {
             let problems = ResidentFilter.check(configPath: path, address: address)
             report(problems, to: FileHandle.standardError)
             Foundation.exit(problems.isEmpty ? 0 : ResidentFilter.configError)
         }
-        Foundation.exit(ResidentFilter.run(configPath: path, address: address))
+        Foundation.exit(await ResidentFilter.run(configPath: path, address: address))
     }
 
     /// Logs the mail's line, prints the error line if any, and exits.
