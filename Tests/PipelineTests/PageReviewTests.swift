@@ -227,4 +227,34 @@ struct PageReviewTests {
             try Self.expectRead(bytes, file: made.stdout, marked: marked, "round \(round): \(name) \(encoding), marked \(marked)")
         }
     }
+
+    @Test("a saved page GMime cannot parse as a message (a NUL in a header, a field of unbounded encoded-words) is not clean: pass refuses a mail with marked spans")
+    func unparsableSavedPages() throws {
+        var random = SeededRandom(seed: UInt64.random(in: 0...UInt64.max))
+        for round in 0..<6 {
+            let made = try run("/usr/bin/python3", ["-c", """
+                import sys
+                from email.mime.multipart import MIMEMultipart
+                from email.mime.text import MIMEText
+                outer = MIMEMultipart("related", type="text/html")
+                outer.attach(MIMEText(sys.stdin.read(), "html", "utf-8"))
+                sys.stdout.write(outer.as_string())
+                """], input: Array("<html><body><p>[[private]]round \(round)[[/private]]</p></body></html>\n".utf8))
+            try #require(made.status == 0, "\(made.errors)")
+            // What makes it unparsable, at the file's start where a browser ignores it.
+            let poison = round % 2 == 0 ? Array("X-A: \u{0}\n".utf8)
+                : Array(("X-A: " + String(repeating: "=?a ", count: Int.random(in: 5_000...6_000, using: &random)) + "\n").utf8)
+            let file = poison + made.stdout
+            #expect(throws: (any Error).self, "round \(round): the file itself does not parse") { try MIMEMessage.parse(file) }
+            let name = ["saved.mht", "Page.MHTML"].randomElement(using: &random)!
+            let bytes = Self.mail(type: "application/octet-stream", name: name, content: file,
+                                  text: "The code is [[private]]4711[[/private]].\n")
+            // Alone in a mail, the file is not clean; beside a marked span, the postcard's final check refuses it.
+            let alone = Redactor.standard.readings(of: try MIMEMessage.parse(Self.mail(type: "application/octet-stream", name: name, content: file)))
+            #expect(alone.marker?.contains("not readable as a message") == true, "round \(round): \(String(describing: alone.marker))")
+            #expect(throws: PipelineError.self, "round \(round): pass") {
+                try Postcard.censored(try MIMEMessage.parse(bytes), opaque: .pass)
+            }
+        }
+    }
 }

@@ -603,12 +603,22 @@ package struct MessageReadings {
             if reading, type.type == "text", Self.hasUUBegin(bytes) {
                 emitOnce(name + " (uuencoded block)", String(decoding: TransferDecoding.uudecode(bytes), as: UTF8.self), media: media)
             }
-            if isMessage || savedPage, let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
+            if isMessage || savedPage {
                 // message/partial, external-body, x-…, a digest's children: their
                 // content read as a message too. So is a saved web page (`.mht`, `.mhtml`:
                 // multipart/related, its HTML quoted-printable or base64), which its browser
                 // decodes and shows: its HTML was read only as the bytes stood.
-                message(embedded, prefix: name + " ")
+                if let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
+                    message(embedded, prefix: name + " ")
+                } else {
+                    // Not read is not clean (a hostile review: a saved page with a NUL in a
+                    // header, or a field of 4,200 open encoded-words, was skipped, and under
+                    // `opaque_parts = "pass"` went out with its span; a browser ignores both).
+                    // A reading that cannot be made, as an unreadable inflated file is: the
+                    // postcard's final check refuses it, and the mail's readings note it.
+                    note(name + " (not readable as a message)")
+                    emit(name + " (not readable as a message)", .pieces(asText: true) { _ in false })
+                }
             }
         }
     }
