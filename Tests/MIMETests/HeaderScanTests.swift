@@ -132,4 +132,30 @@ struct HeaderScanTests {
         }
         #expect(sawEach == (true, true, true), "the generator made each sign")
     }
+
+    @Test("a file and the same bytes in memory get the same verdict: bare CRs, NULs and encoded-words at random")
+    func fileAndMemoryAgree() throws {
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        let folder = try makePrivateDirectory(prefix: "ms-survey")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let atoms: [[UInt8]] = [[13], [10], [13, 10], [0], Array("Subject: x".utf8), Array("From: a@b".utf8), [32],
+                                Array("=?a ".utf8), Array("--b".utf8), Array("body".utf8)]
+        var refused = 0
+        for round in 0..<300 {
+            var bytes = Array("From: a@example.org\n".utf8)
+            for _ in 0..<Int.random(in: 1...30, using: &random) { bytes += atoms.randomElement(using: &random)! }
+            if round % 25 == 0 { bytes += Array(("Subject: " + String(repeating: "=?a ", count: 6000) + "\n").utf8) }
+            let path = folder + "/\(round).eml"
+            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            let fromMemory = Result { try MIMEMessage.parse(bytes).serialize() }
+            let fromFile = Result { try MIMEMessage.parse(contentsOf: path).serialize() }
+            switch (fromMemory, fromFile) {
+            case (.success(let a), .success(let b)): #expect(a == b, "seed \(seed), round \(round): \(bytes)")
+            case (.failure(let a), .failure(let b)): #expect("\(a)" == "\(b)", "seed \(seed), round \(round): \(bytes)"); refused += 1
+            default: Issue.record("seed \(seed), round \(round): memory \(fromMemory), file \(fromFile): \(bytes)")
+            }
+        }
+        #expect(refused > 0, "the generator made refused inputs")
+    }
 }
