@@ -123,9 +123,28 @@ package enum Inflation {
     /// True for a file name a browser opens as a gzipped page: `.svgz`, or a page's name
     /// (`.html`, `.htm`, `.shtml`, `.xht`, `.xhtml`, `.svg`) and `.gz`.
     package static func isGzippedPageName(_ name: String) -> Bool {
-        let lowered = name.lowercased()
+        let lowered = savedName(name)
         return lowered.hasSuffix(".svgz")
             || [".html.gz", ".htm.gz", ".shtml.gz", ".xht.gz", ".xhtml.gz", ".svg.gz"].contains(where: lowered.hasSuffix)
+    }
+
+    /// `name` as a file system saves it, in lower case: trailing dots and blanks dropped, as
+    /// Windows does (`page.html.` is saved, and opened, as `page.html`).
+    package static func savedName(_ name: String) -> String {
+        var lowered = name.lowercased()
+        while let last = lowered.last, last == "." || last == " " { lowered.removeLast() }
+        return lowered
+    }
+
+    /// True for a file name a mail program or browser opens as a message, decoding its parts:
+    /// `.eml`, `.mht` or `.mhtml` (a saved web page).
+    package static func isSavedMessageName(_ name: String) -> Bool {
+        [".eml", ".mht", ".mhtml"].contains(where: savedName(name).hasSuffix)
+    }
+
+    /// True for a file name a browser opens as a page: `.html`, `.htm`, `.shtml`, `.xht`, `.xhtml` or `.svg`.
+    static func isPageName(_ name: String) -> Bool {
+        [".html", ".htm", ".shtml", ".xht", ".xhtml", ".svg"].contains(where: savedName(name).hasSuffix)
     }
 
     private struct Walk {
@@ -248,7 +267,11 @@ package enum Inflation {
             let data = at + 30 + name + extra
             guard flags & 1 == 0, data <= bytes.count else { return nil }
             if method != 0 && method != 8 && strict { unknownMethod = true }
-            let role = Role.entry(name: (at + 30)..<min(at + 30 + name, bytes.count))
+            let nameRange = (at + 30)..<min(at + 30 + name, bytes.count)
+            let role = Role.entry(name: nameRange)
+            // A saved message or web page (`.eml`, `.mht`, `.mhtml`): its reader decodes the base64
+            // and quoted-printable inside, which the walk does not; not read here (withheld, or refused).
+            if Inflation.isSavedMessageName(String(decoding: bytes[nameRange], as: UTF8.self)) { unknownMethod = true }
             if method == 0 {
                 // Stored: its size as the directory gives it, else the local header's (unknown with a data descriptor).
                 if let count = storedSize ?? (localFlags & 8 == 0 ? le32(at + 18) : nil) { stored(from: data, count: count, role: role) }
@@ -277,6 +300,11 @@ package enum Inflation {
             var offset = 0
             inMembers = true
             while !exhausted, starts(with: [0x1F, 0x8B], at: offset) {
+                // A member whose header names a page (FNAME `index.html`, what `gunzip -N` and
+                // archive tools save it as) is a page whatever the file is called.
+                if let name = memberName(at: offset), Inflation.isPageName(name) || Inflation.isGzippedPageName(name) {
+                    membersArePages = true
+                }
                 let (used, ended) = stream(from: offset, windowBits: 31, role: .member)
                 guard ended, used > 0 else { break }
                 offset += used
@@ -478,11 +506,22 @@ package enum Inflation {
             if page?(content) == false { page = nil }
         }
 
+        /// The file name a gzip member's header gives (FNAME, RFC 1952), if any.
+        func memberName(at offset: Int) -> String? {
+            guard offset + 10 <= bytes.count, bytes[offset + 3] & 0x08 != 0 else { return nil }
+            var at = offset + 10
+            if bytes[offset + 3] & 0x04 != 0 {
+                guard at + 2 <= bytes.count else { return nil }
+                at += 2 + Int(bytes[at]) + Int(bytes[at + 1]) << 8
+            }
+            guard at < bytes.count, let end = bytes[at...].firstIndex(of: 0) else { return nil }
+            return String(decoding: bytes[at..<end], as: UTF8.self)
+        }
+
         /// True for a zip entry a browser opens as a page: named `.html`, `.htm`, `.shtml`, `.xht`, `.xhtml` or `.svg`.
         func isPage(name: Range<Int>?) -> Bool {
             guard let name, !name.isEmpty else { return false }
-            let lowered = String(decoding: bytes[name], as: UTF8.self).lowercased()
-            return [".html", ".htm", ".shtml", ".xht", ".xhtml", ".svg"].contains(where: lowered.hasSuffix)
+            return Inflation.isPageName(String(decoding: bytes[name], as: UTF8.self))
         }
 
         /// True for a zip entry a browser opens as a gzipped page: named `.svgz`, or a page's name and `.gz`.

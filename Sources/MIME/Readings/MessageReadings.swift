@@ -552,11 +552,14 @@ package struct MessageReadings {
         // joins text across a tag or a comment, line ends inside them too, and reverses it
         // under `<bdo dir=rtl>` (issue 21: `[[pri<b(line end)></b>vate]]` in an
         // octet-stream `.html` went out unchanged). Read as HTML, as a text part named so is.
-        let filename = (entity.filename ?? "").lowercased()
-        let savedPage = filename.hasSuffix(".mht") || filename.hasSuffix(".mhtml")
+        // As the file system saves it: `page.html.` opens as `page.html` on Windows.
+        let filename = Inflation.savedName(entity.filename ?? "")
+        // A saved web page or message (`.mht`, `.mhtml`, `.eml`, or declared a web archive without a
+        // name), which its browser or mail program opens as the message it holds.
+        let savedPage = Inflation.isSavedMessageName(filename) || type.is("application", "x-mimearchive")
         let opensAsPage = !Self.isTextLike(type) && !isMessage
             && (Self.pageNames.contains(where: filename.hasSuffix) || opening.isTag)
-        let textLike = Self.isTextLike(type) || isMessage || opensAsPage
+        let textLike = Self.isTextLike(type) || isMessage || opensAsPage || savedPage
         // What decides certainty comes from the fields alone.
         let known = TransferDecoding.readings([], encoding: encoding) != nil
         if !known || TransferDecoding.isOddlySpelled(encoding) { note(name + " (transfer encoding \(encoding.prefix(40)))") }
@@ -582,7 +585,7 @@ package struct MessageReadings {
         }
         // A nested message is read even when the visitor has seen enough: it
         // may hold places that cannot be read with certainty.
-        guard textLike && (reading || isMessage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
+        guard textLike && (reading || isMessage || savedPage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
         for bytes in TransferDecoding.readings(raw, encoding: encoding) ?? [raw] {
             if reading && Self.rendersAsIs(media) && Charsets.sniffed(bytes).isEmpty
                 && (type.parameters["charset"] != nil || Charsets.guessed(bytes).isEmpty)
