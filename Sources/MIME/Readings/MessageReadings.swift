@@ -611,9 +611,13 @@ package struct MessageReadings {
                 // content read as a message too. So is a saved web page (`.mht`, `.mhtml`:
                 // multipart/related, its HTML quoted-printable or base64), which its browser
                 // decodes and shows: its HTML was read only as the bytes stood.
-                if let embedded = try? MIMEMessage.parse(bytes, options: .unlimited) {
+                if let embedded = try? MIMEMessage.parse(bytes, options: .unlimited),
+                   !savedPage || isMessage || embedded.body?.header("Content-Type") != nil {
                     message(embedded, prefix: name + " ")
                 } else {
+                    // A saved page without a Content-Type of its own (one that starts with an empty
+                    // line: GMime takes all of it for a body of plain text, its base64 HTML unread,
+                    // a red team found) is not read either.
                     // Not read is not clean (a hostile review: a saved page with a NUL in a
                     // header, or a field of 4,200 open encoded-words, was skipped, and under
                     // `opaque_parts = "pass"` went out with its span; a browser ignores both).
