@@ -103,6 +103,35 @@ struct HiddenMarkerTests {
         #expect(!redactor.hasMarkersInDecodings("plain text with & and % and \\ and + and *stars*"))
     }
 
+    @Test("the visual reading made only of the lines that hold a control: a marker half before the override on its line, lines far apart, a control only an escape makes, U+2029 as a line end")
+    func visualReadingWindows() {
+        let redactor = Redactor.standard
+        var random = SeededRandom(seed: Self.seed)
+        func filler(_ count: Int) -> String {
+            String((0..<count).map { _ in Character(Unicode.Scalar(UInt8.random(in: 0x61...0x7A, using: &random))) })
+        }
+        for round in 0..<12 {
+            // The marker reversed after the override, far from it and from the line's end (the
+            // override runs to there): the visual order (brackets not mirrored) reads it only when
+            // made of the whole line; and "[[pri" before an override, "vate]]" reversed after it.
+            let control = ["\u{202E}", "\\u202e", "&#x202E;", "%E2%80%AE"][round % 4]
+            let line = filler(Int.random(in: 0...3000, using: &random)) + " [[pri" + control + "]]etav\n" + filler(Int.random(in: 0...3000, using: &random)) + control + filler(Int.random(in: 20...3000, using: &random)) + " ]]etavirp[[ "
+                + filler(Int.random(in: 100...3000, using: &random))
+            let other = filler(200) + "\u{202E}" + filler(50)
+            let separator = round % 3 == 0 ? "\u{2029}" : "\n"
+            let lines = (0..<Int.random(in: 1...30, using: &random)).map { _ in filler(Int.random(in: 0...400, using: &random)) }
+            let at = Int.random(in: 0...lines.count, using: &random)
+            var text = lines
+            text.insert(line, at: at)
+            if round % 2 == 0 { text.insert(other, at: 0); text.append(other) }
+            let joined = text.joined(separator: separator)
+            #expect(redactor.hasMarkersInDecodings(joined), "round \(round): the marker before and after the override")
+            #expect(redactor.hasMarkersInDecodings(joined.replacingOccurrences(of: "[[pri", with: "[[prj")), "round \(round): the reversed marker")
+            #expect(!redactor.hasMarkersInDecodings(joined.replacingOccurrences(of: "[[pri", with: "[[prj")
+                .replacingOccurrences(of: "etavirp", with: "etavjrp")), "round \(round): no marker")
+        }
+    }
+
     @Test("the reading gaps (issue 21): \\N{name} of an invisible character and Perl's \\N{U+…}, line continuations between scalars and inside an escape, bare CR and LF inside a marker in RTF; found in the decodings and by the byte search")
     func readingGaps() {
         let redactor = Redactor.standard

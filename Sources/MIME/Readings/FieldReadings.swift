@@ -244,7 +244,7 @@ package enum FieldReadings {
                 texts += (candidates.isEmpty ? Charsets.fallbacks : candidates).compactMap { Charsets.decode(bytes, charset: $0) }
             }
             texts.append(String(decoding: bytes, as: UTF8.self))
-            texts.append(String(String.UnicodeScalarView(bytes.map { Unicode.Scalar($0) })))
+            texts.append(Charsets.latin1(bytes))
             for text in texts where text.contains("=?") {
                 let (decoded, wordCharset) = encodedWordReadings(text)
                 texts += decoded
