@@ -24,7 +24,15 @@ enum EngineSelection {
     /// with others that choose other homes).
     static let selections = Mutex<[Choice: Int]>([:])
 
+    /// Engine info set on each context (`gpgme_ctx_set_engine_info`), as the
+    /// house rule has it, instead of the process-wide switch: off, and kept
+    /// only so that scripts/bench can measure what it costs beside the switch
+    /// (`MAILSEC_GPGME_ENGINE_PER_CONTEXT=1`, read once; see docs/design.md).
+    /// With it, no `$GNUPGHOME` is set either (``GnuPG/makeHomeTheDefault(_:)``).
+    static let perContext = getenv("MAILSEC_GPGME_ENGINE_PER_CONTEXT").map { String(cString: $0) == "1" } ?? false
+
     static func newContext(home: String?, executable: String?) throws(GPGMEError) -> gpgme_ctx_t {
+        if perContext { return try newContextWithItsOwnEngine(home: home, executable: executable) }
         // A home that is `$GNUPGHOME` already needs no engine info, which spares
         // a `gpg --version` probe: what a per-mail process gains by exporting
         // its home (see `GnuPG.makeHomeTheDefault`).
@@ -46,6 +54,22 @@ enum EngineSelection {
         }
         try check(err, .context)
         guard let ctx = gpgme_ctx_t(bitPattern: made) else { throw GPGMEError(code: .general, .context) }
+        return ctx
+    }
+
+    /// A context from GPGME's default with `home` and `executable` set on it
+    /// alone: one `gpg --version` each time.
+    static func newContextWithItsOwnEngine(home: String?, executable: String?) throws(GPGMEError) -> gpgme_ctx_t {
+        var made: gpgme_ctx_t?
+        try check(gpgme_new(&made), .context)
+        guard let ctx = made else { throw GPGMEError(code: .general, .context) }
+        let err = gpgme_ctx_set_engine_info(ctx, GPGME_PROTOCOL_OpenPGP, executable, home)
+        guard err == 0 else {
+            gpgme_release(ctx)
+            try check(err, .context)
+            throw GPGMEError(code: .general, .context)
+        }
+        ProcessCount.add()  // GPGME's `gpg --version` for this context's engine info
         return ctx
     }
 }

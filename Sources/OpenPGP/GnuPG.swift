@@ -31,7 +31,7 @@ public struct GnuPG: Sendable {
     /// Call it first thing, before other threads run (`setenv` is not
     /// thread-safe). Every child process inherits the variable.
     package static func makeHomeTheDefault(_ home: String?) {
-        if let home { setenv("GNUPGHOME", home, 1) }
+        if let home, !EngineSelection.perContext { setenv("GNUPGHOME", home, 1) }
     }
 
     /// For a program that is about to use GnuPG once, such as a per-mail

@@ -36,13 +36,18 @@ struct EngineSelectionTests {
             let house = probes(), selected = EngineSelection.selections.withLock { $0[choice, default: 0] }
             #expect(house == selected && selected >= 1,
                     "the process-wide selection probes once per change of home, not per operation: \(house) probes, \(selected) changes")
-            // The alternative: engine info set on each context.
+            // The alternative, as scripts/bench runs it (MAILSEC_GPGME_ENGINE_PER_CONTEXT=1): engine
+            // info set on each context, which must then list this home's keys.
             let before = probes()
             for _ in 0..<operations {
-                var ctx: gpgme_ctx_t?
-                try #require(gpgme_new(&ctx) == 0)
+                let ctx = try EngineSelection.newContextWithItsOwnEngine(home: home.path, executable: wrapper)
                 defer { gpgme_release(ctx) }
-                #expect(gpgme_ctx_set_engine_info(ctx, GPGME_PROTOCOL_OpenPGP, wrapper, home.path) == 0)
+                // A listing on this context (gpgme_get_key would make a context of its own, with a probe more).
+                #expect(gpgme_op_keylist_start(ctx, "<bob@example.org>", 0) == 0)
+                var key: gpgme_key_t?
+                #expect(gpgme_op_keylist_next(ctx, &key) == 0 && key != nil, "the context's own home is the one listed")
+                gpgme_key_unref(key)
+                _ = gpgme_op_keylist_end(ctx)
             }
             let perContext = probes() - before
             #expect(perContext == operations, "engine info per context: one gpg --version each (\(perContext) for \(operations))")
