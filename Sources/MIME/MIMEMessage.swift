@@ -51,12 +51,48 @@ public final class MIMEMessage {
     /// A regular file is streamed from disk; a pipe is read into memory, at
     /// most ``ParseOptions/maxSize`` bytes.
     public static func parse(fileDescriptor fd: Int32, options: ParseOptions = .standard) throws -> MIMEMessage {
-        switch try Source(fd, options: options, mbox: false) {
-        case .file(let stream):
+        try parse(Source(fd, options: options, mbox: false), fd: fd, options: options)
+    }
+
+    /// Parses what `source` holds; a file must be as it was when its checks
+    /// began once GMime has read it (`fd` is the file's).
+    static func parse(_ source: Source, fd: Int32, options: ParseOptions) throws -> MIMEMessage {
+        switch source {
+        case .file(let stream, let stamp):
             defer { g_object_unref(stream) }
-            return try parse(stream: stream, persist: false, options: options)
+            // Every part read now (not persisted): the file is not read again.
+            let message = try parse(stream: stream, persist: false, options: options)
+            try stamp.unchanged(fd)
+            return message
         case .bytes(let bytes):
             return try parse(bytes, options: options)
+        }
+    }
+
+    /// What `fstat` says of a file being read, for a file that must not change
+    /// between the checks made before GMime parses it (NULs, encoded-words,
+    /// bare CRs) and GMime's own read: a file written meanwhile would be
+    /// parsed unchecked, so it is refused instead, to be read again.
+    struct FileStamp: Equatable {
+        private var device: UInt64 = 0, inode: UInt64 = 0, size: Int64 = 0
+        private var modified = timespec(), changed = timespec()
+
+        init(_ fd: Int32) throws {
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
+            device = UInt64(info.st_dev); inode = UInt64(info.st_ino); size = Int64(info.st_size)
+            modified = info.st_mtim; changed = info.st_ctim
+        }
+
+        /// Throws when the file behind `fd` is no longer as stamped.
+        func unchanged(_ fd: Int32) throws {
+            guard try FileStamp(fd) == self else { throw MIMEError(.io, detail: "the file changed while it was read") }
+        }
+
+        static func == (a: FileStamp, b: FileStamp) -> Bool {
+            (a.device, a.inode, a.size) == (b.device, b.inode, b.size)
+                && (a.modified.tv_sec, a.modified.tv_nsec, a.changed.tv_sec, a.changed.tv_nsec)
+                == (b.modified.tv_sec, b.modified.tv_nsec, b.changed.tv_sec, b.changed.tv_nsec)
         }
     }
 
@@ -64,12 +100,13 @@ public final class MIMEMessage {
     /// to the size that was checked (a file that grows meanwhile is read no
     /// further), or anything else read into memory, at most `maxSize` bytes.
     enum Source {
-        case file(UnsafeMutablePointer<GMimeStream>)  // the caller releases it
+        case file(UnsafeMutablePointer<GMimeStream>, FileStamp)  // the caller releases the stream
         case bytes([UInt8])
 
         init(_ fd: Int32, options: ParseOptions, mbox: Bool) throws {
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
+            let stamp = try FileStamp(fd)
             if (info.st_mode & S_IFMT) == S_IFREG {
                 let size = Int(info.st_size)
                 guard size <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
@@ -85,7 +122,7 @@ public final class MIMEMessage {
                 let own = dup(fd)
                 guard own >= 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
                 GMimeLibrary.initialise()
-                self = .file(g_mime_stream_fs_new_with_bounds(own, 0, gint64(size))!)  // owns `own` and closes it
+                self = .file(g_mime_stream_fs_new_with_bounds(own, 0, gint64(size))!, stamp)  // owns `own` and closes it
                 return
             }
             var bytes: [UInt8] = []
@@ -134,10 +171,14 @@ public final class MIMEMessage {
         guard fd >= 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
         defer { close(fd) }
         switch try Source(fd, options: options, mbox: true) {
-        case .file(let stream):
+        case .file(let stream, let stamp):
             defer { g_object_unref(stream) }
-            // Every part read now: a file is not kept open for later.
-            try forEachInMbox(stream: stream, persist: false, options: options, body)
+            // Every part read now: a file is not kept open for later. Each message
+            // is handed on only once it is read and the file is as it was checked.
+            try forEachInMbox(stream: stream, persist: false, options: options) { message in
+                try stamp.unchanged(fd)
+                try body(message)
+            }
         case .bytes(let bytes):
             try forEachInMbox(bytes, options: options, body)
         }
@@ -451,11 +492,6 @@ enum HeaderScan {
         return survey
     }
 
-    /// True when the first `size` bytes of a regular file hold a bare CR; read in pieces.
-    static func hasBareCR(inFile fd: Int32, size: Int) throws -> Bool {
-        try survey(ofFile: fd, size: size).hasBareCR
-    }
-
     /// The first `size` bytes of a regular file.
     static func contents(ofFile fd: Int32, size: Int) throws -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: size)
@@ -472,14 +508,8 @@ enum HeaderScan {
         return Array(bytes[..<offset])
     }
 
-    /// Like ``refuseNUL(in:mbox:)`` for the first `size` bytes of a regular
-    /// file, read in pieces of 1 MiB, never mapped or held whole (a mapped
-    /// file's pages count as the process's own memory): once to find
-    /// whether there is a NUL at all (the ``Survey`` parsing makes), as nearly
-    /// all mail has none, and only then once more, line by line, to place it.
-    static func refuseNUL(inFile fd: Int32, size: Int, mbox: Bool = false) throws {
-        if try survey(ofFile: fd, size: size).hasNUL { try placeNUL(inFile: fd, size: size, mbox: mbox) }
-    }
+    // A file is read whole for its NULs only when the survey found one (nearly all mail has none):
+    // see ``placeNUL(inFile:size:mbox:)``.
 
     /// The second read of a file with a NUL: ``Lines`` finds whether one is in a header section.
     static func placeNUL(inFile fd: Int32, size: Int, mbox: Bool) throws {

@@ -159,3 +159,18 @@ struct HeaderScanTests {
         #expect(refused > 0, "the generator made refused inputs")
     }
 }
+
+/// The file checks one at a time, as the tests ask them; the house asks the
+/// ``HeaderScan/Survey`` once for all three (``MIMEMessage/Source``).
+extension HeaderScan {
+    /// True when the first `size` bytes of a regular file hold a bare CR.
+    static func hasBareCR(inFile fd: Int32, size: Int) throws -> Bool {
+        try survey(ofFile: fd, size: size).hasBareCR
+    }
+
+    /// Like ``refuseNUL(in:mbox:)`` for the first `size` bytes of a regular file:
+    /// the survey first, and the file placed line by line only when it holds a NUL.
+    static func refuseNUL(inFile fd: Int32, size: Int, mbox: Bool = false) throws {
+        if try survey(ofFile: fd, size: size).hasNUL { try placeNUL(inFile: fd, size: size, mbox: mbox) }
+    }
+}
