@@ -47,6 +47,10 @@ package struct HTMLDocument: Sendable {
         package let attributes: [Attribute]
         /// True for a `<template>`, whose content is not part of the document shown.
         package let isTemplate: Bool
+        /// True for an element the parser made again, not one the sender wrote there: a
+        /// formatting element reopened in a later block, or cloned by the adoption agency
+        /// (`<b title=…>` left open inside a span is reopened, title and all, after it).
+        package var reopened = false
     }
 
     /// One step of the walk through the document.
@@ -67,6 +71,13 @@ package struct HTMLDocument: Sendable {
     /// The most elements open at once in the tree Gumbo built (the `html` element counts one).
     package let depth: Int
 
+    /// True when the parser moved text or an element out of the place it was written:
+    /// foster-parented out of a table (text written between `<table>` and its rows is
+    /// shown before the table), found as text or an element the sender wrote that stands
+    /// in the tree before what was written ahead of it. Where written and where shown then
+    /// differ in order.
+    package let movedByParser: Bool
+
     /// How many bytes Gumbo may allocate in all for each byte of input, and
     /// for any input: about three times what the densest ordinary markup
     /// takes (`a<b>` repeated, 82 bytes a byte). Markup that makes the HTML5
@@ -86,7 +97,7 @@ package struct HTMLDocument: Sendable {
         if HTMLNesting(bytes).depth > HTMLNesting.limit { throw HTMLError(.tooDeep) }
         if bytes.isEmpty { bytes = [0x20] }   // Gumbo needs a buffer; a space parses as the empty document does
         let budget = bytes.count.multipliedReportingOverflow(by: Self.budgetPerByte)
-        let result: Result<([Node], Int), HTMLError> = bytes.withUnsafeBufferPointer { buffer in
+        let result: Result<([Node], Int, Bool), HTMLError> = bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
                 var exceeded: Int32 = 0
                 var arena: UnsafeMutableRawPointer?
@@ -99,23 +110,44 @@ package struct HTMLDocument: Sendable {
                 return .success(Self.flatten(root))
             }
         }
-        (nodes, depth) = try result.get()
+        (nodes, depth, movedByParser) = try result.get()
     }
 
     /// The tree under `root` in document order, walked with a stack of our
     /// own rather than by recursion.
-    private static func flatten(_ root: UnsafeMutablePointer<GumboNode>) -> ([Node], Int) {
+    private static func flatten(_ root: UnsafeMutablePointer<GumboNode>) -> ([Node], Int, Bool) {
         var nodes: [Node] = []
         var depth = 0
+        var moved = false
+        var lastOffset = 0   // the furthest source offset of text or a written element so far
+        let fostered = GUMBO_INSERTION_FOSTER_PARENTED.rawValue
+        let madeByParser = GUMBO_INSERTION_BY_PARSER.rawValue | GUMBO_INSERTION_IMPLIED.rawValue
+            | GUMBO_INSERTION_RECONSTRUCTED_FORMATTING_ELEMENT.rawValue | GUMBO_INSERTION_ADOPTION_AGENCY_CLONED.rawValue
         // Each open element and the index of its next child.
         var stack: [(node: UnsafeMutablePointer<GumboNode>, next: Int)] = []
         func visit(_ node: UnsafeMutablePointer<GumboNode>) {
             switch node.pointee.type {
             case GUMBO_NODE_ELEMENT, GUMBO_NODE_TEMPLATE:
+                let flags = node.pointee.parse_flags.rawValue
+                if flags & fostered != 0 { moved = true }
+                // An element the sender wrote (not one the parser made or reopened) stands after what was written before it.
+                if flags & madeByParser == 0 {
+                    let offset = Int(node.pointee.v.element.start_pos.offset)
+                    if offset < lastOffset { moved = true }
+                    lastOffset = max(lastOffset, offset)
+                }
                 nodes.append(.start(element(node)))
                 stack.append((node, 0))
                 depth = max(depth, stack.count)
             case GUMBO_NODE_TEXT, GUMBO_NODE_WHITESPACE, GUMBO_NODE_CDATA:
+                // White space between a table's rows stays where it is; other text is moved before the
+                // table. Gumbo 0.10 does not flag such text, so it counts as moved when it stands
+                // in the tree before text or an element that was written ahead of it.
+                if node.pointee.type != GUMBO_NODE_WHITESPACE {
+                    let offset = Int(node.pointee.v.text.start_pos.offset)
+                    if node.pointee.parse_flags.rawValue & fostered != 0 || offset < lastOffset { moved = true }
+                    lastOffset = max(lastOffset, offset)
+                }
                 if let text = node.pointee.v.text.text { nodes.append(.text(String(cString: text))) }
             case GUMBO_NODE_COMMENT:
                 if let text = node.pointee.v.text.text { nodes.append(.comment(String(cString: text))) }
@@ -136,7 +168,7 @@ package struct HTMLDocument: Sendable {
                 nodes.append(.end)
             }
         }
-        return (nodes, depth)
+        return (nodes, depth, moved)
     }
 
     private static func element(_ node: UnsafeMutablePointer<GumboNode>) -> Element {
@@ -161,8 +193,11 @@ package struct HTMLDocument: Sendable {
         } else {
             name = writtenName(element.original_tag)
         }
-        return Element(name: name, known: known, namespace: namespace, attributes: attributes,
-                       isTemplate: node.pointee.type == GUMBO_NODE_TEMPLATE)
+        var made = Element(name: name, known: known, namespace: namespace, attributes: attributes,
+                           isTemplate: node.pointee.type == GUMBO_NODE_TEMPLATE)
+        let again = GUMBO_INSERTION_RECONSTRUCTED_FORMATTING_ELEMENT.rawValue | GUMBO_INSERTION_ADOPTION_AGENCY_CLONED.rawValue
+        made.reopened = node.pointee.parse_flags.rawValue & again != 0
+        return made
     }
 
     /// The name in a start tag as written (`<x-Foo a=b>` gives `x-foo`): what

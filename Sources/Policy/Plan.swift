@@ -572,6 +572,11 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// mailsec finds no marker there: a style sheet or alt text could join them into a span
         /// that mailsec cannot read.
         case joinable = "marker pieces a style sheet or alt text could join"
+        /// A reader may show a span over other text than mailsec reads in it: the HTML parser
+        /// moved text out of where it was written (out of a table), or the span's two markers
+        /// stand in elements that a browser may hide or show elsewhere (table sections,
+        /// `details`, a `meter`'s fallback, `dir`, styled elements).
+        case otherOrder = "markers a reader may show around other text (moved or differently shown elements)"
     }
 
     /// Where markers fail to pair up (``Code/unbalancedMarkers``).

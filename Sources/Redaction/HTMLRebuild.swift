@@ -56,6 +56,7 @@ package enum HTMLRebuild {
         let model = try Model(HTMLDocument(parsing: html), redactor: redactor, mode: mode, part: part)
         let spans = try redactor.spans(model.stream, part: part)
         try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
+        try model.refuseOtherOrders(spans: spans, part: part)
         var rebuilt = model.write(spans: spans, redactor: redactor, mode: mode)
         rebuilt.lines = String(scalars: model.lines)
         return rebuilt
@@ -87,6 +88,7 @@ package enum HTMLRebuild {
         let model = try Model(HTMLDocument(parsing: html), redactor: redactor, mode: .number(catalog), part: part)
         let spans = try redactor.spans(model.stream, part: part)
         try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
+        try model.refuseOtherOrders(spans: spans, part: part)
         var breaks: [Int: Int] = [:]   // line breaks to put before a stream position
         for event in model.events {
             switch event {
@@ -246,6 +248,37 @@ package enum HTMLRebuild {
         var material: MarkerMaterial
         /// Text shown in place of an element (``HTMLRebuild/shownInPlace(_:)``) and where in ``stream`` the element stands.
         var inPlace: [(position: Int, text: [Unicode.Scalar])] = []
+        /// True when the parser moved text out of the place it was written (``HTMLDocument/movedByParser``).
+        var moved = false
+        /// Where each run of kept text starts in ``stream``, and the elements around it that may
+        /// hide or reorder it (``ShownContext``), as an interned number: equal numbers, equal contexts.
+        var contexts: [(start: Int, context: Int)] = []
+
+        /// Refuses the part (``PolicyError/MarkerProblem/otherOrder``) when a reader may show its
+        /// spans over other text than the model's order holds:
+        /// - the parser moved text out of the place it was written (foster parenting out of a
+        ///   table: `<table>[[private]]<tr><td>secret</td></tr>[[/private]]</table>` shows both
+        ///   markers before the table, the secret in its cell), so the order the sender wrote and
+        ///   the order shown differ;
+        /// - or a span's two markers stand in different contexts that may hide or reorder text
+        ///   (``ShownContext``): a marker in a closed `<details>`, a `<meter>`'s fallback, a
+        ///   `<tfoot>` written first, a `dir` or styled element, and the like, which a browser
+        ///   shows elsewhere or not at all, so that its span and the model's differ.
+        func refuseOtherOrders(spans: [Redactor.Span], part: String) throws(PolicyError) {
+            guard !spans.isEmpty else { return }
+            let refused = PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .otherOrder))
+            if moved { throw refused }
+            func context(at position: Int) -> Int {
+                // The last run of text that starts at or before `position`.
+                var low = 0, high = contexts.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if contexts[middle].start <= position { low = middle + 1 } else { high = middle }
+                }
+                return low == 0 ? -1 : contexts[low - 1].context
+            }
+            for span in spans where context(at: span.openStart) != context(at: span.closeStart) { throw refused }
+        }
 
         /// Refuses the part when a reader may show a marker that the model, with `spans`, does not hold
         /// (``HTMLRebuild/refuseJoinable(stream:inPlace:styled:material:spans:redactor:part:)``).
@@ -288,7 +321,16 @@ package enum HTMLRebuild {
             }
             // The names of the open elements, kept or not: a style sheet is the text right inside a `style`.
             var parents: [String] = []
+            // The context of each open element (see ``ShownContext``), interned.
+            var shown = ShownContext.Interner()
+            var shownStack: [Int] = []
+            moved = document.movedByParser
             for node in document.nodes {
+                switch node {
+                case .start(let element): shownStack.append(shown.context(of: element, inside: shownStack.last ?? 0))
+                case .end: _ = shownStack.popLast()
+                default: break
+                }
                 // What a reader may show out of the model's order or beyond it, hidden or dropped
                 // content too (CSS can show it): see ``refuseJoinable``.
                 switch node {
@@ -342,7 +384,11 @@ package enum HTMLRebuild {
                     if parents.last == "head" { continue }
                     let start = stream.count
                     for scalar in text.unicodeScalars where !isControl(scalar) { stream.append(scalar) }
-                    if stream.count > start { events.append(.text(start..<stream.count)) }
+                    if stream.count > start {
+                        events.append(.text(start..<stream.count))
+                        let context = shownStack.last ?? 0
+                        if contexts.last?.context != context { contexts.append((start, context)) }
+                    }
                 case .end:
                     if let name = open.removeLast() { events.append(.close(name: name, position: stream.count)) }
                 case .start(let element):
@@ -356,7 +402,11 @@ package enum HTMLRebuild {
                         open.append(nil)
                     case .keep(let name):
                         var attributes: [(name: String, value: String)] = []
-                        for attribute in element.attributes {
+                        // An element the parser made again (a link left open in a span, reopened in
+                        // every later block) keeps none of its attributes: they were written where
+                        // the sender wrote the element, maybe inside a span, not where it now stands.
+                        if element.reopened && !element.attributes.isEmpty { dropped.insert("attributes of a reopened element") }
+                        for attribute in element.attributes where !element.reopened {
                             let allowed = globalAttributes.contains(attribute.name)
                                 || elementAttributes[element.name]?.contains(attribute.name) == true
                             guard allowed else { dropped.insert(describe(attribute: attribute.name)); continue }
@@ -472,6 +522,43 @@ package enum HTMLRebuild {
             out.append(contentsOf: "</body></html>".utf8)
             return Rebuilt(html: String(decoding: out, as: UTF8.self), dropped: dropped.sorted(),
                            text: String(scalars: text), attributes: written)
+        }
+    }
+
+    /// The elements around a text that may hide it or show it elsewhere than the
+    /// document's order: ones a browser reorders or hides by their kind (table sections and
+    /// cells, `details`/`summary`, `meter`/`progress` fallback, `bdo`/`bdi`, `font`, custom
+    /// elements, which may hold a shadow root, and the like), and any element with an
+    /// attribute that may (a `style`, `class` or `id` a style sheet can reach, `dir`, `slot`,
+    /// `color` …: all but a few that only name or link). Other elements (`p`, `b`, `span`
+    /// without attributes) change neither, and count as nothing.
+    enum ShownContext {
+        /// Attributes that neither hide nor move what an element holds.
+        static let inert: Set<String> = ["href", "title", "alt", "target", "rel", "lang", "name", "src", "width", "height"]
+
+        /// Elements a browser may show out of order, hide, or draw instead of their text.
+        static let reordering: Set<String> = [
+            "table", "caption", "colgroup", "col", "thead", "tbody", "tfoot", "tr", "td", "th", "details", "summary",
+            "meter", "progress", "bdo", "bdi", "font", "template", "slot", "ruby", "rb", "rt", "rtc", "rp", "marquee",
+            "select", "option", "optgroup", "datalist", "object", "video", "audio", "canvas", "noscript", "dialog",
+            "fieldset", "legend", "button", "label", "output", "textarea", "iframe", "center", "frameset", "frame",
+        ]
+
+        /// Numbers for contexts, equal for equal ones: 0 is the document's own.
+        struct Interner {
+            private var known: [String: Int] = [:]
+
+            /// The context inside `element`, itself inside the context `outer`.
+            mutating func context(of element: HTMLDocument.Element, inside outer: Int) -> Int {
+                let attributes = element.attributes.filter { !ShownContext.inert.contains($0.name) }
+                let counts = !element.known || element.namespace != .html || reordering.contains(element.name) || !attributes.isEmpty
+                guard counts else { return outer }
+                var key = String(outer) + "\u{0}" + element.name
+                for attribute in attributes { key += "\u{0}" + attribute.name + "=" + attribute.value }
+                if let number = known[key] { return number }
+                known[key] = known.count + 1
+                return known.count
+            }
         }
     }
 
