@@ -577,6 +577,10 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// stand in elements that a browser may hide or show elsewhere (table sections,
         /// `details`, a `meter`'s fallback, `dir`, styled elements).
         case otherOrder = "markers a reader may show around other text (moved or differently shown elements)"
+        /// A marker stands on a line with an explicit bidirectional control (an embedding,
+        /// override or isolate), which a reader may show in another order than it is written:
+        /// the span it shows may cover other text than the span written.
+        case bidiControls = "marker on a line with bidirectional controls"
     }
 
     /// Where markers fail to pair up (``Code/unbalancedMarkers``).

@@ -159,7 +159,42 @@ public struct Redactor: Sendable, Hashable {
             }
         }
         if let opened = pendingOpen { throw markerError(part, scalars, opened.start, .unclosed) }
+        if !result.isEmpty, let marker = markerBesideBidiControl(scalars, result) {
+            throw markerError(part, scalars, marker, .bidiControls)
+        }
         return result
+    }
+
+    /// The first marker of `spans` that stands on a line (up to a line end or U+2029) holding an
+    /// explicit bidirectional control (embeddings, overrides, isolates: U+202A–202E, U+2066–2069).
+    /// Such a line is shown in another order than it is written — `[[private]] RLI LRI [[/private]]
+    /// PDI LRI secret PDI PDI` shows the secret between the markers, written after them — so
+    /// which text a span covers depends on the reader: the mail is refused rather than censored
+    /// one way (a red team's round, issue 21). One pass over the text.
+    private func markerBesideBidiControl<C: Collection>(_ scalars: C, _ spans: [Span]) -> Int?
+        where C.Element == Unicode.Scalar, C.Index == Int {
+        var markers: [Int] = []
+        markers.reserveCapacity(spans.count * 2)
+        for span in spans { markers += [span.openStart, span.closeStart] }
+        var next = 0            // the first marker not yet judged
+        var lineHasControl = false
+        var index = scalars.startIndex
+        while index < scalars.endIndex {
+            let value = scalars[index].value
+            if value >= 0x202A && (value <= 0x202E || (value >= 0x2066 && value <= 0x2069)) { lineHasControl = true }
+            let lineEnds = value == 0x0A || value == 0x0D || value == 0x2029
+            scalars.formIndex(after: &index)
+            if lineEnds || index == scalars.endIndex {
+                // Every marker that starts before here stood on this line (or an earlier one, judged already).
+                while next < markers.count && markers[next] < index {
+                    if lineHasControl { return markers[next] }
+                    next += 1
+                }
+                lineHasControl = false
+                if next == markers.count { return nil }
+            }
+        }
+        return nil
     }
 
     /// Where either marker stands in `scalars`, in order, whether or not they pair up: the
