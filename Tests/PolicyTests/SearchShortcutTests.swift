@@ -58,6 +58,39 @@ struct SearchShortcutTests {
         #expect(mismatches == 0)
     }
 
+    /// `text.contains(needle)` as Policy reads it: by characters (the standard library's search;
+    /// Policy does not import Foundation, whose `contains` this file would get, which compares
+    /// UTF-16 and so finds `rtl` inside the character `l` and a combining mark).
+    static func containsByCharacters(_ text: String, _ needle: String) -> Bool {
+        let characters = Array(text), wanted = Array(needle)
+        guard characters.count >= wanted.count else { return false }
+        return (0...(characters.count - wanted.count)).contains { start in
+            wanted.indices.allSatisfy { characters[start + $0] == wanted[$0] }
+        }
+    }
+
+    @Test("mentionsRTL: what lower-casing the whole text and searching it by characters said")
+    func mentionsRTL() {
+        var random = SeededRandom(seed: 2026_11_27_22)
+        var mismatches = 0, yes = 0
+        for round in 0..<20000 {
+            var text = Self.randomScalars(&random, count: Int.random(in: 0...8, using: &random))
+            // Mostly an `rtl` in some case, among scalars that may join it.
+            if Int.random(in: 0..<4, using: &random) > 0 {
+                let at = Int.random(in: 0...text.count, using: &random)
+                text.insert(contentsOf: ["rR", "tT", "lL"].map { $0.unicodeScalars.randomElement(using: &random)! }, at: at)
+            }
+            let former = Self.containsByCharacters(String(String.UnicodeScalarView(text)).lowercased(), "rtl")
+            if former { yes += 1 }
+            if Redactor.mentionsRTL(text) != former {
+                mismatches += 1
+                if mismatches < 5 { Issue.record("round \(round): \(String(String.UnicodeScalarView(text)).debugDescription) was \(former)") }
+            }
+        }
+        #expect(mismatches == 0)
+        #expect(yes > 1000 && yes < 19000, "both answers met: \(yes) of 20000")
+    }
+
     @Test("containsAny: what searching for each needle alone found")
     func containsAnyNeedle() {
         var random = SeededRandom(seed: 2026_11_27_23)
@@ -208,5 +241,68 @@ struct SearchShortcutTests {
             #expect(made == String(String.UnicodeScalarView(text)) && Array(made.unicodeScalars) == text && Array(made.utf8) == text.flatMap { Array(String($0).utf8) })
             if text.count > 2 { #expect(String(scalars: text[1...]) == String(String.UnicodeScalarView(text[1...]))) }
         }
+    }
+
+    /// HTML's renderings as ``Redactor/forEachRendering(_:type:subtype:parameters:_:)`` made them
+    /// before (7b51a5f): each a text, made from the text before it.
+    static func formerHTMLRenderings(_ text: String) -> [String] {
+        func withDirectionsAsControls(_ html: String) -> String? {
+            guard containsByCharacters(html.lowercased(), "rtl") else { return nil }
+            var out = String.UnicodeScalarView()
+            let scalars = Array(html.unicodeScalars)
+            var index = 0
+            while index < scalars.count {
+                guard scalars[index] == "<", let end = scalars[index...].prefix(4096).firstIndex(of: ">") else {
+                    out.append(scalars[index])
+                    index += 1
+                    continue
+                }
+                let tag = String(String.UnicodeScalarView(scalars[index...end])).lowercased()
+                if tag.hasPrefix("</bdo") {
+                    out.append("\u{202C}")
+                } else if !tag.hasPrefix("</") && containsByCharacters(tag, "rtl") {
+                    out.append("\u{202E}")
+                }
+                index = end + 1
+            }
+            return String(out)
+        }
+        var out = [text]
+        let decoded = String(String.UnicodeScalarView(decodeEntities(text)))
+        out.append(decoded)
+        if containsByCharacters(decoded, "&") { out.append(String(String.UnicodeScalarView(decodeEntities(decoded)))) }
+        out.append(Redactor.cssUnescaped(decoded))
+        out.append(Redactor.percentDecoded(decoded))
+        if let directed = withDirectionsAsControls(decoded) { out.append(directed) }
+        for payload in Redactor.dataURLPayloads(decoded) {
+            out.append(payload)
+            let inner = String(String.UnicodeScalarView(decodeEntities(payload)))
+            out += [inner, Redactor.cssUnescaped(inner), Redactor.percentDecoded(inner)]
+        }
+        return out
+    }
+
+    @Test("forEachRendering: HTML's renderings as before, in order, whether made as texts or as scalars")
+    func htmlRenderings() {
+        var random = SeededRandom(seed: 2026_11_27_26)
+        let pieces = ["&amp;", "&#x5b;", "&lbrack;", "&amp;#91;", "\\5b ", "\\", "%5B", "%", "<bdo dir=rtl>", "</bdo>", "rtl", "RtL", "<p>",
+                      "<p dir=\"RTL\">", "data:text/plain,%5b", "data:;base64,W1s=", "\"", "\u{202E}", "\u{FFFD}", "\u{301}", "\u{600}",
+                      "a", " ", "\n", "&#x202e;"]
+        var scalarForms = 0, mismatches = 0
+        for round in 0..<600 {
+            let text = (0..<Int.random(in: 0...20, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
+            var now: [String] = []
+            _ = Redactor.standard.forEachRendering(text, type: "text", subtype: "html", parameters: [:]) { (rendering: Redactor.Rendering) in
+                if case .scalars = rendering { scalarForms += 1 }
+                now.append(rendering.text)
+                return false
+            }
+            if now != Self.formerHTMLRenderings(text) {
+                mismatches += 1
+                if mismatches < 5 { Issue.record("round \(round): \(text.debugDescription)") }
+            }
+        }
+        #expect(mismatches == 0)
+        #expect(scalarForms > 1000)
     }
 }
