@@ -23,8 +23,9 @@ extension Redactor {
         // The text as a browser joins it (a line end inside a tag or comment is no line end),
         // read through the overrides and escapes too: `<p>` RLO `[[eta<b\n></b>virp]]` shows a
         // reversed span that the source's lines, each ordered on its own, did not.
-        let text = String(scalars: stream)
-        return inTag || hasMarkers(text) || hasMarkersInDecodings(text, markup: true)
+        // ``hasMarkers(_:)`` of its text, searched in the scalars themselves: no text made of them.
+        let markers = [folded(Array(open.unicodeScalars)), folded(Array(close.unicodeScalars))]
+        return inTag || containsAny(markers, in: stream) || hasMarkersInDecodings(scalars: stream, markup: true)
     }
 
     /// Applies `mode` to the marked spans of an HTML document. Throws when
@@ -146,15 +147,16 @@ enum HTMLToken {
 
     /// Splits `html` into tokens. Script and style content is text.
     static func split(_ html: String) -> [HTMLToken] {
-        let s = Array(html.unicodeScalars)
+        let s = scalarArray(html)
         var tokens: [HTMLToken] = []
         var index = 0
         var textStart = 0
         var rawTextEnd: String?   // inside <script> or <style>: the end tag we wait for
         func flushText(_ end: Int) {
             guard end > textStart else { return }
-            let raw = String(scalars: s[textStart..<end])
-            tokens.append(.text(raw: raw, decoded: rawTextEnd == nil ? decodeEntities(raw) : Array(raw.unicodeScalars)))
+            // Decoded from the scalars at hand, not from the text made of them.
+            let run = Array(s[textStart..<end])
+            tokens.append(.text(raw: String(scalars: run), decoded: rawTextEnd == nil ? decodeEntities(run) : run))
         }
         func starts(_ prefix: String, at i: Int) -> Bool {
             var at = i

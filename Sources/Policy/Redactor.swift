@@ -423,6 +423,72 @@ func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Ind
     return nil
 }
 
+/// True when any of `needles` (folded) occurs in `haystack`, as ``find(_:in:from:)`` finds
+/// each: the readings of a region are searched for both markers, and two searches read every
+/// reading twice (a twelfth of reading a random-byte HTML part). When every needle starts with
+/// ASCII that is no letter (`[` of the standard markers), only that scalar itself starts one
+/// (``find(_:in:from:)`` says why), so one pass looks for those scalars, eight at a time, and
+/// tries each needle there; other needles are searched for one by one, as before.
+func containsAny(_ needles: [[Unicode.Scalar]], in haystack: [Unicode.Scalar]) -> Bool {
+    func exactFirst(_ needle: [Unicode.Scalar]) -> Bool {
+        guard let first = needle.first else { return false }
+        return first.value < 0x80 && first != "k" && !(first.value >= 0x61 && first.value <= 0x7A)
+    }
+    guard !needles.isEmpty, needles.allSatisfy(exactFirst) else {
+        return needles.contains { find($0, in: haystack, from: haystack.startIndex) != nil }
+    }
+    var firsts: [UInt32] = []
+    for needle in needles where !firsts.contains(needle[0].value) { firsts.append(needle[0].value) }
+    return haystack.withUnsafeBufferPointer { scalars in
+        scalars.withMemoryRebound(to: UInt32.self) { values in
+            let count = values.count
+            var index = 0
+            while index < count {
+                if firsts.count == 1 {
+                    index = firstIndex(of: firsts[0], in: values, from: index)
+                } else {
+                    while index < count, !firsts.contains(values[index]) { index += 1 }
+                }
+                guard index < count else { return false }
+                // What ``find(_:in:from:)`` does once a needle's first scalar matched.
+                for needle in needles where needle[0].value == values[index] {
+                    var probe = index + 1, k = 1
+                    while k < needle.count, probe < count {
+                        let next = scalars[probe]
+                        if fold(next) == needle[k] {
+                            k += 1
+                        } else if !isInvisible(next) {
+                            break
+                        }
+                        probe += 1
+                    }
+                    if k == needle.count { return true }
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+}
+
+/// Where `value` next stands in `values` at or after `from` (their count when nowhere), eight
+/// values compared at a time.
+@inline(__always)
+func firstIndex(of value: UInt32, in values: UnsafeBufferPointer<UInt32>, from: Int) -> Int {
+    var index = from
+    let count = values.count
+    if let base = values.baseAddress {
+        let wanted = SIMD8<UInt32>(repeating: value)
+        while index + 8 <= count {
+            let chunk = UnsafeRawPointer(base + index).loadUnaligned(as: SIMD8<UInt32>.self)
+            if any(chunk .== wanted) { break }
+            index += 8
+        }
+    }
+    while index < count, values[index] != value { index += 1 }
+    return index
+}
+
 /// True when `needle` (folded) occurs in `text`, read scalar by scalar in place,
 /// in its own UTF-8 (``UTF8Scalars``: a needle's first scalar is found eight bytes
 /// at a time there, where String's scalar view decodes every scalar; the HTML

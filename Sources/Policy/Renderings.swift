@@ -12,8 +12,15 @@ extension Redactor {
         // Each rendering also through the escapes and overrides a viewer may
         // resolve whatever the type says (``decodings(_:markup:)``), searched as
         // it is made and let go before the next is made.
-        return forEachRendering(text, type: type, subtype: subtype, parameters: parameters) {
-            hasMarkers($0) || hasMarkersInDecodings($0, markup: markup)
+        let markers = [folded(Array(open.unicodeScalars)), folded(Array(close.unicodeScalars))]
+        return forEachRendering(text, type: type, subtype: subtype, parameters: parameters) { (rendering: Rendering) in
+            switch rendering {
+            case .text(let rendering):
+                return hasMarkers(rendering) || hasMarkersInDecodings(rendering, markup: markup)
+            case .scalars(let scalars):
+                // ``hasMarkers(_:)`` of their text: the same search, in the scalars themselves.
+                return containsAny(markers, in: scalars) || hasMarkersInDecodings(scalars: scalars, markup: markup)
+            }
         } || (markup && hasMarkersHTML(text))
     }
 
@@ -36,7 +43,7 @@ extension Redactor {
     /// The renderings of `text` (the text itself first).
     public func renderings(_ text: String, type: String, subtype: String, parameters: [String: String]) -> [String] {
         var out: [String] = []
-        _ = forEachRendering(text, type: type, subtype: subtype, parameters: parameters) { out.append($0); return false }
+        _ = forEachRendering(text, type: type, subtype: subtype, parameters: parameters) { (rendering: String) in out.append(rendering); return false }
         return out
     }
 
@@ -45,29 +52,62 @@ extension Redactor {
     /// rendering (and the entity-decoded text it is made from) at a time.
     package func forEachRendering(_ text: String, type: String, subtype: String, parameters: [String: String],
                                   _ body: (String) -> Bool) -> Bool {
-        if body(text) { return true }
+        forEachRendering(text, type: type, subtype: subtype, parameters: parameters) { (rendering: Rendering) in body(rendering.text) }
+    }
+
+    /// One of ``renderings(_:type:subtype:parameters:)``: a text, or the scalars of one where it
+    /// was made as scalars (the decoded HTML, and what is made from it).
+    package enum Rendering {
+        /// The rendering as a text.
+        case text(String)
+        /// The rendering as its scalars: its text is `String(scalars:)` of them.
+        case scalars([Unicode.Scalar])
+
+        /// The rendering as a text, made from its scalars where it is held as those.
+        package var text: String {
+            switch self {
+            case .text(let text): text
+            case .scalars(let scalars): String(scalars: scalars)
+            }
+        }
+    }
+
+    /// ``forEachRendering(_:type:subtype:parameters:_:)``, each rendering as it was made: the same
+    /// renderings, in the same order. The search reads each as scalars, and a text made of scalars
+    /// was turned back into them (making the texts and reading them again cost a random-byte HTML
+    /// part a fifth of its time).
+    package func forEachRendering(_ text: String, type: String, subtype: String, parameters: [String: String],
+                                  _ body: (Rendering) -> Bool) -> Bool {
+        if body(.text(text)) { return true }
         if parameters["format"]?.lowercased() == "flowed" {
             // Which DelSp a reader honours is not certain: both.
-            if body(Self.joinedFlowed(text, deleteSpace: true)) || body(Self.joinedFlowed(text, deleteSpace: false)) { return true }
+            if body(.text(Self.joinedFlowed(text, deleteSpace: true))) || body(.text(Self.joinedFlowed(text, deleteSpace: false))) { return true }
         }
         if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
             let unfolded = Self.unfolded(text)
-            if body(unfolded) || Self.binaryValuesDecoded(unfolded).contains(where: body) { return true }
+            if body(.text(unfolded)) || Self.binaryValuesDecoded(unfolded).contains(where: { body(.text($0)) }) { return true }
         }
         if subtype == "enriched" || subtype == "richtext" {
-            if body(Self.withoutEnrichedCommands(text)) { return true }
+            if body(.text(Self.withoutEnrichedCommands(text))) { return true }
         }
         if Self.isMarkup(type: type, subtype: subtype) {
-            let decoded = String(scalars: decodeEntities(text))
-            if body(decoded) { return true }
+            // The decoded text's scalars are what each rendering below is made from: made once.
+            var entityDecoded = decodeEntities(text)
+            if body(.scalars(entityDecoded)) { return true }
+            // The decoded text itself, for the checks by characters as before and for the bytes of `%HH`.
+            let decoded = String(scalars: entityDecoded)
             // A document inside an attribute (iframe srcdoc) is decoded twice.
-            if decoded.contains("&") && body(String(scalars: decodeEntities(decoded))) { return true }
-            if body(Self.cssUnescaped(decoded)) || body(Self.percentDecoded(decoded)) { return true }
-            if let directed = Self.withDirectionsAsControls(decoded), body(directed) { return true }
-            for payload in Self.dataURLPayloads(decoded) {
-                if body(payload) { return true }
+            if decoded.contains("&") && body(.scalars(decodeEntities(entityDecoded))) { return true }
+            // ``cssUnescaped(_:)-(String)``: the text itself when it holds no backslash.
+            if body(.scalars(decoded.contains("\\") ? Self.cssUnescaped(entityDecoded) : entityDecoded)) { return true }
+            if body(.text(Self.percentDecoded(decoded))) { return true }
+            if let directed = Self.withDirectionsAsControls(entityDecoded), body(.scalars(directed)) { return true }
+            let payloads = Self.dataURLPayloads(entityDecoded)
+            entityDecoded = []
+            for payload in payloads {
+                if body(.text(payload)) { return true }
                 let inner = String(scalars: decodeEntities(payload))
-                if body(inner) || body(Self.cssUnescaped(inner)) || body(Self.percentDecoded(inner)) { return true }
+                if body(.text(inner)) || body(.text(Self.cssUnescaped(inner))) || body(.text(Self.percentDecoded(inner))) { return true }
             }
         }
         return false
@@ -79,10 +119,12 @@ extension Redactor {
     /// other tags taken out, so that ``decodings(_:markup:)`` reads it in its
     /// visual order. Taken as an override even without one, and up to the line's
     /// end: it reads more than a browser shows, never less. Nil without `rtl`.
-    static func withDirectionsAsControls(_ html: String) -> String? {
-        guard html.lowercased().contains("rtl") else { return nil }
-        var out = String.UnicodeScalarView()
-        let scalars = Array(html.unicodeScalars)
+    /// From the HTML's scalars to scalars: the search reads them so.
+    static func withDirectionsAsControls(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar]? {
+        guard mentionsRTL(scalars) else { return nil }
+        // An array, not a String's scalar view: appending to the view checked its storage at every scalar.
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(scalars.count)
         var index = 0
         while index < scalars.count {
             guard scalars[index] == "<", let end = scalars[index...].prefix(4096).firstIndex(of: ">") else {
@@ -98,14 +140,41 @@ extension Redactor {
             }
             index = end + 1
         }
-        return String(out)
+        return out
+    }
+
+    /// `String(String.UnicodeScalarView(scalars)).lowercased().contains("rtl")`, without lower-casing
+    /// the whole text: that and the search by characters cost as much as a reading of a random-byte
+    /// part. Only ASCII letters lower-case to `r`, `t` and `l` (İ gives `i` and a combining dot, the
+    /// Kelvin sign `k`), so each `rtl` of the lower-cased text is one of the text in either case; it
+    /// is three characters there unless the scalar before it (lower-cased) joins the `r`, as a
+    /// prepended mark does, or the one after joins the `l`, as a combining mark does. Those two
+    /// are asked of the same search on just the `rtl` and its two neighbours, lower-cased.
+    static func mentionsRTL(_ scalars: [Unicode.Scalar]) -> Bool {
+        @inline(__always) func isLetter(_ scalar: Unicode.Scalar, _ lower: UInt32) -> Bool {
+            scalar.value < 0x80 && scalar.value | 0x20 == lower
+        }
+        var index = 0
+        while index + 2 < scalars.count {
+            if isLetter(scalars[index], 0x72), isLetter(scalars[index + 1], 0x74), isLetter(scalars[index + 2], 0x6C) {
+                var around = String.UnicodeScalarView()
+                if index > 0, let last = String(scalars[index - 1]).lowercased().unicodeScalars.last { around.append(last) }
+                around.append(contentsOf: "rtl".unicodeScalars)
+                if index + 3 < scalars.count, let first = String(scalars[index + 3]).lowercased().unicodeScalars.first {
+                    around.append(first)
+                }
+                if String(around).contains("rtl") { return true }
+            }
+            index += 1
+        }
+        return false
     }
 
     /// Flowed lines (RFC 3676) joined: a line ending in a space continues on
     /// the next; with DelSp=yes that space goes.
     public static func joinedFlowed(_ text: String, deleteSpace: Bool) -> String {
         var out: [Unicode.Scalar] = []
-        let scalars = Array(text.unicodeScalars)
+        let scalars = scalarArray(text)
         var index = 0
         while index < scalars.count {
             let scalar = scalars[index]
@@ -130,7 +199,7 @@ extension Redactor {
     /// followed by a space or tab is taken out with that one character.
     public static func unfolded(_ text: String) -> String {
         var out: [Unicode.Scalar] = []
-        let scalars = Array(text.unicodeScalars)
+        let scalars = scalarArray(text)
         var index = 0
         while index < scalars.count {
             var next = index
@@ -149,7 +218,7 @@ extension Redactor {
     /// a single line break is a space.
     static func withoutEnrichedCommands(_ text: String) -> String {
         var out: [Unicode.Scalar] = []
-        let scalars = Array(text.unicodeScalars)
+        let scalars = scalarArray(text)
         var index = 0
         while index < scalars.count {
             let scalar = scalars[index]
@@ -176,7 +245,7 @@ extension Redactor {
     /// white space after), and `\[` (any other character as itself).
     static func cssUnescaped(_ text: String) -> String {
         guard text.contains("\\") else { return text }
-        return String(scalars: cssUnescaped(Array(text.unicodeScalars)))
+        return String(scalars: cssUnescaped(scalarArray(text)))
     }
 
     /// ``cssUnescaped(_:)-(String)`` from scalars to scalars.
@@ -232,8 +301,12 @@ extension Redactor {
     /// The contents of every `data:` URL in `text`, decoded (base64 or
     /// percent-encoded), read as UTF-8 and as Latin-1.
     static func dataURLPayloads(_ text: String) -> [String] {
+        dataURLPayloads(scalarArray(text))
+    }
+
+    /// ``dataURLPayloads(_:)-(String)`` of the text of `scalars`.
+    static func dataURLPayloads(_ scalars: [Unicode.Scalar]) -> [String] {
         var out: [String] = []
-        let scalars = Array(text.unicodeScalars)
         var index = 0
         let prefix: [Unicode.Scalar] = ["d", "a", "t", "a", ":"]
         // The first `,` or quote at or after `stopFrom`, kept from one URL to
@@ -241,7 +314,9 @@ extension Redactor {
         // to the end (quadratic).
         var stopFrom = Int.max, stopAt = 0
         while index + prefix.count <= scalars.count {
-            guard zip(scalars[index..<(index + prefix.count)], prefix).allSatisfy({ fold($0) == $1 }) else { index += 1; continue }
+            // Its first scalar alone first: zipping slices at every scalar cost more than the rest.
+            guard fold(scalars[index]) == "d",
+                  zip(scalars[index..<(index + prefix.count)], prefix).allSatisfy({ fold($0) == $1 }) else { index += 1; continue }
             var comma = index + prefix.count
             if comma >= stopFrom && comma <= stopAt {
                 comma = stopAt
@@ -403,7 +478,7 @@ private let windows1252: [UInt32: UInt32] = [
 /// the legacy names), decimal and hex ones with any number of leading zeros
 /// and with or without the final `;`. Anything else stays as written.
 func decodeEntities(_ raw: String) -> [Unicode.Scalar] {
-    decodeEntities(Array(raw.unicodeScalars))
+    decodeEntities(scalarArray(raw))
 }
 
 /// ``decodeEntities(_:)-(String)`` from scalars.

@@ -37,7 +37,13 @@ extension HTMLRebuild {
         }
 
         static func isLetter(_ scalar: Unicode.Scalar) -> Bool {
-            scalar.properties.isAlphabetic || scalar.properties.numericType != nil
+            // ASCII and U+FFFD (what random bytes read as UTF-8 give, a whole part of it)
+            // without a look-up of Unicode's properties, which cost more than the rest of
+            // counting a piece: the same answers.
+            let value = scalar.value
+            if value < 0x80 { return (value | 0x20) >= 0x61 && (value | 0x20) <= 0x7A || value >= 0x30 && value <= 0x39 }
+            if value == 0xFFFD { return false }
+            return scalar.properties.isAlphabetic || scalar.properties.numericType != nil
         }
 
         private mutating func add(_ scalar: Unicode.Scalar) -> Int {
@@ -85,7 +91,7 @@ extension HTMLRebuild {
                 while nextMarker < inMarker.count && inMarker[nextMarker].upperBound <= index { nextMarker += 1 }
                 if nextMarker < inMarker.count && inMarker[nextMarker].contains(index) { open = nil; continue }
                 if isInvisible(scalar) { continue }
-                if let closer = Self.closers[scalar] {
+                if let closer = Self.closer(of: scalar) {
                     open = (index, closer)
                     word = false
                 } else if let current = open, scalar == current.closer {
@@ -103,8 +109,18 @@ extension HTMLRebuild {
             }
         }
 
-        /// Opening brackets and their closing ones.
-        private static let closers: [Unicode.Scalar: Unicode.Scalar] = ["[": "]", "(": ")", "{": "}", "<": ">"]
+        /// The closing bracket of an opening one; nil for any other scalar. A switch, not a
+        /// dictionary: asked at every scalar of every piece, where hashing cost more than the rest.
+        @inline(__always)
+        private static func closer(of scalar: Unicode.Scalar) -> Unicode.Scalar? {
+            switch scalar.value {
+            case 0x5B: "]"
+            case 0x28: ")"
+            case 0x7B: "}"
+            case 0x3C: ">"
+            default: nil
+            }
+        }
 
         /// True when the material holds what some marker needs.
         var composesMarker: Bool {
