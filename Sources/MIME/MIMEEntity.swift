@@ -113,6 +113,20 @@ public final class MIMEEntity {
         if let declared = contentType.parameters["charset"], let meant = Charsets.alias(declared) {
             return content.flatMap { Charsets.decode($0, charset: meant) }
         }
+        // Declared UTF-8 and valid as such: GMime's conversion (UTF-8 to UTF-8) leaves every byte
+        // as it is, and its text ends at the first NUL. Read without it: it was a fifth of redacting
+        // 100 MB (issue 24, row 5). Anything else goes through GMime, as before.
+        if let charset = g_mime_object_get_content_type_parameter(raw, "charset"),
+           ["utf-8", "utf8"].contains(String(cString: charset).lowercased()), let bytes = content,
+           let text = String(validating: bytes.prefix { $0 != 0 }, as: UTF8.self) {
+            return text
+        }
+        return gmimeText
+    }
+
+    /// GMime's text of a text part (`g_mime_text_part_get_text`), up to its first NUL.
+    var gmimeText: String? {
+        guard mailsec_gmime_is_text_part(raw) != 0 else { return nil }
         let part: UnsafeMutablePointer<GMimeTextPart> = cast(raw)
         return takeString(g_mime_text_part_get_text(part))
     }
