@@ -32,16 +32,25 @@ enum QuotedPrintable {
         var last = -1      // a blank or CR held back: its encoding depends on what follows
         var index = 0
         while index < count {
-            // The common case first: printable bytes, none held back, written as they are up to the
-            // line's 75th (GMime breaks the line before a byte when more than 74 are written).
+            // The common case first: printable bytes, and blanks before one, none held back, written
+            // as they are up to the line's 75th (GMime breaks the line before a byte when more than
+            // 74 are written, and a blank held back is written when the next byte comes).
             if last == -1 {
                 let room = min(count - index, 75 - sofar)
                 var run = 0
                 while run < room {
                     let byte = source[index + run]
-                    guard byte > 32 && byte < 127 && byte != 61 else { break }
+                    if byte > 32 && byte < 127 && byte != 61 {
+                        output[out + run] = byte
+                        run += 1
+                        continue
+                    }
+                    guard byte == 32 || byte == 9, run + 1 < room else { break }
+                    let next = source[index + run + 1]
+                    guard next > 32 && next < 127 && next != 61 else { break }
                     output[out + run] = byte
-                    run += 1
+                    output[out + run + 1] = next
+                    run += 2
                 }
                 if run > 0 {
                     out += run
