@@ -215,11 +215,16 @@ public final class MIMEEntity {
 
 /// Writes any GMime object to memory (`g_mime_object_write_to_stream`).
 func serialize(_ object: UnsafeMutablePointer<GMimeObject>, newline: Newline, hidden: [String]) -> [UInt8] {
+    written(object, newline: newline, hidden: hidden).bytes
+}
+
+/// Writes any GMime object into a memory stream (`g_mime_object_write_to_stream`).
+func written(_ object: UnsafeMutablePointer<GMimeObject>, newline: Newline, hidden: [String]) -> MemoryStream {
     let options = g_mime_format_options_new()
     defer { g_mime_format_options_free(options) }
     g_mime_format_options_set_newline_format(options, newline == .crlf ? GMIME_NEWLINE_FORMAT_DOS : GMIME_NEWLINE_FORMAT_UNIX)
     for name in hidden { g_mime_format_options_add_hidden_header(options, name) }
     let stream = MemoryStream()
     g_mime_object_write_to_stream(object, options, stream.raw)
-    return stream.bytes
+    return stream
 }
