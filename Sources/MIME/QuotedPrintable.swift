@@ -19,18 +19,35 @@ enum QuotedPrintable {
         3 * count + 2 * (3 * count / 70 + 1) + 5
     }
 
+    /// What an encoding carries from one piece of the input to the next (GMime's `save` and `state`).
+    struct State {
+        /// Bytes on the line written so far.
+        var sofar = 0
+        /// A blank or CR held back (its encoding depends on what follows), or -1.
+        var last = -1
+    }
+
     /// Encodes `input` into `output`, which holds ``maximumLength(_:)`` bytes;
     /// returns the number written. Lines end in LF; CR LF is written as LF,
     /// a CR elsewhere as `=0D` (GMime's encoder does the same).
     static func encode(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>) -> Int {
-        guard let source = input.baseAddress else { return 0 }
+        var state = State()
+        return encode(input, into: output, state: &state, last: true)
+    }
+
+    /// Encodes `input`, one piece of the text, into `output` (``maximumLength(_:)`` of the piece),
+    /// carrying `state` on; `last` ends the text. Returns the number of bytes written.
+    static func encode(_ input: UnsafeBufferPointer<UInt8>, into output: UnsafeMutablePointer<UInt8>,
+                       state: inout State, last isLast: Bool) -> Int {
+        let source = input.baseAddress
         let count = input.count
         let hex: StaticString = "0123456789ABCDEF"
         let digits = hex.utf8Start
         var out = 0
-        var sofar = 0      // bytes on the line written so far
-        var last = -1      // a blank or CR held back: its encoding depends on what follows
+        var sofar = state.sofar
+        var last = state.last
         var index = 0
+        defer { state = State(sofar: sofar, last: last) }
         while index < count {
             // The common case first: printable bytes, and blanks before one, none held back, written
             // as they are up to the line's 75th (GMime breaks the line before a byte when more than
@@ -39,14 +56,14 @@ enum QuotedPrintable {
                 let room = min(count - index, 75 - sofar)
                 var run = 0
                 while run < room {
-                    let byte = source[index + run]
+                    let byte = source![index + run]
                     if byte > 32 && byte < 127 && byte != 61 {
                         output[out + run] = byte
                         run += 1
                         continue
                     }
                     guard byte == 32 || byte == 9, run + 1 < room else { break }
-                    let next = source[index + run + 1]
+                    let next = source![index + run + 1]
                     guard next > 32 && next < 127 && next != 61 else { break }
                     output[out + run] = byte
                     output[out + run + 1] = next
@@ -59,7 +76,7 @@ enum QuotedPrintable {
                     continue
                 }
             }
-            let c = source[index]
+            let c = source![index]
             index += 1
             if c == 13 {
                 if last != -1 {
@@ -119,12 +136,13 @@ enum QuotedPrintable {
                 }
             }
         }
-        if last != -1 {
+        if isLast && last != -1 {
             // A blank or CR at the very end is encoded, and the text ends in a soft line break.
             escape(last, at: output + out, digits)
             output[out + 3] = 61
             output[out + 4] = 10
             out += 5
+            last = -1
         }
         return out
     }
@@ -137,13 +155,25 @@ enum QuotedPrintable {
         at[2] = digits[byte & 15]
     }
 
-    /// `text`'s UTF-8 encoded into a new GMime byte array (owned by the caller).
+    /// `text`'s UTF-8 encoded into a new GMime byte array (owned by the caller). It is encoded a
+    /// megabyte at a time, the array grown for each piece's worst case as it goes: plain text
+    /// comes to some 3% more, and three times the text reserved at once could fail where memory
+    /// is short. GMime's arrays grow to the next power of two; pages never written are never resident.
     static func encodedByteArray(_ text: String) -> UnsafeMutablePointer<GByteArray> {
         var text = text
         return text.withUTF8 { utf8 in
-            // Reserved for the worst case, which plain text never comes near: pages never written are never resident.
-            let array = g_byte_array_sized_new(guint(clamping: maximumLength(utf8.count)))!
-            let written = utf8.count == 0 ? 0 : encode(utf8, into: array.pointee.data)
+            let array = g_byte_array_sized_new(guint(clamping: utf8.count + utf8.count / 16 + 4096))!
+            var state = State()
+            var written = 0
+            var index = 0
+            repeat {
+                let end = min(utf8.count, index + (1 << 20))
+                // The piece's worst case, and room for what the last one held back and a break it brought on.
+                g_byte_array_set_size(array, guint(written + maximumLength(end - index) + 8))
+                written += encode(UnsafeBufferPointer(rebasing: utf8[index..<end]), into: array.pointee.data + written,
+                                  state: &state, last: end == utf8.count)
+                index = end
+            } while index < utf8.count
             g_byte_array_set_size(array, guint(written))
             return array
         }

@@ -48,6 +48,18 @@ struct QuotedPrintableTests {
         #expect(differing == 0)
     }
 
+    @Test("a text of several megabytes, encoded a megabyte at a time, as GMime's filter writes it")
+    func piecesAsGMime() {
+        var random = SeededRandom(seed: 2026_11_27_10)
+        // Pieces end anywhere: inside a held blank, a CR before its LF, a line about to break.
+        var text = ""
+        while text.utf8.count < 3 << 20 { text += Self.randomText(&random) }
+        let mine = MIMEEntity.quotedPrintableText(text).serialize()
+        let gmime = MIMEEntity.quotedPrintableText(text, encodedHere: false).serialize()
+        let first = (0..<min(mine.count, gmime.count)).first { mine[$0] != gmime[$0] } ?? min(mine.count, gmime.count)
+        #expect(mine.count == gmime.count && first == mine.count, "\(mine.count) bytes against \(gmime.count), first difference at \(first)")
+    }
+
     @Test("Python's quopri decodes it to the text, CR LF as LF: 400 random texts")
     func pythonDecodes() throws {
         var random = SeededRandom(seed: 2026_11_27_76)
