@@ -117,9 +117,15 @@ public final class MIMEEntity {
         // as it is, and its text ends at the first NUL. Read without it: it was a fifth of redacting
         // 100 MB (issue 24, row 5). Anything else goes through GMime, as before.
         if let charset = g_mime_object_get_content_type_parameter(raw, "charset"),
-           ["utf-8", "utf8"].contains(String(cString: charset).lowercased()), let bytes = content,
-           let text = String(validating: bytes.prefix { $0 != 0 }, as: UTF8.self) {
-            return text
+           ["utf-8", "utf8"].contains(String(cString: charset).lowercased()) {
+            func utf8Text(_ bytes: UnsafeRawBufferPointer) -> String? {
+                guard let base = bytes.baseAddress else { return "" }
+                let end = memchr(base, 0, bytes.count).map { base.distance(to: UnsafeRawPointer($0)) } ?? bytes.count
+                return String(validating: UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: end), as: UTF8.self)
+            }
+            // Read where GMime holds it when it can be: a text of 100 MB is not copied twice.
+            if let stored = withStoredContent(utf8Text) { if let text = stored { return text } }
+            else if let text = content.flatMap({ $0.withUnsafeBytes(utf8Text) }) { return text }
         }
         return gmimeText
     }
