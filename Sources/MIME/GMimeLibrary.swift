@@ -122,6 +122,15 @@ final class MemoryStream {
 
     deinit { g_object_unref(raw) }
 
+    /// Everything written to the stream so far, lent to `body` without a copy.
+    func withBytes<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        let memory: UnsafeMutablePointer<GMimeStreamMem> = cast(raw)
+        guard let array = g_mime_stream_mem_get_byte_array(memory), array.pointee.len > 0 else {
+            return try body(UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        return try withExtendedLifetime(self) { try body(UnsafeRawBufferPointer(start: array.pointee.data, count: Int(array.pointee.len))) }
+    }
+
     /// Everything written to the stream so far.
     var bytes: [UInt8] {
         let memory: UnsafeMutablePointer<GMimeStreamMem> = cast(raw)

@@ -266,6 +266,13 @@ public final class MIMEMessage {
         MIME.serialize(object, newline: newline, hidden: hiding)
     }
 
+    /// The message as ``serialize(newline:hiding:)`` writes it, lent to `body` where GMime wrote
+    /// it: a large postcard is not copied into an array to be checked and written out.
+    public func withSerialized<T>(newline: Newline = .lf, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+        let stream = MIME.written(object, newline: newline, hidden: [])
+        return try stream.withBytes(body)
+    }
+
     // MARK: Building
 
     /// A new message with `body` and no headers yet (`g_mime_message_new`).

@@ -82,6 +82,28 @@ extension MIMEEntity {
         }
     }
 
+    /// Calls `body` with the decoded content of a leaf where GMime holds it, when it is held in
+    /// memory as it decodes (no transfer encoding to undo, a memory stream, as a message parsed
+    /// from memory or a file has it): a large text is then not copied to be read. nil when it is
+    /// held otherwise; the caller reads ``content`` then.
+    func withStoredContent<T>(_ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        guard mailsec_gmime_is_part(raw) != 0,
+              let wrapper = g_mime_part_get_content(cast(raw) as UnsafeMutablePointer<GMimePart>),
+              [GMIME_CONTENT_ENCODING_DEFAULT, GMIME_CONTENT_ENCODING_7BIT, GMIME_CONTENT_ENCODING_8BIT,
+               GMIME_CONTENT_ENCODING_BINARY].contains(g_mime_data_wrapper_get_encoding(wrapper)),
+              let stream = g_mime_data_wrapper_get_stream(wrapper),
+              g_type_check_instance_is_a(cast(stream), g_mime_stream_mem_get_type()) != 0 else { return nil }
+        let memory: UnsafeMutablePointer<GMimeStreamMem> = cast(stream)
+        guard let array = memory.pointee.buffer else { return nil }
+        // What the data wrapper writes: the stream from its start to its end (or the array's).
+        let start = Int(stream.pointee.bound_start)
+        let end = stream.pointee.bound_end == -1 ? Int(array.pointee.len) : Int(stream.pointee.bound_end)
+        guard start >= 0, start <= end, end <= Int(array.pointee.len) else { return nil }
+        return try withExtendedLifetime(self) {
+            try body(UnsafeRawBufferPointer(start: array.pointee.data.map { UnsafeRawPointer($0) + start }, count: end - start))
+        }
+    }
+
     /// The length of a leaf's content as it is stored (still transfer
     /// encoded), when GMime knows it: an upper bound of its decoded length.
     var encodedContentLength: Int? {

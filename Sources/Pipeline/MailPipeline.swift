@@ -791,10 +791,26 @@ public struct MailPipeline: Sendable {
             if let place = redactor.remainingMarker(in: written) { throw PipelineError(.unredactable, detail: place) }
             return (bytes, written)
         }
-        var search = Redactor.MarkerSearch(redactor, encodings: false)
-        bytes.withUnsafeBytes { search.feed($0) }
-        if search.finish() { throw PipelineError(.unredactable, detail: "the postcard as written") }
+        try bytes.withUnsafeBytes { try searched($0, redactor: redactor) }
         return (bytes, nil)
+    }
+
+    /// ``checked(_:redactor:wholeAbove:)`` of bytes lent where they were written
+    /// (``MIME/MIMEMessage/withSerialized(newline:_:)``): copied into an array only at or
+    /// below `wholeAbove`, to be parsed again.
+    static func check(_ bytes: UnsafeRawBufferPointer, redactor: Redactor, wholeAbove: Int = 32 << 20) throws {
+        guard bytes.count > wholeAbove else {
+            _ = try checkedMessage(Array(bytes), redactor: redactor, wholeAbove: wholeAbove)
+            return
+        }
+        try searched(bytes, redactor: redactor)
+    }
+
+    /// The check of a postcard above `wholeAbove`: its bytes searched for a marker.
+    private static func searched(_ bytes: UnsafeRawBufferPointer, redactor: Redactor) throws {
+        var search = Redactor.MarkerSearch(redactor, encodings: false)
+        search.feed(bytes)
+        if search.finish() { throw PipelineError(.unredactable, detail: "the postcard as written") }
     }
 
     /// `bytes` with every Bcc and Resent-Bcc header field taken out (and

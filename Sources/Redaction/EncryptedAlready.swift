@@ -1,3 +1,4 @@
+import Foundation
 import MIME
 import OpenPGP
 
@@ -66,8 +67,40 @@ package enum EncryptedAlready {
             if type.parameters["smime-type"]?.lowercased() == "signed-data" { return true }
             return entity.content.map { cmsContentType($0) == .signed } ?? false
         }
-        if type.type == "text", let bytes = entity.content { return isCleartextSigned(bytes) }
+        if type.type == "text" { return isCleartextSigned(entity) }
         return false
+    }
+
+    /// ``isCleartextSigned(_:)`` of a leaf's content, read in pieces as it is decoded: a text part
+    /// of 100 MB is not copied whole to look at its lines (issue 24, row 5).
+    package static func isCleartextSigned(_ entity: MIMEEntity) -> Bool {
+        let header = Array("-----BEGIN PGP SIGNED MESSAGE-----".utf8)
+        var matched: Int? = 0  // bytes of the header the current line starts with; nil past a difference
+        var found = false
+        entity.forEachContentPiece { piece in
+            guard !found, let start = piece.baseAddress else { return }
+            var index = 0
+            while index < piece.count {
+                guard let count = matched else {
+                    // Past a difference: on to the next line.
+                    guard let newline = memchr(start + index, 10, piece.count - index) else { return }
+                    index = start.distance(to: UnsafeRawPointer(newline)) + 1
+                    matched = 0
+                    continue
+                }
+                let byte = piece[index]
+                index += 1
+                if byte == 10 {
+                    matched = 0
+                } else if byte == header[count] {
+                    matched = count + 1
+                    if count + 1 == header.count { found = true; return }
+                } else {
+                    matched = nil
+                }
+            }
+        }
+        return found
     }
 
     /// True when any entity of `message` (embedded messages included) is signed.

@@ -38,8 +38,7 @@ struct RedactCommand: ParsableCommand {
     var message = "-"
 
     func run() throws {
-        let postcard = try Postcard.censored(readMessage(message, options: size.parseOptions), redactor: markers.redactor(),
-                                             opaque: opaqueParts)
-        try writeOutput(to: nil) { piece in try postcard.write(piece) }
+        let mail = try readMessage(message, options: size.parseOptions), redactor = try markers.redactor()
+        try writeOutput(to: nil) { piece in try Postcard.writeCensored(mail, redactor: redactor, opaque: opaqueParts, piece) }
     }
 }
