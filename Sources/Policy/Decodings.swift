@@ -93,6 +93,15 @@ extension Redactor {
         // `=` or `+`; a reading without one has no visual order (``visualReadings(_:)``), so
         // each decoding's visual orders follow it, and the text's come first if it has a control.
         func visual(_ reading: [Unicode.Scalar]) -> Bool {
+            if visualOrders(reading) { return true }
+            // In HTML a line end in the source is a space to a browser, not the end of a bidi
+            // paragraph (only a block or U+2029 is): `<p>RLO` LF `]]etavirp/[[ …` is shown
+            // reversed (a hostile review). So markup is read a second time with its line ends
+            // as spaces; the first reading, which ends the override there, stays for `pre`.
+            guard markup, let spaced = Self.lineEndsAsSpaces(reading) else { return false }
+            return visualOrders(spaced)
+        }
+        func visualOrders(_ reading: [Unicode.Scalar]) -> Bool {
             guard let visualContext else { return Self.forEachVisualReading(reading) { body($0, true) } }
             for window in Self.bidiWindows(reading, context: visualContext) {
                 if Self.forEachVisualReading(Array(reading[window]), { body($0, true) }) { return true }
@@ -523,6 +532,16 @@ extension Redactor {
             index += 1
         }
         return count
+    }
+
+    /// `s` with each LF and CR a space, when it holds both a bidirectional control and a line
+    /// end (nil otherwise: its visual orders would be the same).
+    static func lineEndsAsSpaces(_ s: [Unicode.Scalar]) -> [Unicode.Scalar]? {
+        let hasControl = s.withUnsafeBufferPointer { scalars in
+            scalars.withMemoryRebound(to: UInt32.self) { firstControl(in: $0) < $0.count }
+        }
+        guard hasControl, s.contains(where: { $0 == "\n" || $0 == "\r" }) else { return nil }
+        return s.map { $0 == "\n" || $0 == "\r" ? " " : $0 }
     }
 
     /// Each of ``visualReadings(_:)`` handed to `body` as it is made, until `body` returns

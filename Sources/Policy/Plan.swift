@@ -547,7 +547,7 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// Markers do not pair up: an opening marker inside a span, a closing
         /// one outside, or a span left open (``PolicyError/marker`` says where).
         public static let unbalancedMarkers = Code(rawValue: "unbalancedMarkers")
-        /// A marker is empty, or both markers are the same.
+        /// A marker is empty, both markers are the same, or one looks like an HTML tag.
         public static let invalidMarkers = Code(rawValue: "invalidMarkers")
 
         /// Lets `catch PolicyError.Code.unbalancedMarkers` match a thrown ``PolicyError``.
@@ -622,7 +622,7 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
             if let marker { "\(marker.part), line \(marker.line), column \(marker.column): \(marker.problem.rawValue)" } else {
                 "private markers do not pair up"
             }
-        case .invalidMarkers: "markers must be non-empty and different"
+        case .invalidMarkers: "markers must be non-empty and different, and not look like HTML tags"
         default: "policy error \(code.rawValue)"
         }
     }

@@ -15,10 +15,20 @@ public struct Redactor: Sendable, Hashable {
     /// The default markers `[[private]]` … `[[/private]]` and placeholder `█████`.
     public static let standard = try! Redactor(open: "[[private]]", close: "[[/private]]", placeholder: "█████")
 
-    /// Markers and placeholder; throws ``PolicyError/Code/invalidMarkers`` for an empty marker, or markers that are equal or hold one another
-    /// as the spans are searched for (in any case, scalar by scalar, invisible scalars passed over).
+    /// Markers and placeholder; throws ``PolicyError/Code/invalidMarkers`` for an empty marker, markers that are equal or hold one another
+    /// as the spans are searched for (in any case, scalar by scalar, invisible scalars passed over), or a marker that
+    /// looks like an HTML tag (`<` before a letter, `/`, `!` or `?`): in an HTML part written by hand it would be a
+    /// tag, not text, and its span would be read by mailsec and not by a browser (a red team's round, issue 21).
     public init(open: String, close: String, placeholder: String = "█████") throws(PolicyError) {
-        guard !open.isEmpty, !close.isEmpty, open.lowercased() != close.lowercased(),
+        func looksLikeTag(_ marker: String) -> Bool {
+            let scalars = Array(marker.unicodeScalars)
+            return scalars.indices.dropLast().contains { index in
+                let next = scalars[index + 1]
+                return scalars[index] == "<"
+                    && (("a"..."z").contains(next) || ("A"..."Z").contains(next) || next == "/" || next == "!" || next == "?")
+            }
+        }
+        guard !open.isEmpty, !close.isEmpty, open.lowercased() != close.lowercased(), !looksLikeTag(open), !looksLikeTag(close),
               // As the spans are searched for: by scalars, folded, not by characters.
               !contains(folded(Array(close.unicodeScalars)), in: open.unicodeScalars),
               !contains(folded(Array(open.unicodeScalars)), in: close.unicodeScalars)

@@ -252,7 +252,18 @@ package enum HTMLRebuild {
         var moved = false
         /// Where each run of kept text starts in ``stream``, and the elements around it that may
         /// hide or reorder it (``ShownContext``), as an interned number: equal numbers, equal contexts.
-        var contexts: [(start: Int, context: Int)] = []
+        /// With each run, `tags`: the context with every element counted by its name too (what a
+        /// style sheet's type selectors reach), and `element`: the innermost element's own number.
+        var contexts: [(start: Int, context: Int, tags: Int, element: Int)] = []
+        /// True when the part brings a style sheet that may hide or move text (``ShownContext/mayHideOrMove(_:)``,
+        /// or a `<link>`, unread): its type selectors reach elements without attributes
+        /// (`b { display: none }`), so every element's name counts in a context (``contexts``' `tags`).
+        var hasStyleSheet = false
+        /// True when a style sheet may pick elements by their place (`:nth-of-type`, `:first-child`,
+        /// `+`, `~`, `:not(` …) or is not in the part (`<link>`, `@import`): elements alike by name
+        /// and attributes may then be shown differently, so a span's markers must stand in the
+        /// very same element (``contexts``' `element`).
+        var placeSelectors = false
 
         /// Refuses the part (``PolicyError/MarkerProblem/otherOrder``) when a reader may show its
         /// spans over other text than the model's order holds:
@@ -268,6 +279,11 @@ package enum HTMLRebuild {
             guard !spans.isEmpty else { return }
             let refused = PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .otherOrder))
             if moved { throw refused }
+            // A bidirectional control anywhere in the part's text: in HTML a line end is a space, so the
+            // paragraph it reorders runs on to the block's end, wherever the markers stand (a hostile review).
+            if stream.contains(where: { $0.value >= 0x202A && ($0.value <= 0x202E || ($0.value >= 0x2066 && $0.value <= 0x2069)) }) {
+                throw PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .bidiControls))
+            }
             func context(at position: Int) -> Int {
                 // The last run of text that starts at or before `position`.
                 var low = 0, high = contexts.count
@@ -275,7 +291,9 @@ package enum HTMLRebuild {
                     let middle = (low + high) / 2
                     if contexts[middle].start <= position { low = middle + 1 } else { high = middle }
                 }
-                return low == 0 ? -1 : contexts[low - 1].context
+                guard low > 0 else { return -1 }
+                let run = contexts[low - 1]
+                return placeSelectors ? run.element : hasStyleSheet ? run.tags : run.context
             }
             for span in spans where context(at: span.openStart) != context(at: span.closeStart) { throw refused }
         }
@@ -322,13 +340,23 @@ package enum HTMLRebuild {
             // The names of the open elements, kept or not: a style sheet is the text right inside a `style`.
             var parents: [String] = []
             // The context of each open element (see ``ShownContext``), interned.
-            var shown = ShownContext.Interner()
-            var shownStack: [Int] = []
+            var shown = ShownContext.Interner(), tagged = ShownContext.Interner(everyElement: true)
+            var shownStack: [Int] = [], taggedStack: [Int] = []
+            // Each open element's own number (every element, in document order).
+            var elementStack: [Int] = [], elements = 0
             moved = document.movedByParser
             for node in document.nodes {
                 switch node {
-                case .start(let element): shownStack.append(shown.context(of: element, inside: shownStack.last ?? 0))
-                case .end: _ = shownStack.popLast()
+                case .start(let element):
+                    shownStack.append(shown.context(of: element, inside: shownStack.last ?? 0))
+                    taggedStack.append(tagged.context(of: element, inside: taggedStack.last ?? 0))
+                    elements += 1
+                    elementStack.append(elements)
+                    if element.name == "link" { hasStyleSheet = true; placeSelectors = true }
+                case .end:
+                    _ = shownStack.popLast()
+                    _ = taggedStack.popLast()
+                    _ = elementStack.popLast()
                 default: break
                 }
                 // What a reader may show out of the model's order or beyond it, hidden or dropped
@@ -349,7 +377,13 @@ package enum HTMLRebuild {
                     if parents.last != "style" { lines += text.unicodeScalars.lazy.filter { !isControl($0) } }
                     if parents.last == "style" {
                         if redactor.hasMarkers(withoutControls(text)) { throw inStyleSheet }
-                        if text.unicodeScalars.contains(where: { !HTMLRebuild.isBlank($0) }) { styled = true }
+                        if text.unicodeScalars.contains(where: { !HTMLRebuild.isBlank($0) }) {
+                            styled = true
+                            if ShownContext.mayHideOrMove(text) {
+                                hasStyleSheet = true
+                                if ShownContext.picksByPlace(text) { placeSelectors = true }
+                            }
+                        }
                         try cssStrings(text, cssString)
                     } else {
                         material.count(piece: withoutControls(text), redactor: redactor)
@@ -386,8 +420,10 @@ package enum HTMLRebuild {
                     for scalar in text.unicodeScalars where !isControl(scalar) { stream.append(scalar) }
                     if stream.count > start {
                         events.append(.text(start..<stream.count))
-                        let context = shownStack.last ?? 0
-                        if contexts.last?.context != context { contexts.append((start, context)) }
+                        let context = shownStack.last ?? 0, tags = taggedStack.last ?? 0, element = elementStack.last ?? 0
+                        if contexts.last?.context != context || contexts.last?.tags != tags || contexts.last?.element != element {
+                            contexts.append((start, context, tags, element))
+                        }
                     }
                 case .end:
                     if let name = open.removeLast() { events.append(.close(name: name, position: stream.count)) }
@@ -544,14 +580,43 @@ package enum HTMLRebuild {
             "fieldset", "legend", "button", "label", "output", "textarea", "iframe", "center", "frameset", "frame",
         ]
 
+        /// True when the CSS `text` sets a property that can hide text or show it elsewhere (`display`,
+        /// `visibility`, `opacity`, `font-size`, `position`, `order`, `float`, `transform` …, a colour
+        /// that may not show: white, transparent, or a colour function). Read roughly (any
+        /// occurrence of a name): it may say so wrongly, which only asks more of a span.
+        static func mayHideOrMove(_ text: String) -> Bool {
+            let css = text.lowercased()
+            let properties = ["display", "visibility", "opacity", "font-size", "font:", "clip", "height", "width", "overflow",
+                              "position", "transform", "order", "float", "flex", "grid", "direction", "unicode-bidi",
+                              "text-indent", "writing-mode", "zoom", "scale", "filter", "mask", "column", "margin", "inset",
+                              "left", "right", "top", "bottom", "hidden", "transparent", "white", "#fff", "rgb", "hsl", "color-mix",
+                              "@import", "var("]
+            return properties.contains { css.contains($0) }
+        }
+
+        /// True when the CSS `text` may pick an element by its place among others or by what is
+        /// not in the part: a structural pseudo-class, a sibling combinator, `:not(` and the like,
+        /// or `@import`. Read roughly (strings and comments included): it may say so wrongly,
+        /// which only asks more of a span.
+        static func picksByPlace(_ text: String) -> Bool {
+            let css = text.lowercased()
+            return ["+", "~", ":nth", ":first", ":last", ":only", ":not(", ":has(", ":is(", ":where(", ":empty", "@import"]
+                .contains { css.contains($0) }
+        }
+
         /// Numbers for contexts, equal for equal ones: 0 is the document's own.
         struct Interner {
             private var known: [String: Int] = [:]
+            /// Every element counts, by its name at least (a style sheet's type selectors reach them all).
+            let everyElement: Bool
+
+            init(everyElement: Bool = false) { self.everyElement = everyElement }
 
             /// The context inside `element`, itself inside the context `outer`.
             mutating func context(of element: HTMLDocument.Element, inside outer: Int) -> Int {
                 let attributes = element.attributes.filter { !ShownContext.inert.contains($0.name) }
-                let counts = !element.known || element.namespace != .html || reordering.contains(element.name) || !attributes.isEmpty
+                let counts = everyElement || !element.known || element.namespace != .html || reordering.contains(element.name)
+                    || !attributes.isEmpty
                 guard counts else { return outer }
                 var key = String(outer) + "\u{0}" + element.name
                 for attribute in attributes { key += "\u{0}" + attribute.name + "=" + attribute.value }

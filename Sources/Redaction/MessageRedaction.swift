@@ -410,7 +410,7 @@ extension Redactor {
                         // A control written as an escape (RTF's `\u8238?`, `&#x202E;`, `\u202e`):
                         // its line from the escape's start, as for the control itself.
                         var from = index
-                        while from > lineEnd && index - from < 40 && Self.mayBeInEscape(buffer[from - 1]) { from -= 1 }
+                        while from > lineEnd && from > 0 && index - from < 40 && Self.mayBeInEscape(buffer[from - 1]) { from -= 1 }
                         var end = index + 4
                         while end < count && buffer[end] != 10 { end += 1 }
                         lineEnd = end

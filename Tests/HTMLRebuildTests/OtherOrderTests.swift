@@ -129,3 +129,48 @@ struct OtherOrderTests {
         }
     }
 }
+
+/// A hostile review of the round above: in HTML a line end is a space, so bidirectional
+/// controls reorder across source lines; a style sheet's type and place selectors hide
+/// elements that carry no attribute.
+@Suite("HTML: controls across source lines, and style sheets that pick elements by name or place")
+struct OtherOrderReviewTests {
+    private func pick<T>(_ items: [T], _ rng: inout SplitMix64) -> T { items[Int(rng.next() % UInt64(items.count))] }
+
+    @Test("200 random documents: isolates or overrides split over source lines (LF, CR, CRLF, references) are refused")
+    func controlsAcrossSourceLines() throws {
+        for seed in 0..<UInt64(200) {
+            var rng = SplitMix64(seed: 24_000 + seed)
+            let end = pick(["\n", "\r", "\r\n", " \n "], &rng)
+            let (rli, lri, pdi) = pick([("\u{2067}", "\u{2066}", "\u{2069}"), ("&#x2067;", "&#x2066;", "&#x2069;"),
+                                        ("\u{202B}", "\u{202A}", "\u{202C}")], &rng)
+            let html = "<p>[[private]]\(end)\(rli)\(lri)\(end)[[/private]]\(end)\(pdi)\(lri)S\(seed)X\(pdi)\(pdi)</p>"
+            #expect(throws: PolicyError.self, "seed \(seed): \(html.debugDescription)") {
+                try HTMLRebuild.rebuilt(html, redactor: .standard, mode: .censor, part: "part 1 (text/html)")
+            }
+            // A right-to-left override on an earlier source line, a reversed span after it: a marker a browser shows.
+            let reversed = "<p>\(pick(["\u{202E}", "&#x202E;"], &rng))\(end)]]etavirp/[[TERCES\(seed)]]etavirp[[</p>"
+            #expect(Redactor.standard.hasMarkersInAnyRendering(reversed, type: "text", subtype: "html"), "seed \(seed): \(reversed.debugDescription)")
+        }
+    }
+
+    @Test("200 random documents: inner markers hidden by selectors without attributes (type, nth-of-type, siblings) are refused")
+    func selectorsWithoutAttributes() throws {
+        for seed in 0..<UInt64(200) {
+            var rng = SplitMix64(seed: 25_000 + seed)
+            let tag = pick(["b", "i", "span", "em", "u"], &rng)
+            let selector = pick(["\(tag):nth-of-type(2),\(tag):nth-of-type(3)", "\(tag) + \(tag)", "\(tag) ~ \(tag)",
+                                 "\(tag):not(:first-child)", "\(tag):nth-child(2),\(tag):nth-child(3)"], &rng)
+            let hide = pick(["display:none", "visibility:hidden", "font-size:0", "color:transparent", "opacity:0"], &rng)
+            let html = "<style>\(selector){\(hide)}</style><p><\(tag)>[[private]]</\(tag)> <\(tag)>[[/private]]</\(tag)> S\(seed)X "
+                + "<\(tag)>[[private]]</\(tag)> <\(tag)>[[/private]]</\(tag)></p>"
+            #expect(throws: PolicyError.self, "seed \(seed): \(html.debugDescription)") {
+                try HTMLRebuild.rebuilt(html, redactor: .standard, mode: .censor, part: "part 1 (text/html)")
+            }
+        }
+        // A style sheet that hides nothing leaves spans across formatting alone (Outlook writes one).
+        let outlook = "<style>p.MsoNormal{mso-style-priority:99} a:link{mso-style-link:x}</style>"
+            + "<p class=\"MsoNormal\"><b>[[private]]</b> Q1X <i>[[/private]]</i></p>"
+        #expect(try !HTMLRebuild.rebuilt(outlook, redactor: .standard, mode: .censor, part: "part 1").text.contains("Q1X"))
+    }
+}

@@ -45,7 +45,12 @@ struct ReadingsOneAtATimeTests {
         }
         let decoded = readings.count
         if hasBidi || (hasBackslash || hasAmpersand || hasPercent || hasEquals || hasPlus) && readings.contains(where: { $0.contains(where: isBidi) }) {
-            for index in -1..<decoded { readings += Redactor.visualReadings(index < 0 ? scalars : readings[index]) }
+            for index in -1..<decoded {
+                let reading = index < 0 ? scalars : readings[index]
+                readings += Redactor.visualReadings(reading)
+                // Since a hostile review: markup is read again with its line ends as spaces (HTML's paragraphs run on).
+                if markup, let spaced = Redactor.lineEndsAsSpaces(reading) { readings += Redactor.visualReadings(spaced) }
+            }
         }
         return (readings, decoded)
     }

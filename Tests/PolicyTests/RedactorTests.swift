@@ -54,7 +54,14 @@ struct RedactorTests {
         #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "[[P]]", close: "[[\u{AD}p]]") }
         #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "<e\u{301}>", close: "<E") }
         #expect(throws: PolicyError(.invalidMarkers)) { try Redactor(open: "{{\u{200B}x}}", close: "{{X") }
-        #expect(try Redactor(open: "<<e", close: "e>>").open == "<<e")
+        #expect(try Redactor(open: "<<3", close: "3>>").open == "<<3")
+        // A marker that an HTML part written by hand would hold as a tag (a red team's round, issue 21).
+        for (open, close) in [("<private>", "</private>"), ("<<private>>", "<</private>>"), ("<!p>", "<!/p>"), ("<?p", "?p>"),
+                              ("[[a", "</a]]"), ("{x}", "{<Y}")] {
+            #expect(throws: PolicyError(.invalidMarkers), "\(open) \(close)") { try Redactor(open: open, close: close) }
+        }
+        #expect(try Redactor(open: "<<", close: ">>").close == ">>")
+        #expect(try Redactor(open: "k<", close: ">k").open == "k<")
     }
 
     @Test("HTML: no text and no attribute value survives inside a span; tags stay bare")

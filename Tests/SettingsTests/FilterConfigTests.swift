@@ -15,8 +15,8 @@ let fullConfig = """
     log = "stderr"
 
     [markers]
-    open = "<<p>>"
-    close = "<</p>>"
+    open = "((p))"
+    close = "((/p))"
     placeholder = "[x]"
 
     [[rules]]
@@ -48,7 +48,7 @@ struct FilterConfigTests {
         #expect(config.policy.mail.invite && !config.policy.mail.enforcePostcard && !config.policy.mail.requireLetter)
         #expect(config.policy.minimumValidity == .marginal)
         #expect(config.timeout == 90 && config.log == .stderr)
-        #expect(config.policy.redactor.open == "<<p>>" && config.policy.redactor.placeholder == "[x]")
+        #expect(config.policy.redactor.open == "((p))" && config.policy.redactor.placeholder == "[x]")
         #expect(config.policy.mail.domainRules == [DomainRule("*.example.gov", .requireLetter), DomainRule("bank.example", .requireLetter),
                                             DomainRule("press.example", .enforcePostcard)])
         #expect(config.reinjection == .smtp(host: "127.0.0.1", port: 10026))
