@@ -120,6 +120,38 @@ final class MemoryStream {
         }
     }
 
+    /// A stream over the whole input of `fd`, read into one buffer the
+    /// stream owns (no second copy): a regular file's first `size` bytes as
+    /// `fstat` gave them, anything else (a pipe) to its end. Throws
+    /// ``MIMEError/Kind/tooLarge`` past `limit` bytes.
+    init(readingAll fd: Int32, limit: Int) throws {
+        GMimeLibrary.initialise()
+        let limit = min(limit, Int(UInt32.max) - (64 << 10))  // a GByteArray's length is a guint
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
+        let regular = (info.st_mode & S_IFMT) == S_IFREG
+        guard !regular || Int(info.st_size) <= limit else { throw MIMEError(.tooLarge, limit: limit) }
+        let array = g_byte_array_sized_new(guint(regular ? Int(info.st_size) : 64 << 10))!
+        raw = g_mime_stream_mem_new_with_byte_array(array)  // owns `array` from here
+        var length = 0
+        while true {
+            // A regular file is read up to its size (one read, nearly always); a pipe in
+            // pieces of 64 KiB, to one byte past the limit.
+            let want = regular ? Int(info.st_size) - length : min(64 << 10, limit + 1 - length)
+            if want <= 0 { break }
+            g_byte_array_set_size(array, guint(length + want))
+            let got = regular ? pread(fd, array.pointee.data + length, want, off_t(length)) : read(fd, array.pointee.data + length, want)
+            if got < 0 {
+                if errno == EINTR { g_byte_array_set_size(array, guint(length)); continue }
+                throw MIMEError(.io, detail: String(cString: strerror(errno)))
+            }
+            length += got
+            g_byte_array_set_size(array, guint(length))
+            if got == 0 { break }
+            guard length <= limit else { throw MIMEError(.tooLarge, limit: limit) }
+        }
+    }
+
     deinit { g_object_unref(raw) }
 
     /// Everything written to the stream so far, lent to `body` without a copy.

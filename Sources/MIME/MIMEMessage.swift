@@ -39,7 +39,7 @@ public final class MIMEMessage {
         return try withExtendedLifetime(stream) { try parse(stream: stream.raw, persist: true, options: options) }
     }
 
-    /// Parses the message in the file at `path`, streaming it from disk.
+    /// Parses the message in the file at `path` (read once, into memory).
     public static func parse(contentsOf path: String, options: ParseOptions = .standard) throws -> MIMEMessage {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
@@ -47,32 +47,38 @@ public final class MIMEMessage {
         return try parse(fileDescriptor: fd, options: options)
     }
 
-    /// Parses a message read from the open file descriptor `fd` (left open).
-    /// A regular file is streamed from disk; a pipe is read into memory, at
-    /// most ``ParseOptions/maxSize`` bytes.
+    /// Parses a message read from the open file descriptor `fd` (left open),
+    /// at most ``ParseOptions/maxSize`` bytes. The input is read once, into
+    /// memory, and GMime parses the very bytes that were checked (NULs,
+    /// encoded-words, bare CRs): a file read twice, checked from disk and then
+    /// parsed from disk, could be written between the reads (through a shared
+    /// memory mapping without changing its times, a hostile review found), and
+    /// be parsed unchecked. Its parts point into that one buffer.
     public static func parse(fileDescriptor fd: Int32, options: ParseOptions = .standard) throws -> MIMEMessage {
-        try parse(Source(fd, options: options, mbox: false), fd: fd, options: options)
-    }
-
-    /// Parses what `source` holds; a file must be as it was when its checks
-    /// began once GMime has read it (`fd` is the file's).
-    static func parse(_ source: Source, fd: Int32, options: ParseOptions) throws -> MIMEMessage {
-        switch source {
-        case .file(let stream, let stamp):
-            defer { g_object_unref(stream) }
-            // Every part read now (not persisted): the file is not read again.
-            let message = try parse(stream: stream, persist: false, options: options)
-            try stamp.unchanged(fd)
-            return message
-        case .bytes(let bytes):
-            return try parse(bytes, options: options)
+        let stream = try MemoryStream(readingAll: fd, limit: options.maxSize)
+        let hasBareCR = try stream.withBytes { bytes throws -> Bool in
+            var survey = HeaderScan.Survey()
+            survey.feed(bytes)
+            survey.finish()
+            // With a bare CR the line ends are made one kind first, and the checks made on that.
+            if survey.hasBareCR { return true }
+            // The order of ``parse(_:options:)``: the same bytes get the same error, from a file or from memory.
+            if survey.hasNUL { try HeaderScan.refuseNUL(in: bytes) }
+            if let unbounded = survey.unboundedEncodedWords { throw unbounded }
+            return false
         }
+        if hasBareCR { return try parse(stream.bytes, options: options) }
+        return try withExtendedLifetime(stream) { try parse(stream: stream.raw, persist: true, options: options) }
     }
 
-    /// What `fstat` says of a file being read, for a file that must not change
+    /// What `fstat` says of a mailbox being read, which must not change
     /// between the checks made before GMime parses it (NULs, encoded-words,
     /// bare CRs) and GMime's own read: a file written meanwhile would be
-    /// parsed unchecked, so it is refused instead, to be read again.
+    /// parsed unchecked, so it is refused instead, to be read again. A
+    /// mailbox is streamed from disk, not held whole, so its bytes are read
+    /// twice; a store through a shared memory mapping into a page already
+    /// written leaves the times alone, and passes (a single message is read
+    /// once instead: ``parse(fileDescriptor:options:)``).
     struct FileStamp: Equatable {
         private var device: UInt64 = 0, inode: UInt64 = 0, size: Int64 = 0
         private var modified = timespec(), changed = timespec()
@@ -80,6 +86,10 @@ public final class MIMEMessage {
         init(_ fd: Int32) throws {
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
+            self.init(info)
+        }
+
+        init(_ info: stat) {
             device = UInt64(info.st_dev); inode = UInt64(info.st_ino); size = Int64(info.st_size)
             modified = info.st_mtim; changed = info.st_ctim
         }
@@ -96,7 +106,7 @@ public final class MIMEMessage {
         }
     }
 
-    /// Where a message is read from: a regular file as a GMime stream bounded
+    /// Where a mailbox is read from: a regular file as a GMime stream bounded
     /// to the size that was checked (a file that grows meanwhile is read no
     /// further), or anything else read into memory, at most `maxSize` bytes.
     enum Source {
@@ -106,7 +116,7 @@ public final class MIMEMessage {
         init(_ fd: Int32, options: ParseOptions, mbox: Bool) throws {
             var info = stat()
             guard fstat(fd, &info) == 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
-            let stamp = try FileStamp(fd)
+            let stamp = FileStamp(info)
             if (info.st_mode & S_IFMT) == S_IFREG {
                 let size = Int(info.st_size)
                 guard size <= options.maxSize else { throw MIMEError(.tooLarge, limit: options.maxSize) }
