@@ -1,0 +1,275 @@
+internal import CCompression
+internal import CZlib
+
+/// The compressed formats a reader unpacks when it opens a file, besides
+/// zip and PDF: each is one stream (or members one after the other) that
+/// unpacks to a file's content. The libraries are Debian's (zlib, libbz2,
+/// liblzma, libzstd, lzlib); only the step that feeds them is ours
+/// (``Inflation``'s walk), so that every format is read under the same
+/// budget and handed to the same search.
+enum CompressedFormat: Sendable {
+    /// gzip (RFC 1952): members one after the other.
+    case gzip
+    /// A zlib stream (RFC 1950), as a `.z` or `.zz` file or a PDF's Flate stream holds it.
+    case zlib
+    /// Raw deflate (RFC 1951), as a zip entry holds it: no signature of its own.
+    case deflate
+    /// bzip2 (`BZh1` to `BZh9`): streams one after the other, as `bunzip2` reads them.
+    case bzip2
+    /// xz, streams one after the other, as `unxz` reads them.
+    case xz
+    /// The older `.lzma` format (LZMA alone), with the usual properties byte.
+    case lzma
+    /// zstd frames (RFC 8878).
+    case zstd
+    /// lzip members.
+    case lzip
+
+    /// The format whose signature `bytes` start with, if any. A zlib stream is
+    /// taken only with the header checksum right and no preset dictionary.
+    static func of(_ bytes: UnsafeRawBufferPointer) -> CompressedFormat? {
+        func starts(_ prefix: [UInt8]) -> Bool { bytes.count >= prefix.count && zip(prefix, bytes).allSatisfy { $0 == $1 } }
+        if starts([0x1F, 0x8B]) { return .gzip }
+        if starts([0x42, 0x5A, 0x68]), bytes.count > 3, (0x31...0x39).contains(bytes[3]) { return .bzip2 }
+        if starts([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) { return .xz }
+        if starts([0x28, 0xB5, 0x2F, 0xFD]) { return .zstd }
+        if starts([0x4C, 0x5A, 0x49, 0x50]) { return .lzip }
+        // LZMA alone: the properties byte lzma and xz write (lc 3, lp 0, pb 2), then a
+        // dictionary size that is a multiple of 64 KiB, little-endian.
+        if starts([0x5D, 0x00, 0x00]), bytes.count >= 13 { return .lzma }
+        // zlib with a 32 KiB window, as every writer makes it (`x` then a byte that makes the check).
+        if bytes.count >= 2, bytes[0] == 0x78, (0x7800 | Int(bytes[1])) % 31 == 0, bytes[1] & 0x20 == 0 { return .zlib }
+        return nil
+    }
+
+    /// ``of(_:)`` for an array's first bytes.
+    static func of(_ bytes: [UInt8]) -> CompressedFormat? {
+        bytes.withUnsafeBytes { of($0) }
+    }
+
+    /// A new decoder for one stream (or member) of this format.
+    func decoder() -> any Decompressor {
+        switch self {
+        case .gzip: ZlibDecompressor(windowBits: 31)
+        case .zlib: ZlibDecompressor(windowBits: 15)
+        case .deflate: ZlibDecompressor(windowBits: -15)
+        case .bzip2: Bzip2Decompressor()
+        case .xz: LzmaDecompressor(xz: true)
+        case .lzma: LzmaDecompressor(xz: false)
+        case .zstd: ZstdDecompressor()
+        case .lzip: LzipDecompressor()
+        }
+    }
+
+    /// Memory a decoder may take for one stream: 72 MiB, what `xz -9` needs to unpack
+    /// (a 64 MiB dictionary) and more than `lzip -9` (32 MiB) or zstd's levels up to 19
+    /// (8 MiB). A header asking for more is a file not read (``DecodeStep/beyondLimits``):
+    /// without this, 6 bytes of a hostile lzip header make lzlib take 512 MiB.
+    static let memoryLimit = 72 << 20
+}
+
+/// What one step of a decoder did.
+struct DecodeStep {
+    /// What it took of the input and gave of output.
+    var taken: Int, given: Int
+    var state: State
+
+    enum State {
+        /// More may follow (with more input, or more room for output).
+        case going
+        /// The stream ended.
+        case ended
+        /// The data is damaged: what was given is what a reader shows.
+        case failed
+        /// The stream asks for more memory than ``CompressedFormat/memoryLimit``: not read.
+        case beyondLimits
+    }
+}
+
+/// A decoder of one compressed stream, stepped over the input (all of what is left,
+/// each time) into a buffer of output.
+protocol Decompressor: AnyObject {
+    func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep
+}
+
+/// zlib's inflate: gzip (`windowBits` 31), zlib (15) or raw deflate (-15).
+/// The `z_stream` is on the heap: zlib checks that it has not moved between calls.
+final class ZlibDecompressor: Decompressor {
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+    private let ready: Bool
+
+    init(windowBits: Int32) {
+        stream.initialize(to: z_stream())
+        ready = inflateInit2_(stream, windowBits, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK
+    }
+
+    deinit {
+        if ready { inflateEnd(stream) }
+        stream.deallocate()
+    }
+
+    func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep {
+        guard ready else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+        let inCount = min(input.count, Int(UInt32.max)), outCount = min(output.count, Int(UInt32.max))
+        stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        stream.pointee.avail_in = UInt32(inCount)
+        stream.pointee.next_out = output.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        stream.pointee.avail_out = UInt32(outCount)
+        let status = inflate(stream, Z_NO_FLUSH)
+        let step = DecodeStep(taken: inCount - Int(stream.pointee.avail_in), given: outCount - Int(stream.pointee.avail_out), state: .going)
+        switch status {
+        case Z_OK, Z_BUF_ERROR: return step  // Z_BUF_ERROR: no progress was possible
+        case Z_STREAM_END: return DecodeStep(taken: step.taken, given: step.given, state: .ended)
+        default: return DecodeStep(taken: step.taken, given: step.given, state: .failed)
+        }
+    }
+}
+
+/// libbz2. Its `bz_stream` is on the heap for the same reason as zlib's.
+final class Bzip2Decompressor: Decompressor {
+    private let stream = UnsafeMutablePointer<bz_stream>.allocate(capacity: 1)
+    private let ready: Bool
+
+    init() {
+        stream.initialize(to: bz_stream())
+        ready = BZ2_bzDecompressInit(stream, 0, 0) == BZ_OK  // at most 900 kB blocks: about 3.7 MB
+    }
+
+    deinit {
+        if ready { BZ2_bzDecompressEnd(stream) }
+        stream.deallocate()
+    }
+
+    func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep {
+        guard ready else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+        let inCount = min(input.count, Int(UInt32.max)), outCount = min(output.count, Int(UInt32.max))
+        stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: CChar.self))
+        stream.pointee.avail_in = UInt32(inCount)
+        stream.pointee.next_out = output.baseAddress?.assumingMemoryBound(to: CChar.self)
+        stream.pointee.avail_out = UInt32(outCount)
+        let status = BZ2_bzDecompress(stream)
+        let taken = inCount - Int(stream.pointee.avail_in), given = outCount - Int(stream.pointee.avail_out)
+        switch status {
+        case BZ_OK: return DecodeStep(taken: taken, given: given, state: .going)
+        case BZ_STREAM_END: return DecodeStep(taken: taken, given: given, state: .ended)
+        case BZ_MEM_ERROR: return DecodeStep(taken: taken, given: given, state: .beyondLimits)
+        default: return DecodeStep(taken: taken, given: given, state: .failed)
+        }
+    }
+}
+
+/// liblzma: xz streams one after the other, or LZMA alone, within ``CompressedFormat/memoryLimit``.
+final class LzmaDecompressor: Decompressor {
+    private let stream = UnsafeMutablePointer<lzma_stream>.allocate(capacity: 1)
+    private let ready: Bool
+
+    init(xz: Bool) {
+        stream.initialize(to: lzma_stream())  // LZMA_STREAM_INIT: all zero
+        let limit = UInt64(CompressedFormat.memoryLimit)
+        ready = (xz ? lzma_stream_decoder(stream, limit, 0x08 /* LZMA_CONCATENATED, a macro Swift does not import */) : lzma_alone_decoder(stream, limit)) == LZMA_OK
+    }
+
+    deinit {
+        lzma_end(stream)
+        stream.deallocate()
+    }
+
+    func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep {
+        guard ready else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+        stream.pointee.next_in = input.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        stream.pointee.avail_in = input.count
+        stream.pointee.next_out = output.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        stream.pointee.avail_out = output.count
+        // All that is left is given at each step: the input ends where it ends.
+        let status = lzma_code(stream, LZMA_FINISH)
+        let taken = input.count - stream.pointee.avail_in, given = output.count - stream.pointee.avail_out
+        switch status {
+        case LZMA_OK, LZMA_BUF_ERROR: return DecodeStep(taken: taken, given: given, state: .going)
+        case LZMA_STREAM_END: return DecodeStep(taken: taken, given: given, state: .ended)
+        case LZMA_MEMLIMIT_ERROR, LZMA_MEM_ERROR: return DecodeStep(taken: taken, given: given, state: .beyondLimits)
+        default: return DecodeStep(taken: taken, given: given, state: .failed)
+        }
+    }
+}
+
+/// libzstd's streaming decoder: frames one after the other, a window of at most
+/// ``CompressedFormat/memoryLimit``'s power of two below.
+final class ZstdDecompressor: Decompressor {
+    private let stream: OpaquePointer?
+
+    init() {
+        stream = ZSTD_createDStream()
+        if let stream {
+            // 2^26 = 64 MiB: below the memory limit; a frame asking for a larger window is refused by zstd.
+            _ = ZSTD_DCtx_setParameter(stream, ZSTD_d_windowLogMax, 26)
+        }
+    }
+
+    deinit { ZSTD_freeDStream(stream) }
+
+    func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep {
+        guard let stream else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+        var from = ZSTD_inBuffer(src: input.baseAddress, size: input.count, pos: 0)
+        var to = ZSTD_outBuffer(dst: output.baseAddress, size: output.count, pos: 0)
+        let result = ZSTD_decompressStream(stream, &to, &from)
+        if ZSTD_isError(result) != 0 {
+            let tooLarge = ZSTD_getErrorCode(result) == ZSTD_error_frameParameter_windowTooLarge
+                || ZSTD_getErrorCode(result) == ZSTD_error_memory_allocation
+            return DecodeStep(taken: from.pos, given: to.pos, state: tooLarge ? .beyondLimits : .failed)
+        }
+        // 0: a frame ended; it is the stream's end when no input follows it.
+        let ended = result == 0 && from.pos == from.size
+        return DecodeStep(taken: from.pos, given: to.pos, state: ended ? .ended : .going)
+    }
+}
+
+/// lzlib: lzip members one after the other. lzlib takes the dictionary size a
+/// member's header asks for (up to 512 MiB), so each place in the input that may be
+/// a member's header is looked at first (``withinLimit(_:)``).
+final class LzipDecompressor: Decompressor {
+    private let decoder: OpaquePointer?
+    private var finishedInput = false
+    private var checked = false
+
+    init() { decoder = LZ_decompress_open() }
+
+    deinit { LZ_decompress_close(decoder) }
+
+    /// False when a member header in `bytes` (`LZIP`, version 1) asks for a dictionary
+    /// beyond ``CompressedFormat/memoryLimit``. Every `LZIP` counts, also by chance in a
+    /// member's data: such a file is not read, rather than read with lzlib's 512 MiB.
+    static func withinLimit(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= 6 else { return true }
+        for at in 0...(bytes.count - 6) where bytes[at] == 0x4C && bytes[at + 1] == 0x5A && bytes[at + 2] == 0x49 && bytes[at + 3] == 0x50 {
+            let coded = Int(bytes[at + 5])
+            let base = 1 << (coded & 0x1F)
+            if base - (base / 16) * (coded >> 5) > CompressedFormat.memoryLimit { return false }
+        }
+        return true
+    }
+
+    func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep {
+        guard let decoder else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+        if !checked {
+            checked = true
+            guard Self.withinLimit(input) else { return DecodeStep(taken: 0, given: 0, state: .beyondLimits) }
+        }
+        var taken = 0
+        if !finishedInput {
+            let offered = Int32(min(input.count, Int(Int32.max)))
+            let written = offered > 0 ? LZ_decompress_write(decoder, input.baseAddress?.assumingMemoryBound(to: UInt8.self), offered) : 0
+            guard written >= 0 else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+            taken = Int(written)
+            if taken == input.count {
+                _ = LZ_decompress_finish(decoder)
+                finishedInput = true
+            }
+        }
+        let read = LZ_decompress_read(decoder, output.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(min(output.count, Int(Int32.max))))
+        guard read >= 0 else {
+            let state: DecodeStep.State = LZ_decompress_errno(decoder) == LZ_mem_error ? .beyondLimits : .failed
+            return DecodeStep(taken: taken, given: 0, state: state)
+        }
+        return DecodeStep(taken: taken, given: Int(read), state: LZ_decompress_finished(decoder) == 1 ? .ended : .going)
+    }
+}

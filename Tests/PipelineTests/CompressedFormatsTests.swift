@@ -1,0 +1,143 @@
+import Foundation
+import MIME
+import TestSupport
+import Testing
+
+/// bzip2, xz, lzma, zstd, lzip and zlib files, which their tools unpack as
+/// gzip's does (a red team sent a span in each, and it went out unread: only
+/// zip, gzip and PDF were opened). The real tools make the files (`bzip2`,
+/// `xz`, `zstd`, `lzip`, Python's zlib) at random levels, as one stream or
+/// several one after the other, inside a tar, a zip or a gzip or around one,
+/// sometimes cut short; the same tools unpacking them are the oracle that the
+/// span is there as a reader sees it.
+@Suite("Compressed attachments: bzip2, xz, lzma, zstd, lzip and zlib files are read as their tools unpack them")
+struct CompressedFormatsTests {
+    /// Makes a file holding `text` (seeded) of a random format and shape; prints its bytes, and on
+    /// stderr the shape and `yes` or `no`: whether the tools, unpacking it, show `text`.
+    static let script = #"""
+        import io, os, random, subprocess, sys, tarfile, zipfile, zlib, gzip
+        text, seed, wanted = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+        rng = random.Random(seed)
+        words = lambda: " ".join(rng.choice(["lorem", "ipsum", "dolor", "[1]", "[link]", "sit"]) for _ in range(rng.randrange(0, 3000)))
+        def tool(args, data):
+            return subprocess.run(args, input=data, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        def packed(fmt, data):
+            level = rng.randrange(1, 10)
+            if fmt == "bzip2": return tool(["bzip2", "-c", "-%d" % level], data)
+            if fmt == "xz": return tool(["xz", "-c", "-%d" % level, "--check=" + rng.choice(["crc32", "crc64", "sha256", "none"])], data)
+            if fmt == "lzma": return tool(["xz", "-c", "--format=lzma", "-%d" % level], data)
+            if fmt == "zstd": return tool(["zstd", "-c", "-q", "-%d" % rng.randrange(1, 20)], data)
+            if fmt == "lzip": return tool(["lzip", "-c", "-%d" % level], data)
+            return zlib.compress(data, level)
+        def unpacked(fmt, data):
+            args = {"bzip2": ["bzip2", "-dc"], "xz": ["xz", "-dc"], "lzma": ["xz", "-dc", "--format=lzma"], "zstd": ["zstd", "-dcq"],
+                    "lzip": ["lzip", "-dc"]}.get(fmt)
+            if args: return tool(args, data)
+            d = zlib.decompressobj()
+            try: return d.decompress(data)
+            except zlib.error: return b""
+        fmt = wanted if wanted != "any" else rng.choice(["bzip2", "xz", "lzma", "zstd", "lzip", "zlib"])
+        content = (words() + " " + text + " " + words()).encode()
+        shape = rng.choice(["one", "one", "several", "tar", "in-zip", "in-gzip", "cut"] if fmt not in ("lzma", "zlib") else ["one", "tar", "in-zip", "in-gzip", "cut"])
+        if shape == "several":
+            # Streams one after the other, the span in the second: what `cat a.xz b.xz` makes and the tool reads on.
+            data = packed(fmt, words().encode() + b" ") + packed(fmt, content)
+            shown = unpacked(fmt, data)
+        elif shape == "tar":
+            out = io.BytesIO()
+            with tarfile.open(fileobj=out, mode="w") as t:
+                for name, body in [("readme.txt", words().encode()), ("notes/notes.txt", content)]:
+                    info = tarfile.TarInfo(name); info.size = len(body); t.addfile(info, io.BytesIO(body))
+            data = packed(fmt, out.getvalue())
+            shown = unpacked(fmt, data)
+        elif shape == "in-zip":
+            inner = packed(fmt, content)
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w") as z:
+                z.writestr("notes.bin", inner, compress_type=rng.choice([zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED]))
+            data = out.getvalue()
+            shown = unpacked(fmt, zipfile.ZipFile(io.BytesIO(data)).read("notes.bin"))
+        elif shape == "in-gzip":
+            data = gzip.compress(packed(fmt, content))
+            shown = unpacked(fmt, gzip.decompress(data))
+        elif shape == "cut":
+            # Cut short after the span's bytes came out: the tool shows what it unpacked, then complains.
+            whole = packed(fmt, content)
+            data = whole[: rng.randrange(len(whole) * 3 // 4, len(whole))]
+            shown = unpacked(fmt, data)
+        else:
+            data = packed(fmt, content)
+            shown = unpacked(fmt, data)
+        print(fmt + " " + shape, "yes" if text.encode() in shown else "no", file=sys.stderr)
+        sys.stdout.buffer.write(data)
+        """#
+
+    /// A file holding `text`, its format and shape, and whether the tools show `text` in it.
+    static func file(_ text: String, seed: UInt64, format: String = "any") throws -> (bytes: [UInt8], what: String, shown: Bool) {
+        let made = try run("python3", ["-c", script, text, String(seed), format])
+        try #require(made.status == 0, "python3: \(made.errors)")
+        let line = made.errors.trimmingCharacters(in: .whitespacesAndNewlines)
+        return (made.stdout, line, line.hasSuffix("yes"))
+    }
+
+    static let names = ["notes.txt.bz2", "notes.tar.xz", "notes.lzma", "notes.zst", "notes.tar.lz", "notes.z", "data.bin", "report"]
+
+    @Test("a span in a compressed file of each kind and shape, no other span: withheld, refused when passed")
+    func spans() throws {
+        let seed = UInt64(ProcessInfo.processInfo.environment["INFLATE_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        var shown = 0
+        for round in 0..<36 {
+            let secret = "zq" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement(using: &random)! })
+            let format = ["bzip2", "xz", "lzma", "zstd", "lzip", "zlib"][round % 6]
+            let made = try Self.file("[[private]]\(secret)[[/private]]", seed: random.next(), format: format)
+            // A file cut before the span's bytes: the tool does not show it either; then it is a control.
+            guard made.shown else { continue }
+            shown += 1
+            let result = try InflatedShapesTests.postcard(of: made.bytes, name: Self.names.randomElement(using: &random)!)
+            #expect(result.withheld && !result.unchanged, "seed \(seed) round \(round): \(made.what): not withheld")
+            #expect(result.refusedWhenPassed, "seed \(seed) round \(round): \(made.what): passed")
+        }
+        #expect(shown >= 24, "seed \(seed): only \(shown) files showed their span")
+    }
+
+    @Test("controls: the same files without a span are sent as they came, and read to their end")
+    func controls() throws {
+        var random = SeededRandom(seed: 2026_11_27)
+        for round in 0..<18 {
+            let format = ["bzip2", "xz", "lzma", "zstd", "lzip", "zlib"][round % 6]
+            let made = try Self.file("see [1] and [link] here", seed: random.next(), format: format)
+            guard !made.what.contains(" cut ") else { continue }
+            var fed: [UInt8] = []
+            #expect(Inflation.inflate(made.bytes) { fed += $0 } == .read, "control \(round): \(made.what) not read")
+            #expect(String(decoding: fed, as: UTF8.self).contains("see [1] and [link] here"), "control \(round): \(made.what): text not unpacked")
+            let result = try InflatedShapesTests.postcard(of: made.bytes, name: "file.bin")
+            #expect(!result.withheld && result.unchanged && !result.refusedWhenPassed, "control \(round): \(made.what) was not sent as it came")
+        }
+    }
+
+    @Test("a file asking for more memory than the limit (xz with a 128 MiB dictionary, an lzip header asking 512 MiB, a zstd window of 256 MiB) is not read, so withheld; a bomb stops at the budget")
+    func limits() throws {
+        let script = #"""
+            import subprocess, sys
+            shape = sys.argv[1]
+            data = b"[[private]]zqsecret[[/private]] " * 100
+            if shape == "xz": out = subprocess.run(["xz", "-c", "--lzma2=dict=128MiB"], input=data, stdout=subprocess.PIPE).stdout
+            elif shape == "zstd": out = subprocess.run(["zstd", "-c", "-q", "--ultra", "-22", "--long=28"], input=data, stdout=subprocess.PIPE).stdout
+            elif shape == "lzip":
+                out = bytearray(subprocess.run(["lzip", "-c"], input=data, stdout=subprocess.PIPE).stdout)
+                out[5] = 29  # a dictionary of 2^29 bytes
+                out = bytes(out)
+            else: out = subprocess.run(["xz", "-c", "-1"], input=b"\0" * (64 << 20), stdout=subprocess.PIPE).stdout
+            sys.stdout.buffer.write(out)
+            """#
+        for shape in ["xz", "zstd", "lzip", "bomb"] {
+            let made = try run("python3", ["-c", script, shape])
+            try #require(made.status == 0)
+            #expect(Inflation.inflate(made.stdout) { _ in } == .unreadable, "\(shape): read as clean")
+            if shape != "bomb" {
+                #expect(try InflatedShapesTests.postcard(of: made.stdout, name: "x.bin").withheld, "\(shape): not withheld")
+            }
+        }
+    }
+}
