@@ -9,11 +9,11 @@ import SMTP
 /// it, so the exactly-once rules are those of a fresh connection. A session
 /// whose transaction failed is never returned (``Handover`` closes it).
 package final class ReinjectionPool: @unchecked Sendable {
-    // @unchecked: `idle` is only touched under `lock`; a lent session belongs to one thread.
+    // @unchecked: `idle` and `opening` are only touched under `lock`; a lent session belongs to one thread.
     private let lock = NSLock()
     private var idle: [(server: SMTPServer, connection: BlockingSMTPConnection)] = []
-    /// Sessions being opened ahead (``openAhead(_:)``), each with what signals its end.
-    private var opening: [(server: SMTPServer, done: DispatchGroup)] = []
+    /// Sessions being opened ahead (``openAhead(_:)``) and not yet waited for by ``take(_:)``.
+    private var opening: [(server: SMTPServer, session: BlockingSMTPConnection.Opening)] = []
     /// At most this many idle sessions are kept (the rest are ended).
     package let capacity: Int
 
@@ -32,27 +32,19 @@ package final class ReinjectionPool: @unchecked Sendable {
     /// forgotten (the new one reports the error). One never taken is ended
     /// by ``closeAll()`` if it is open by then, else by the process's exit.
     package func openAhead(_ server: SMTPServer) {
-        let done = DispatchGroup()
-        done.enter()
-        lock.lock()
-        opening.append((server, done))
-        lock.unlock()
-        DispatchQueue.global().async {
-            let connection = try? BlockingSMTPConnection.open(server)
-            self.lock.lock()
-            self.opening.removeAll { $0.done === done }
-            if let connection { self.idle.append((server, connection)) }
-            self.lock.unlock()
-            done.leave()
+        let session = BlockingSMTPConnection.openInBackground(server) { opened in
+            if case .success(let connection) = opened { self.lock.withLock { self.idle.append((server, connection)) } }
         }
+        lock.withLock { opening.append((server, session)) }
     }
 
     /// A working session to `server`: a kept one that answers RSET, or a new one.
     func take(_ server: SMTPServer) throws(SMTPError) -> BlockingSMTPConnection {
-        lock.lock()
-        let pending = opening.filter { $0.server == server }.map(\.done)
-        lock.unlock()
-        for done in pending { done.wait() }
+        let pending = lock.withLock {
+            defer { opening.removeAll { $0.server == server } }
+            return opening.filter { $0.server == server }.map(\.session)
+        }
+        for session in pending { session.wait() }
         while let kept = pop(server) {
             do {
                 try kept.reset()

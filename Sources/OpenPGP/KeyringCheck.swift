@@ -141,7 +141,7 @@ package enum KeyringCheck {
     /// (also when it failed: the damage is the reason to report).
     package static func checking<T>(home: String?, while listing: () throws -> T) throws -> T {
         try checkBeforeListing(home: home)
-        let check = Background { try KeyringCheck.checkContents(home: home) }
+        let check = try Background { try KeyringCheck.checkContents(home: home) }
         let listed = Result { try listing() }
         _ = try check.wait().get()
         return try listed.get()

@@ -141,7 +141,13 @@ public enum Letter {
         // mail meanwhile: letters are encrypted one at a time, and this thread
         // only waits for GPGME.
         let inner = draft.inner, writeEnd = ends[1]
-        let writer = Background { try inner.writeCanonicalForm(to: writeEnd) }  // closes writeEnd
+        let writer: Background<Void>
+        do {
+            writer = try Background { try inner.writeCanonicalForm(to: writeEnd) }  // closes writeEnd
+        } catch {
+            for end in ends { close(end) }
+            throw error
+        }
         let result = Result { try gnupg.encrypt(from: ends[0], to: output, recipients: recipients, signer: signer,
                                                 hideRecipients: hideRecipients) }
         // A writer still waiting on gpg (which failed) now gets EPIPE and ends

@@ -650,7 +650,7 @@ public struct MailPipeline: Sendable {
         let gnupg = self.gnupg
         let exportWanted = wanted
         let cache = options.keyCache
-        let export = Background(wanted.isEmpty ? nil : {
+        let export = try Background(wanted.isEmpty ? nil : {
             try cache?.autocryptKeydata(exportWanted, gnupg: gnupg) ?? gnupg.autocryptKeydata(exportWanted)
         })
         var ciphertexts: [Int: Spool] = [:]

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import NIOCore
 
@@ -14,6 +13,25 @@ package final class BlockingSMTPConnection: Sendable {
     /// ``SMTPConnection/open(_:credentials:)``, blocking.
     package static func open(_ server: SMTPServer, credentials: SMTPCredentials? = nil) throws(SMTPError) -> BlockingSMTPConnection {
         BlockingSMTPConnection(try runBlocking { () async throws(SMTPError) in try await SMTPConnection.open(server, credentials: credentials) })
+    }
+
+    /// ``open(_:credentials:)`` begun now and done on the SMTP event loop while
+    /// the caller goes on; `then` is given the session or the error there, as
+    /// soon as it is known, and ``Opening/wait()`` returns once `then` has run.
+    package static func openInBackground(_ server: SMTPServer, credentials: SMTPCredentials? = nil,
+                                         then: @escaping @Sendable (Result<BlockingSMTPConnection, SMTPError>) -> Void) -> Opening {
+        let opened = start { () async throws(SMTPError) in BlockingSMTPConnection(try await SMTPConnection.open(server, credentials: credentials)) }
+        return Opening(done: opened.map(then))
+    }
+
+    /// A session being opened by ``openInBackground(_:credentials:then:)``.
+    package struct Opening: Sendable {
+        fileprivate let done: EventLoopFuture<Void>
+
+        /// Blocks until the session is open or has failed, and its `then` has run.
+        package func wait() {
+            do { try done.wait() } catch { preconditionFailure("the promise is never failed") }
+        }
     }
 
     /// ``SMTPConnection/send(from:to:message:allOrNothing:)``, blocking.
@@ -38,21 +56,29 @@ package final class BlockingSMTPConnection: Sendable {
     }
 }
 
-/// Runs `body` as a task and waits for it on this thread. The task runs on
-/// the SMTP event loop's thread (a task executor preference; the
+/// Runs `body` as a task and waits for it on this thread with swift-nio's
+/// own bridge from async to blocking code: a promise the task completes,
+/// whose future's `wait()` blocks the caller (and refuses to run on the event
+/// loop's own thread, which would wait for itself). The task runs on the
+/// SMTP event loop's thread (a task executor preference; the
 /// ``SMTPConnection`` actor runs there too), not on Swift's cooperative
 /// pool: a caller that blocks one of the pool's few threads (a test, a
 /// server's handler) must not leave the task without a thread to run on.
 /// One hop to that thread and one back per call, none per command.
 private func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(SMTPError) -> T) throws(SMTPError) -> T {
-    let box = ResultBox<T>()
-    let done = DispatchSemaphore(value: 0)
+    let result: Result<T, SMTPError>
+    do { result = try start(body).wait() } catch { preconditionFailure("the promise is never failed") }
+    return try result.get()
+}
+
+/// Starts `body` as a task on the SMTP event loop's thread; the future it
+/// returns is never failed: the result, an ``SMTPError`` included, is its value.
+private func start<T: Sendable>(_ body: @escaping @Sendable () async throws(SMTPError) -> T) -> EventLoopFuture<Result<T, SMTPError>> {
+    let promise = SMTPConnection.loop.makePromise(of: Result<T, SMTPError>.self)
     Task(executorPreference: LoopTaskExecutor.shared) {
-        do throws(SMTPError) { box.result = .success(try await body()) } catch { box.result = .failure(error) }
-        done.signal()
+        do throws(SMTPError) { promise.succeed(.success(try await body())) } catch { promise.succeed(.failure(error)) }
     }
-    done.wait()
-    return try box.result!.get()
+    return promise.futureResult
 }
 
 /// The SMTP event loop as a task executor. Jobs never block (they await
@@ -67,9 +93,4 @@ private final class LoopTaskExecutor: TaskExecutor {
         let job = UnownedJob(job)
         loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
-}
-
-/// Written by the task before `signal()`, read only after `wait()`: never at once.
-private final class ResultBox<T: Sendable>: @unchecked Sendable {
-    var result: Result<T, SMTPError>?
 }
