@@ -581,6 +581,10 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// override or isolate), which a reader may show in another order than it is written:
         /// the span it shows may cover other text than the span written.
         case bidiControls = "marker on a line with bidirectional controls"
+        /// An HTML part with markers declares a charset in a `<meta>` element that reads its
+        /// text otherwise than its MIME charset: a browser opening the part as a file reads the
+        /// `<meta>`, a mail reader the MIME charset, and the two may pair other text as a span.
+        case charsetsDisagree = "HTML part whose <meta> charset reads its text otherwise than its MIME charset"
     }
 
     /// Where markers fail to pair up (``Code/unbalancedMarkers``).
