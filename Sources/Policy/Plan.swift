@@ -581,6 +581,9 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// override or isolate), which a reader may show in another order than it is written:
         /// the span it shows may cover other text than the span written.
         case bidiControls = "marker on a line with bidirectional controls"
+        /// A marker typed with white space inside it (`[[ private ]]`, ``NearMarkerScan``): the
+        /// sender meant a span, which mailsec would not read as one.
+        case nearMarker = "invalid marker: white space inside a marker's brackets (write the marker as configured)"
         /// An HTML part with markers declares a charset in a `<meta>` element that reads its
         /// text otherwise than its MIME charset: a browser opening the part as a file reads the
         /// `<meta>`, a mail reader the MIME charset, and the two may pair other text as a span.

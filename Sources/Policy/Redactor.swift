@@ -169,6 +169,7 @@ public struct Redactor: Sendable, Hashable {
             }
         }
         if let opened = pendingOpen { throw markerError(part, scalars, opened.start, .unclosed) }
+        if let near = NearMarkerScan.firstEnd(in: scalars, redactor: self) { throw markerError(part, scalars, near, .nearMarker) }
         if !result.isEmpty, let marker = markerBesideBidiControl(scalars, result) {
             throw markerError(part, scalars, marker, .bidiControls)
         }
