@@ -300,7 +300,34 @@ package enum HTMLRebuild {
 
         /// Refuses the part when a reader may show a marker that the model, with `spans`, does not hold
         /// (``HTMLRebuild/refuseJoinable(stream:inPlace:styled:material:spans:redactor:part:)``).
+        ///
+        /// The text the model shows is counted here, each run of it without the scalars of the spans'
+        /// own markers: what is left of the material may still compose a marker the model does not
+        /// hold, whether or not the part has spans. A marker written across elements (`[[<b>private</b>]]`)
+        /// leaves no pieces behind, nor do its brackets pass for a bracketed word (`[private]`).
         func refuseJoinable(spans: [Redactor.Span], redactor: Redactor, part: String) throws(PolicyError) {
+            var material = material
+            var markers: [Range<Int>] = []
+            for span in spans { markers += [span.openStart..<span.openEnd, span.closeStart..<span.closeEnd] }
+            var next = 0   // the first marker that ends after the current run's start
+            var piece: [Unicode.Scalar] = []
+            // Only a styled part's material is looked at.
+            for event in events where styled {
+                guard case .text(let run) = event else { continue }
+                piece.removeAll(keepingCapacity: true)
+                var at = run.lowerBound
+                while at < run.upperBound {
+                    while next < markers.count && markers[next].upperBound <= at { next += 1 }
+                    if next < markers.count && markers[next].lowerBound <= at {
+                        at = markers[next].upperBound
+                        continue
+                    }
+                    let stop = next < markers.count ? min(run.upperBound, markers[next].lowerBound) : run.upperBound
+                    piece += stream[at..<stop]
+                    at = stop
+                }
+                material.count(piece: String(scalars: piece), redactor: redactor)
+            }
             try HTMLRebuild.refuseJoinable(stream: stream, inPlace: inPlace, styled: styled, material: material, spans: spans,
                                            redactor: redactor, part: part)
         }
@@ -385,9 +412,10 @@ package enum HTMLRebuild {
                             }
                         }
                         try cssStrings(text, cssString)
-                    } else {
+                    } else if skipDepth > 0 || parents.last == "head" {
                         material.count(piece: withoutControls(text), redactor: redactor)
                     }
+                    // Text the model shows is counted from its stream once its spans are known (``refuseJoinable``).
                 case .comment: break
                 }
                 if skipDepth > 0 {
