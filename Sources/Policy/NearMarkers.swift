@@ -19,6 +19,12 @@ package struct NearMarkerScan: Sendable {
     /// Each marker's first scalar, when every marker starts with the same ASCII scalar
     /// that is no letter: while nothing is in progress the scan skips to it.
     private let first: UInt8?
+    /// The folded ASCII scalars of the markers, as bits (0–63, 64–127), when every marker is ASCII:
+    /// a scalar outside them that is no blank ends whatever was in progress, without the bit loops.
+    private let alphabet: (low: UInt64, high: UInt64)?
+    /// Per marker, for each ASCII scalar (folded): bit k + 1 where the marker's k-th scalar is it, so
+    /// that an ASCII scalar advances the marker's beginnings in one shift (the shift-and search).
+    private let asciiMasks: [[UInt64]]
 
     /// A scan for `redactor`'s markers. Markers of 63 scalars or more are not followed
     /// (a configured marker that long is left to the exact search alone).
@@ -27,6 +33,16 @@ package struct NearMarkerScan: Sendable {
         // (`a > > b`) is ordinary text, where in `[[ private ]]` it is a word in brackets.
         markers = [redactor.open, redactor.close].map { folded(Array($0.unicodeScalars)) }.filter { marker in
             !marker.isEmpty && marker.count < 63 && marker.contains { $0.properties.isAlphabetic || $0.properties.numericType != nil }
+        }
+        var low: UInt64 = 0, high: UInt64 = 0, ascii = true
+        for scalar in markers.joined() {
+            if scalar.value >= 0x80 { ascii = false } else if scalar.value < 64 { low |= 1 << UInt64(scalar.value) } else { high |= 1 << UInt64(scalar.value - 64) }
+        }
+        alphabet = ascii ? (low, high) : nil
+        asciiMasks = markers.map { marker in
+            var masks = [UInt64](repeating: 0, count: 128)
+            for (k, scalar) in marker.enumerated() where scalar.value < 0x80 { masks[Int(scalar.value)] |= 1 << UInt64(k + 1) }
+            return masks
         }
         active = Array(repeating: 0, count: markers.count)
         spaced = active
@@ -49,6 +65,17 @@ package struct NearMarkerScan: Sendable {
     /// Takes the next scalar; true when a near-marker ends with it.
     @inline(__always)
     package mutating func feed(_ scalar: Unicode.Scalar) -> Bool {
+        // Nothing in progress and not the first scalar: nothing to do (most scalars of a text).
+        if let first, !inProgress, scalar.value != UInt32(first) { return false }
+        // An ASCII scalar that is no marker's (folded) and no blank ends what was in progress.
+        if let alphabet, scalar.value < 0x80, scalar.value != 0x20, scalar.value != 0x09, !isInvisible(scalar) {
+            let value = fold(scalar).value
+            let inAlphabet = value < 64 ? alphabet.low & (1 << UInt64(value)) != 0 : alphabet.high & (1 << UInt64(value - 64)) != 0
+            if !inAlphabet {
+                for index in active.indices { active[index] = 0; spaced[index] = 0 }
+                return false
+            }
+        }
         // What the marker search passes over already (U+2028 and U+2029 among them) is no blank here.
         let invisible = isInvisible(scalar)
         let space = !invisible && Self.isSpace(scalar)
@@ -59,15 +86,21 @@ package struct NearMarkerScan: Sendable {
             let marker = markers[index]
             let before = active[index], beforeSpaced = spaced[index]
             // Advanced by the scalar as one of the marker's own.
-            var advanced: UInt64 = marker[0] == folded ? 2 : 0
-            var advancedSpaced: UInt64 = 0
-            var bits = before
-            while bits != 0 {
-                let k = bits.trailingZeroBitCount
-                bits &= bits - 1
-                if k < marker.count && marker[k] == folded {
-                    advanced |= 1 << UInt64(k + 1)
-                    if beforeSpaced & (1 << UInt64(k)) != 0 { advancedSpaced |= 1 << UInt64(k + 1) }
+            var advanced: UInt64 = 0, advancedSpaced: UInt64 = 0
+            if folded.value < 0x80 {
+                let mask = asciiMasks[index][Int(folded.value)]
+                advanced = ((before | 1) << 1) & mask
+                advancedSpaced = (beforeSpaced << 1) & mask
+            } else {
+                if marker[0] == folded { advanced = 2 }
+                var bits = before
+                while bits != 0 {
+                    let k = bits.trailingZeroBitCount
+                    bits &= bits - 1
+                    if k < marker.count && marker[k] == folded {
+                        advanced |= 1 << UInt64(k + 1)
+                        if beforeSpaced & (1 << UInt64(k)) != 0 { advancedSpaced |= 1 << UInt64(k + 1) }
+                    }
                 }
             }
             if skipped {
@@ -84,18 +117,22 @@ package struct NearMarkerScan: Sendable {
     }
 
     /// True while some marker's beginning is in progress.
-    package var inProgress: Bool { active.contains { $0 != 0 } }
+    package var inProgress: Bool {
+        for bits in active where bits != 0 { return true }
+        return false
+    }
 
     /// Where the first near-marker in `scalars` ends (the offset of its last scalar), or nil.
     package static func firstEnd<C: Collection>(in scalars: C, redactor: Redactor) -> C.Index?
         where C.Element == Unicode.Scalar {
         var scan = NearMarkerScan(redactor)
         guard !scan.markers.isEmpty else { return nil }
+        let utf8 = scalars as? UTF8Scalars   // asked once, not at every skip
         var index = scalars.startIndex
         while index < scalars.endIndex {
             if let first = scan.first, !scan.inProgress {
                 // Nothing in progress: only the markers' first scalar starts one.
-                if let utf8 = scalars as? UTF8Scalars, let at = index as? Int {
+                if let utf8, let at = index as? Int {
                     index = utf8.firstIndex(ofASCII: first, from: at) as! C.Index
                 } else {
                     while index < scalars.endIndex, scalars[index].value != UInt32(first) { index = scalars.index(after: index) }
@@ -121,9 +158,10 @@ package struct NearMarkerScan: Sendable {
         let count = bytes.count
         while index < count {
             if let first, !inProgress, sequence.needed == 0 {
-                // Nothing in progress: only the markers' first scalar (ASCII) starts one.
-                guard let at = bytes[index...].firstIndex(of: first) else { return false }
-                index = at
+                // Nothing in progress: only the markers' first scalar (ASCII) starts one, found
+                // eight bytes at a time (``UTF8Scalars/firstIndex(ofASCII:from:)`` reads bytes only).
+                index = UTF8Scalars(bytes.assumingMemoryBound(to: UInt8.self)).firstIndex(ofASCII: first, from: index)
+                guard index < count else { return false }
             }
             let byte = bytes[index]
             index += 1

@@ -43,26 +43,33 @@ package enum RightToLeft {
 
     /// The first marker of `markers` (offsets, in order) that stands in a paragraph (up to a line end or
     /// U+2029) whose first strong letter is right-to-left, as plain text, header fields and file names
-    /// are shown by readers that apply the bidirectional algorithm's default. One pass.
+    /// are shown by readers that apply the bidirectional algorithm's default. Reads the text up to the
+    /// last marker, and each marker's paragraph from its start to its first strong letter: a text of
+    /// 100 MB with one span at its top is not read through again.
     static func firstInRTLParagraph<C: Collection>(_ scalars: C, markers: [Int]) -> Int?
         where C.Element == Unicode.Scalar, C.Index == Int {
-        var next = 0
-        var direction: Bool?   // the paragraph's: true for right-to-left, nil while undecided
-        var index = scalars.startIndex
-        while index < scalars.endIndex {
-            let scalar = scalars[index]
-            let value = scalar.value
-            if direction == nil && value > 0x20 && isStrong(scalar) { direction = isRTL(scalar) }
-            let lineEnds = value == 0x0A || value == 0x0D || value == 0x2029
-            scalars.formIndex(after: &index)
-            if lineEnds || index == scalars.endIndex {
-                while next < markers.count && markers[next] < index {
-                    if direction == true { return markers[next] }
-                    next += 1
-                }
-                direction = nil
-                if next == markers.count { return nil }
+        func isLineEnd(_ value: UInt32) -> Bool { value == 0x0A || value == 0x0D || value == 0x2029 }
+        var lineStart = scalars.startIndex, judged: Int?, rightToLeft = false
+        var index = scalars.startIndex   // line ends are known up to here
+        for marker in markers {
+            while index < marker {
+                let value = scalars[index].value
+                scalars.formIndex(after: &index)
+                if isLineEnd(value) { lineStart = index }
             }
+            if judged != lineStart {
+                // The paragraph's first strong letter, from its start (it may stand after the marker).
+                judged = lineStart
+                rightToLeft = false
+                var probe = lineStart
+                while probe < scalars.endIndex {
+                    let scalar = scalars[probe]
+                    if isLineEnd(scalar.value) { break }
+                    if isStrong(scalar) { rightToLeft = isRTL(scalar); break }
+                    scalars.formIndex(after: &probe)
+                }
+            }
+            if rightToLeft { return marker }
         }
         return nil
     }
