@@ -584,11 +584,12 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A marker typed with white space inside it (`[[ private ]]`, ``NearMarkerScan``): the
         /// sender meant a span, which mailsec would not read as one.
         case nearMarker = "invalid marker: white space inside a marker's brackets (write the marker as configured)"
-        /// A marker stands in right-to-left text: a paragraph whose first strong letter is
-        /// right-to-left, or an HTML part that sets a direction (`dir=rtl`/`auto`, `<bdo>`, `<bdi>`,
-        /// CSS `direction` or `unicode-bidi`) and holds right-to-left letters or bidirectional marks.
-        /// There a reader shows runs of left-to-right text from right to left, and which text
-        /// stands between two markers depends on how the line is read (``RightToLeft``).
+        /// Markers stand in right-to-left text: in a paragraph whose first strong letter is
+        /// right-to-left, or in an HTML part that sets a direction (`dir=rtl`/`auto`, `<bdi>`, CSS
+        /// `direction` or `unicode-bidi`), a closing marker is followed by an opening one with
+        /// right-to-left text between them; or an HTML part with a `<bdo>` shows a marker. There a
+        /// reader shows runs of left-to-right text from right to left, and which text stands
+        /// between two markers depends on how the line is read (``RightToLeft``).
         case rightToLeft = "marker in right-to-left text (a reader may show other text between the markers)"
         /// An HTML part with markers declares a charset in a `<meta>` element that reads its
         /// text otherwise than its MIME charset: a browser opening the part as a file reads the

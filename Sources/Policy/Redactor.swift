@@ -170,10 +170,8 @@ public struct Redactor: Sendable, Hashable {
         }
         if let opened = pendingOpen { throw markerError(part, scalars, opened.start, .unclosed) }
         if let near = NearMarkerScan.firstEnd(in: scalars, redactor: self) { throw markerError(part, scalars, near, .nearMarker) }
-        if !result.isEmpty {
-            var markers: [Int] = []
-            for span in result { markers += [span.openStart, span.closeStart] }
-            if let marker = RightToLeft.firstInRTLParagraph(scalars, markers: markers) { throw markerError(part, scalars, marker, .rightToLeft) }
+        if result.count > 1, let marker = RightToLeft.firstReordered(scalars, markers: RightToLeft.markers(result)) {
+            throw markerError(part, scalars, marker, .rightToLeft)
         }
         if !result.isEmpty, let marker = markerBesideBidiControl(scalars, result) {
             throw markerError(part, scalars, marker, .bidiControls)

@@ -2,8 +2,9 @@
 /// right-to-left paragraph a reader shows runs of left-to-right text from right to left, so
 /// `א [[private]] ב [[/private]] ג SECRET ד [[private]] ה [[/private]]` shows
 /// `[[private]] ד SECRET ג [[/private]]` to one who reads the line from the left, while the
-/// span written holds `ב`. Rather than model what each reader shows, a marker in such a
-/// paragraph is refused (``PolicyError/MarkerProblem/rightToLeft``).
+/// span written holds `ב`. Rather than model what each reader shows, such a line is refused
+/// (``PolicyError/MarkerProblem/rightToLeft``) where the order of runs can pair an opening and a
+/// closing marker that are not one span (``firstReordered(_:markers:allRightToLeft:)``).
 ///
 /// Hand-written, and coarse on purpose: the standard library has no bidirectional classes, and
 /// Policy links no C library (ICU's `u_charDirection` would be exact). A scalar counts as
@@ -26,12 +27,6 @@ package enum RightToLeft {
         return false
     }
 
-    /// True for a bidirectional mark that a reader may use to steer neutral text: LRM, RLM, ALM.
-    @inline(__always)
-    package static func isMark(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value == 0x200E || scalar.value == 0x200F || scalar.value == 0x061C
-    }
-
     /// True for a scalar that decides a paragraph's direction when it comes first (rule P2 of
     /// the bidirectional algorithm: the first strong letter): a right-to-left one, or a letter
     /// or LRM, which is left-to-right.
@@ -41,36 +36,84 @@ package enum RightToLeft {
         return isRTL(scalar) || scalar.value == 0x200E || scalar.properties.isAlphabetic
     }
 
-    /// The first marker of `markers` (offsets, in order) that stands in a paragraph (up to a line end or
-    /// U+2029) whose first strong letter is right-to-left, as plain text, header fields and file names
-    /// are shown by readers that apply the bidirectional algorithm's default. Reads the text up to the
-    /// last marker, and each marker's paragraph from its start to its first strong letter: a text of
-    /// 100 MB with one span at its top is not read through again.
-    static func firstInRTLParagraph<C: Collection>(_ scalars: C, markers: [Int]) -> Int?
+    /// A marker's place: where it starts and ends, and whether it opens a span.
+    package struct Marker {
+        package let start: Int, end: Int, opens: Bool
+    }
+
+    /// The markers of `spans`, in order.
+    package static func markers(_ spans: [Redactor.Span]) -> [Marker] {
+        var markers: [Marker] = []
+        markers.reserveCapacity(spans.count * 2)
+        for span in spans {
+            markers.append(Marker(start: span.openStart, end: span.openEnd, opens: true))
+            markers.append(Marker(start: span.closeStart, end: span.closeEnd, opens: false))
+        }
+        return markers
+    }
+
+    /// The first marker of a right-to-left paragraph where a reader who reads the line from the left
+    /// sees an opening and a closing marker pair up that are not one span written. In such a paragraph
+    /// runs of left-to-right text are shown from right to left, so `א [[private]] ב [[/private]] ג SECRET
+    /// ד [[private]] ה [[/private]]` shows `[[private]] ד SECRET ג [[/private]]`. Modelled coarsely: a
+    /// right-to-left letter ends a run, the runs are read in the other order and the markers of a run in
+    /// their own; each opening marker so read that is followed by a closing one must be followed by its
+    /// own. One span on a line, or spans that no right-to-left text parts, read as they are written.
+    ///
+    /// A paragraph ends at a line end or U+2029; its direction is its first strong letter's (rule P2 of
+    /// the bidirectional algorithm, as readers show plain text, header fields and file names), or
+    /// right-to-left when `allRightToLeft` (an HTML part that sets a direction, whose paragraphs the
+    /// text stream does not show: taken as one). Reads the text up to the last marker, and a paragraph's
+    /// start up to its first strong letter.
+    package static func firstReordered<C: Collection>(_ scalars: C, markers: [Marker], allRightToLeft: Bool = false) -> Int?
         where C.Element == Unicode.Scalar, C.Index == Int {
-        func isLineEnd(_ value: UInt32) -> Bool { value == 0x0A || value == 0x0D || value == 0x2029 }
-        var lineStart = scalars.startIndex, judged: Int?, rightToLeft = false
-        var index = scalars.startIndex   // line ends are known up to here
-        for marker in markers {
-            while index < marker {
-                let value = scalars[index].value
-                scalars.formIndex(after: &index)
-                if isLineEnd(value) { lineStart = index }
+        func isLineEnd(_ value: UInt32) -> Bool { !allRightToLeft && (value == 0x0A || value == 0x0D || value == 0x2029) }
+        // The markers of the paragraph read so far: (run, index in `markers`); runs count the
+        // right-to-left letters before the marker on its line.
+        var line: [(run: Int, marker: Int)] = []
+        var runs = 0, rightToLeft = false
+        func judge() -> Int? {
+            defer { line.removeAll(keepingCapacity: true) }
+            guard rightToLeft, line.count > 1 else { return nil }
+            // Read from the left: the last run first, each run's markers in order.
+            let shown = line.sorted { $0.run != $1.run ? $0.run > $1.run : $0.marker < $1.marker }
+            for (position, entry) in shown.enumerated() where markers[entry.marker].opens && position + 1 < shown.count {
+                let next = shown[position + 1].marker
+                if markers[next].opens {
+                    // Two opening markers in a row: which one a closing marker pairs with is the reader's guess.
+                    return markers[entry.marker].start
+                }
+                if next != entry.marker + 1 { return markers[entry.marker].start }
             }
-            if judged != lineStart {
-                // The paragraph's first strong letter, from its start (it may stand after the marker).
-                judged = lineStart
-                rightToLeft = false
-                var probe = lineStart
-                while probe < scalars.endIndex {
-                    let scalar = scalars[probe]
-                    if isLineEnd(scalar.value) { break }
-                    if isStrong(scalar) { rightToLeft = isRTL(scalar); break }
-                    scalars.formIndex(after: &probe)
+            return nil
+        }
+        var index = scalars.startIndex, lineStart = scalars.startIndex, judgedLine: Int? = nil
+        for (number, marker) in markers.enumerated() {
+            while index < marker.start {
+                let scalar = scalars[index]
+                scalars.formIndex(after: &index)
+                if isLineEnd(scalar.value) {
+                    if let found = judge() { return found }
+                    lineStart = index
+                    runs = 0
+                } else if isRTL(scalar) {
+                    runs += 1
                 }
             }
-            if rightToLeft { return marker }
+            if judgedLine != lineStart {
+                // A new paragraph: its first strong letter, from its start (it may stand after the marker).
+                judgedLine = lineStart
+                rightToLeft = allRightToLeft
+                var at = lineStart
+                while !allRightToLeft && at < scalars.endIndex {
+                    let scalar = scalars[at]
+                    if isLineEnd(scalar.value) { break }
+                    if isStrong(scalar) { rightToLeft = isRTL(scalar); break }
+                    scalars.formIndex(after: &at)
+                }
+            }
+            line.append((runs, number))
         }
-        return nil
+        return judge()
     }
 }

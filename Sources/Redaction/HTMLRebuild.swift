@@ -274,10 +274,11 @@ package enum HTMLRebuild {
 
         /// Refuses the part (``PolicyError/MarkerProblem/rightToLeft``) where a reader may show other
         /// text between its markers than the model reads there (issue 21, a hostile review's F3 and F1b):
-        /// - it sets a direction (``directed``), has spans, and its text holds right-to-left letters or
-        ///   bidirectional marks (``RightToLeft``): `<p dir=rtl>א [[private]] ב [[/private]] ג secret …`
-        ///   shows the secret between two markers to one who reads from the left. Coarse on purpose:
-        ///   the whole part's text, not the markers' paragraphs (no bidirectional algorithm here);
+        /// - it sets a direction (``directed``) and a closing marker is followed by an opening one with
+        ///   right-to-left text between them (``RightToLeft/firstReordered(_:markers:allRightToLeft:)``):
+        ///   `<p dir=rtl>א [[private]] ב [[/private]] ג secret ד [[private]] …` shows the secret between
+        ///   two markers to one who reads from the left. Coarse on purpose: the whole part's text is
+        ///   taken as one right-to-left paragraph (no bidirectional algorithm here);
         /// - or it has a `<bdo>` and spans, or its text reversed, brackets mirrored, shows a marker:
         ///   `<bdo dir=rtl>` LF `[[etavirp/]]TERCES[[etavirp]]` shows a marked secret, which the
         ///   postcard, written in the model's order, showed reversed.
@@ -302,7 +303,7 @@ package enum HTMLRebuild {
                 }
                 if redactor.hasMarkers(String(scalars: reversed)) { throw refused }
             }
-            if directed && !spans.isEmpty && stream.contains(where: { RightToLeft.isRTL($0) || RightToLeft.isMark($0) }) { throw refused }
+            if directed && RightToLeft.firstReordered(stream, markers: RightToLeft.markers(spans), allRightToLeft: true) != nil { throw refused }
         }
 
         /// Refuses the part (``PolicyError/MarkerProblem/otherOrder``) when a reader may show its

@@ -49,6 +49,9 @@ struct RightToLeftTests {
         case htmlUndirected
         /// HTML with a direction set (dir=ltr, dir=rtl, bdi …) but no right-to-left letter or mark: censored.
         case htmlDirectedLatin
+        /// A right-to-left paragraph (plain text, or HTML with a direction set) with one span, or two
+        /// with no right-to-left text between them, Hebrew before, inside and after: censored.
+        case rtlOneSpan
     }
 
     static func mail(_ kind: Case, _ random: inout SeededRandom, secret: String) -> String {
@@ -81,6 +84,11 @@ struct RightToLeftTests {
             return plain("\(word(&random)) \(rtlWord(&random)) [[private]]\(rtlWord(&random)) \(secret)[[/private]] \(rtlWord(&random))\n")
         case .htmlUndirected:
             return html("<p>\(word(&random)) \(rtlWord(&random)) [[private]]\(rtlWord(&random)) \(secret)[[/private]] \(rtlWord(&random))</p>")
+        case .rtlOneSpan:
+            var line = "\(rtlWord(&random)) [[private]]\(rtlWord(&random)) \(secret)[[/private]] \(rtlWord(&random))"
+            if Bool.random(using: &random) { line += " \(word(&random)) [[private]]\(word(&random))[[/private]]" }
+            if Bool.random(using: &random) { return plain(line + "\n") }
+            return html(directions.randomElement(using: &random)!.replacingOccurrences(of: "%@", with: line))
         case .htmlDirectedLatin:
             let inner = "\(word(&random)) [[private]]\(secret)[[/private]] \(word(&random))"
             return html((directions + ["<p dir=ltr>%@</p>"]).randomElement(using: &random)!.replacingOccurrences(of: "%@", with: inner))
@@ -91,7 +99,7 @@ struct RightToLeftTests {
     func rightToLeft() throws {
         var random = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["MAILSEC_TEST_SEED"] ?? "") ?? 2026_11_27_24)
         var issues = 0
-        for round in 0..<280 {
+        for round in 0..<320 {
             let kind = Case.allCases[round % Case.allCases.count]
             let refused = [.plainRTLParagraph, .subjectRTL, .htmlDirected, .bdoReversed].contains(kind)
             let secret = "zq" + Self.word(&random) + "x"
