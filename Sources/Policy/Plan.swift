@@ -581,6 +581,20 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// override or isolate), which a reader may show in another order than it is written:
         /// the span it shows may cover other text than the span written.
         case bidiControls = "marker on a line with bidirectional controls"
+        /// A marker typed with white space inside it (`[[ private ]]`, ``NearMarkerScan``): the
+        /// sender meant a span, which mailsec would not read as one.
+        case nearMarker = "invalid marker: white space inside a marker's brackets (write the marker as configured)"
+        /// Markers stand in right-to-left text: in a paragraph whose first strong letter is
+        /// right-to-left, or in an HTML part that sets a direction (`dir=rtl`/`auto`, `<bdi>`, CSS
+        /// `direction` or `unicode-bidi`), a closing marker is followed by an opening one with
+        /// right-to-left text between them; or an HTML part with a `<bdo>` shows a marker. There a
+        /// reader shows runs of left-to-right text from right to left, and which text stands
+        /// between two markers depends on how the line is read (``RightToLeft``).
+        case rightToLeft = "marker in right-to-left text (a reader may show other text between the markers)"
+        /// An HTML part with markers declares a charset in a `<meta>` element that reads its
+        /// text otherwise than its MIME charset: a browser opening the part as a file reads the
+        /// `<meta>`, a mail reader the MIME charset, and the two may pair other text as a span.
+        case charsetsDisagree = "HTML part whose <meta> charset reads its text otherwise than its MIME charset"
     }
 
     /// Where markers fail to pair up (``Code/unbalancedMarkers``).

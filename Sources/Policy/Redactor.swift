@@ -169,6 +169,10 @@ public struct Redactor: Sendable, Hashable {
             }
         }
         if let opened = pendingOpen { throw markerError(part, scalars, opened.start, .unclosed) }
+        if let near = NearMarkerScan.firstEnd(in: scalars, redactor: self) { throw markerError(part, scalars, near, .nearMarker) }
+        if result.count > 1, let marker = RightToLeft.firstReordered(scalars, markers: RightToLeft.markers(result)) {
+            throw markerError(part, scalars, marker, .rightToLeft)
+        }
         if !result.isEmpty, let marker = markerBesideBidiControl(scalars, result) {
             throw markerError(part, scalars, marker, .bidiControls)
         }

@@ -16,10 +16,13 @@ extension Redactor {
         return forEachRendering(text, type: type, subtype: subtype, parameters: parameters) { (rendering: Rendering) in
             switch rendering {
             case .text(let rendering):
-                return hasMarkers(rendering) || hasMarkersInDecodings(rendering, markup: markup)
+                return hasMarkers(rendering) || hasNearMarker(rendering) || hasMarkersInDecodings(rendering, markup: markup)
             case .scalars(let scalars):
                 // ``hasMarkers(_:)`` of their text: the same search, in the scalars themselves.
-                return containsAny(markers, in: scalars) || hasMarkersInDecodings(scalars: scalars, markup: markup)
+                // A near-marker (``NearMarkerScan``) counts too: the mail is then read as marked,
+                // and its span search refuses it.
+                return containsAny(markers, in: scalars) || hasNearMarker(scalars: scalars)
+                    || hasMarkersInDecodings(scalars: scalars, markup: markup)
             }
         } || (markup && hasMarkersHTML(text))
     }

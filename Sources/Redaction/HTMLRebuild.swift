@@ -57,6 +57,7 @@ package enum HTMLRebuild {
         let spans = try redactor.spans(model.stream, part: part)
         try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
         try model.refuseOtherOrders(spans: spans, part: part)
+        try model.refuseRightToLeft(spans: spans, redactor: redactor, part: part)
         var rebuilt = model.write(spans: spans, redactor: redactor, mode: mode)
         rebuilt.lines = String(scalars: model.lines)
         return rebuilt
@@ -89,6 +90,7 @@ package enum HTMLRebuild {
         let spans = try redactor.spans(model.stream, part: part)
         try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
         try model.refuseOtherOrders(spans: spans, part: part)
+        try model.refuseRightToLeft(spans: spans, redactor: redactor, part: part)
         var breaks: [Int: Int] = [:]   // line breaks to put before a stream position
         for event in model.events {
             switch event {
@@ -264,6 +266,45 @@ package enum HTMLRebuild {
         /// and attributes may then be shown differently, so a span's markers must stand in the
         /// very same element (``contexts``' `element`).
         var placeSelectors = false
+        /// True when the part sets a direction: `dir=rtl` or `dir=auto`, `<bdo>`, `<bdi>`, or CSS
+        /// `direction` or `unicode-bidi` (in a style attribute or sheet). See ``refuseRightToLeft``.
+        var directed = false
+        /// True when the part has a `<bdo>`, which shows its text in the order it sets, reversed for `rtl`.
+        var overrides = false
+
+        /// Refuses the part (``PolicyError/MarkerProblem/rightToLeft``) where a reader may show other
+        /// text between its markers than the model reads there (issue 21, a hostile review's F3 and F1b):
+        /// - it sets a direction (``directed``) and a closing marker is followed by an opening one with
+        ///   right-to-left text between them (``RightToLeft/firstReordered(_:markers:allRightToLeft:)``):
+        ///   `<p dir=rtl>א [[private]] ב [[/private]] ג secret ד [[private]] …` shows the secret between
+        ///   two markers to one who reads from the left. Coarse on purpose: the whole part's text is
+        ///   taken as one right-to-left paragraph (no bidirectional algorithm here);
+        /// - or it has a `<bdo>` and spans, or its text reversed, brackets mirrored, shows a marker:
+        ///   `<bdo dir=rtl>` LF `[[etavirp/]]TERCES[[etavirp]]` shows a marked secret, which the
+        ///   postcard, written in the model's order, showed reversed.
+        func refuseRightToLeft(spans: [Redactor.Span], redactor: Redactor, part: String) throws(PolicyError) {
+            let refused = PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .rightToLeft))
+            if overrides {
+                if !spans.isEmpty { throw refused }
+                var reversed: [Unicode.Scalar] = []
+                reversed.reserveCapacity(stream.count)
+                for scalar in stream.reversed() {
+                    switch scalar {
+                    case "[": reversed.append("]")
+                    case "]": reversed.append("[")
+                    case "(": reversed.append(")")
+                    case ")": reversed.append("(")
+                    case "{": reversed.append("}")
+                    case "}": reversed.append("{")
+                    case "<": reversed.append(">")
+                    case ">": reversed.append("<")
+                    default: reversed.append(scalar)
+                    }
+                }
+                if redactor.hasMarkers(String(scalars: reversed)) { throw refused }
+            }
+            if directed && RightToLeft.firstReordered(stream, markers: RightToLeft.markers(spans), allRightToLeft: true) != nil { throw refused }
+        }
 
         /// Refuses the part (``PolicyError/MarkerProblem/otherOrder``) when a reader may show its
         /// spans over other text than the model's order holds:
@@ -300,7 +341,34 @@ package enum HTMLRebuild {
 
         /// Refuses the part when a reader may show a marker that the model, with `spans`, does not hold
         /// (``HTMLRebuild/refuseJoinable(stream:inPlace:styled:material:spans:redactor:part:)``).
+        ///
+        /// The text the model shows is counted here, each run of it without the scalars of the spans'
+        /// own markers: what is left of the material may still compose a marker the model does not
+        /// hold, whether or not the part has spans. A marker written across elements (`[[<b>private</b>]]`)
+        /// leaves no pieces behind, nor do its brackets pass for a bracketed word (`[private]`).
         func refuseJoinable(spans: [Redactor.Span], redactor: Redactor, part: String) throws(PolicyError) {
+            var material = material
+            var markers: [Range<Int>] = []
+            for span in spans { markers += [span.openStart..<span.openEnd, span.closeStart..<span.closeEnd] }
+            var next = 0   // the first marker that ends after the current run's start
+            var piece: [Unicode.Scalar] = []
+            // Only a styled part's material is looked at.
+            for event in events where styled {
+                guard case .text(let run) = event else { continue }
+                piece.removeAll(keepingCapacity: true)
+                var at = run.lowerBound
+                while at < run.upperBound {
+                    while next < markers.count && markers[next].upperBound <= at { next += 1 }
+                    if next < markers.count && markers[next].lowerBound <= at {
+                        at = markers[next].upperBound
+                        continue
+                    }
+                    let stop = next < markers.count ? min(run.upperBound, markers[next].lowerBound) : run.upperBound
+                    piece += stream[at..<stop]
+                    at = stop
+                }
+                material.count(piece: String(scalars: piece), redactor: redactor)
+            }
             try HTMLRebuild.refuseJoinable(stream: stream, inPlace: inPlace, styled: styled, material: material, spans: spans,
                                            redactor: redactor, part: part)
         }
@@ -366,6 +434,13 @@ package enum HTMLRebuild {
                     parents.append(element.name)
                     if element.name == "br" || element.name == "hr" { lines.append("\n") }
                     if HTMLRebuild.styles(element) { styled = true }
+                    if element.name == "bdo" { overrides = true; directed = true }
+                    if element.name == "bdi" { directed = true }
+                    for attribute in element.attributes {
+                        let value = attribute.value.lowercased()
+                        if attribute.name == "dir", value.contains("rtl") || value.contains("auto") { directed = true }
+                        if attribute.name == "style", value.contains("direction") || value.contains("unicode-bidi") { directed = true }
+                    }
                     for attribute in element.attributes {
                         material.count(piece: withoutControls(attribute.value), redactor: redactor)
                         if attribute.name == "style" { try cssStrings(attribute.value, cssString) }
@@ -379,15 +454,18 @@ package enum HTMLRebuild {
                         if redactor.hasMarkers(withoutControls(text)) { throw inStyleSheet }
                         if text.unicodeScalars.contains(where: { !HTMLRebuild.isBlank($0) }) {
                             styled = true
+                            let sheet = text.lowercased()
+                            if sheet.contains("direction") || sheet.contains("unicode-bidi") { directed = true }
                             if ShownContext.mayHideOrMove(text) {
                                 hasStyleSheet = true
                                 if ShownContext.picksByPlace(text) { placeSelectors = true }
                             }
                         }
                         try cssStrings(text, cssString)
-                    } else {
+                    } else if skipDepth > 0 || parents.last == "head" {
                         material.count(piece: withoutControls(text), redactor: redactor)
                     }
+                    // Text the model shows is counted from its stream once its spans are known (``refuseJoinable``).
                 case .comment: break
                 }
                 if skipDepth > 0 {

@@ -236,9 +236,12 @@ extension HTMLRebuild {
     /// marker the model does not hold:
     /// - the text shown in place of an element (``shownInPlace(_:)``), put in the model's
     ///   text where the element stands, joins a marker of scalars from more than one piece;
-    /// - or the part is styled, the model found no span in it (a part with spans is rebuilt
-    ///   without CSS, where nothing is composed), and its material (``MarkerMaterial``: every
-    ///   text, every attribute value, every string of its style sheets) holds a marker's pieces.
+    /// - or the part is styled and its material (``MarkerMaterial``: every text, every
+    ///   attribute value, every string of its style sheets; the model's text without the
+    ///   markers of the spans it found) holds a marker's pieces. With spans too: the postcard is rebuilt without
+    ///   CSS, but the sender saw what the style sheet composed, a span around text the model
+    ///   reads as outside any (issue 21: `content:` pieces making `[[private]]` … `[[/private]]`
+    ///   around a secret, beside one ordinary span, went out).
     static func refuseJoinable(stream: [Unicode.Scalar], inPlace: [(position: Int, text: [Unicode.Scalar])],
                                styled: Bool, material: MarkerMaterial, spans: [Redactor.Span],
                                redactor: Redactor, part: String) throws(PolicyError) {
@@ -269,6 +272,6 @@ extension HTMLRebuild {
                 }
             }
         }
-        if styled && spans.isEmpty && material.composesMarker { throw joinable }
+        if styled && material.composesMarker { throw joinable }
     }
 }

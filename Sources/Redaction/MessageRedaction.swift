@@ -78,6 +78,8 @@ extension Redactor {
         private let needles: [[UInt8]]?
         private var buffer: [UInt8] = []
         private var found = false
+        /// Near-markers (``NearMarkerScan``) in the bytes as they come: one counts as a marker.
+        private var near: NearMarkerScan
         /// Whether the bytes so far hold RTF's signature (``mentionsRTF(_:)``): from there on,
         /// RTF's reading, whose lines run on past bare line ends, is taken as its reader shows it.
         private var rtf = false
@@ -113,6 +115,7 @@ extension Redactor {
         package init(_ redactor: Redactor, encodings: Bool) {
             self.redactor = redactor
             self.encodings = encodings
+            near = NearMarkerScan(redactor)
             // A mail is searched in many pieces (every part, every reading of a hostile
             // mail's ambiguous parts): the tables of the standard markers are made once.
             let tables = redactor == .standard ? Self.standardTables : Tables(redactor)
@@ -197,6 +200,7 @@ extension Redactor {
             // A piece may be a whole attachment (GMime hands a decoded part over in one
             // write): taken a window at a time, so that no scan holds more than a window
             // and what it keeps (a 20 MB piece was scanned whole, its readings 300 MiB).
+            if !found && near.feed(bytes: piece) { found = true }
             var rest = piece[...]
             repeat {
                 let part = rest.prefix(Self.window)

@@ -420,6 +420,15 @@ package enum PostcardRebuild {
             }
             let attachment = entity.disposition == "attachment"
             if isHTML {
+                // A <meta> charset that reads the part otherwise than the text read here (issue 21):
+                // a browser opening the part as a file shows the <meta>'s reading, whose spans may
+                // hold other text. Refused, not read both ways: the postcard has one reading, and
+                // a span in one charset may be text outside any span in the other. The postcard
+                // itself carries one charset (UTF-8, in MIME and in the one <meta> written).
+                if let bytes = entity.content, Charsets.sniffed(bytes).isEmpty,
+                   Charsets.metaDeclared(bytes).contains(where: { Charsets.decode(bytes, charset: $0) != decoded }) {
+                    throw PolicyError(.unbalancedMarkers, marker: .init(part: place, line: 1, column: 1, problem: .charsetsDisagree))
+                }
                 let html = Cleaning.cleaned(decoded, singleLine: false)
                 let written: HTMLRebuild.Rebuilt
                 do { written = try rebuildHTML(html, place: place) } catch is HTMLError {
@@ -486,6 +495,8 @@ package enum PostcardRebuild {
                 if known.isEmpty && candidates.isEmpty { return nil }
                 candidates += known
             } else {
+                // Without a MIME charset, readers of HTML take the one its <meta> declares.
+                if type.is("text", "html") || type.is("application", "xhtml+xml") { candidates += Charsets.metaDeclared(bytes) }
                 candidates += Charsets.guessed(bytes)
                 candidates.append(String(bytes: bytes, encoding: .utf8) != nil ? "UTF-8" : "windows-1252")
             }

@@ -113,4 +113,47 @@ struct JoinedByStyleTests {
         let written = String(decoding: try Postcard.censored(try parse(Self.mail(html: html, anchor: true, &random))).serialize(), as: UTF8.self)
         #expect(!written.contains("zqsecret") && !written.contains("zqanchor"))
     }
+
+    /// A real span in the styled HTML itself, maybe written across formatting as composers do
+    /// (`[[<b>private</b>]]`, Outlook's spelling marks), and a second as the secret.
+    static func withRealSpan(_ html: String, _ random: inout SeededRandom, secret: String) -> String {
+        // Each marker starts in the paragraph: markers starting in different elements of a styled part
+        // are refused on their own (otherOrder), which is not what this test is about.
+        let open = ["[[private]]", "[[<b>private</b>]]", "[[<span class=SpellE>private</span>]]", "[<i>[private]]</i>"].randomElement(using: &random)!
+        let close = ["[[/private]]", "[[/<b>private</b>]]", "[[/<span class=SpellE>private</span>]]", "[<i>[/private]]</i>"].randomElement(using: &random)!
+        let span = "<p>Code: \(open)\(secret)\(close) thanks.</p>"
+        if let body = html.range(of: "</body>") { return html.replacingCharacters(in: body, with: span + "</body>") }
+        return Bool.random(using: &random) ? span + html : html + span
+    }
+
+    @Test("a span composed by CSS or alt text in a styled part that also has a real span (maybe written across formatting): refused; friendly styled parts with real spans: censored, not refused")
+    func joinedBesideRealSpan() throws {
+        let seed = Self.seed
+        var random = SeededRandom(seed: seed)
+        var issues = 0
+        for round in 0..<160 {
+            let hostile = round % 2 == 0
+            let secret = "zq" + String((0..<8).map { _ in "bcdfghjkmnpqrstvwxz".randomElement(using: &random)! })
+            let real = "zq" + String((0..<8).map { _ in "bcdfghjkmnpqrstvwxz".randomElement(using: &random)! })
+            let base: (variant: String, html: String) = hostile ? HiddenMarkerMails.styledHTML(&random, secret: secret) : ("friendly", HiddenMarkerMails.friendlyStyledHTML(&random))
+            let html = Self.withRealSpan(base.html, &random, secret: real)
+            let mail = Self.mail(html: html, anchor: Bool.random(using: &random), &random)
+            let what = "seed \(seed) round \(round) \(base.variant)"
+            do {
+                let written = String(decoding: try Postcard.censored(try parse(mail)).serialize(), as: UTF8.self)
+                if hostile {
+                    issues += 1
+                    Issue.record("\(what): not refused\n\(html)")
+                }
+                #expect(!written.contains(real), "\(what): the real span's text went out")
+            } catch let error as PolicyError {
+                if !hostile {
+                    issues += 1
+                    Issue.record("\(what): refused: \(error)\n\(html)")
+                }
+                #expect(error.marker != nil && !error.description.contains(secret), "\(what): \(error)")
+            }
+        }
+        #expect(issues == 0)
+    }
 }

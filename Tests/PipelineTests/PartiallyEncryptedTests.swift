@@ -188,7 +188,9 @@ struct MarkerScanTests {
             #expect(Redactor.standard.remainingMarker(in: try mail(content)) != nil)
         }
         // Broken markers, or letters with other bytes than zero between them: nothing found.
-        #expect(Redactor.standard.remainingMarker(in: try mail(Data("[[priv ate]]".utf8))) == nil)
+        #expect(Redactor.standard.remainingMarker(in: try mail(Data("[[privte]]".utf8))) == nil)
+        // A blank inside a marker makes a near-marker, which counts (NearMarkerTests).
+        #expect(Redactor.standard.remainingMarker(in: try mail(Data("[[priv ate]]".utf8))) != nil)
         #expect(Redactor.standard.remainingMarker(in: try mail(Data([0x5B, 0x01, 0x5B, 0x01]))) == nil)
     }
 

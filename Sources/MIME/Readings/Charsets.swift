@@ -56,6 +56,68 @@ package enum Charsets {
         return meant
     }
 
+    /// The charsets an HTML document's own `<meta>` elements declare, as a browser
+    /// opening the bytes as a file reads them (WHATWG's algorithm for extracting a
+    /// character encoding from a meta element, applied to each whole `<meta …>` tag, so
+    /// that `charset=` and `http-equiv`'s `content="…; charset=…"` are both found),
+    /// mapped to what iconv decodes: a UTF-16 label means UTF-8 in a `<meta>` (the bytes
+    /// were read as ASCII to find it). Every `<meta>` counts, not only the first in the
+    /// first 1024 bytes: a parser that meets one later changes its encoding and starts
+    /// again. A label iconv does not know is left out, as browsers ignore it.
+    package static func metaDeclared(_ bytes: [UInt8]) -> [String] {
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (byte >= 0x09 && byte <= 0x0D) }
+        var labels: [String] = []
+        var index = 0
+        while let open = bytes[index...].firstIndex(of: UInt8(ascii: "<")) {
+            index = open + 1
+            guard index + 4 < bytes.count, startsWord(bytes, index, bytes.count, "meta"), isSpace(bytes[index + 4]) || bytes[index + 4] == UInt8(ascii: "/") else { continue }
+            let end = bytes[index...].firstIndex(of: UInt8(ascii: ">")) ?? bytes.count
+            var cursor = index
+            while cursor < end {
+                guard startsWord(bytes, cursor, end, "charset") else { cursor += 1; continue }
+                cursor += 7
+                while cursor < end && isSpace(bytes[cursor]) { cursor += 1 }
+                guard cursor < end, bytes[cursor] == UInt8(ascii: "=") else { continue }
+                cursor += 1
+                while cursor < end && isSpace(bytes[cursor]) { cursor += 1 }
+                guard cursor < end else { break }
+                var value: ArraySlice<UInt8>
+                if bytes[cursor] == UInt8(ascii: "\"") || bytes[cursor] == UInt8(ascii: "'") {
+                    let quote = bytes[cursor]
+                    let close = bytes[(cursor + 1)..<end].firstIndex(of: quote) ?? end
+                    value = bytes[(cursor + 1)..<close]
+                    cursor = close
+                } else {
+                    var stop = cursor
+                    while stop < end, !isSpace(bytes[stop]), ![UInt8(ascii: ";"), UInt8(ascii: "\""), UInt8(ascii: "'")].contains(bytes[stop]) { stop += 1 }
+                    value = bytes[cursor..<stop]
+                    cursor = stop
+                }
+                while let last = value.last, isSpace(last) { value = value.dropLast() }
+                let label = String(decoding: value, as: UTF8.self)
+                let meant = candidates(label)
+                if let first = meant.first {
+                    labels.append(first.uppercased().hasPrefix("UTF-16") ? "UTF-8" : first)
+                }
+            }
+            index = end
+        }
+        var seen = Set<String>()
+        return labels.filter { seen.insert($0.uppercased()).inserted }
+    }
+
+    /// True when `word` (lower-case ASCII) stands at `index`, before `end`, in any case.
+    private static func startsWord(_ bytes: [UInt8], _ index: Int, _ end: Int, _ word: String) -> Bool {
+        var at = index
+        for expected in word.utf8 {
+            guard at < end else { return false }
+            let byte = bytes[at]
+            guard (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected else { return false }
+            at += 1
+        }
+        return true
+    }
+
     /// True for a charset parameter that says the content is not text in
     /// any charset (PHP's finfo writes `application/pdf; charset=binary`).
     package static func saysBinary(_ name: String) -> Bool {

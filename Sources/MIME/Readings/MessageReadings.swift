@@ -587,6 +587,12 @@ package struct MessageReadings {
         // may hold places that cannot be read with certainty.
         guard textLike && (reading || isMessage || savedPage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
         for bytes in TransferDecoding.readings(raw, encoding: encoding) ?? [raw] {
+            // HTML is read in the charsets its `<meta>` elements declare too: a browser opening the
+            // part as a file reads it so (issue 21: `charset=us-ascii` in MIME, ISO-2022-JP in a <meta>).
+            let metaCharsets = media.is("text", "html") ? Charsets.metaDeclared(bytes).filter { meta in
+                !charsets.contains { $0.uppercased() == meta.uppercased() }
+            } : []
+            let charsets = charsets + metaCharsets
             if reading && Self.rendersAsIs(media) && Charsets.sniffed(bytes).isEmpty
                 && (type.parameters["charset"] != nil || Charsets.guessed(bytes).isEmpty)
                 && (charsets.allSatisfy(Charsets.isASCIICompatible) && Self.isASCII(bytes)
