@@ -250,6 +250,10 @@ package enum PostcardRebuild {
         /// True when the text holds an inline block no search can see into (compressed
         /// OpenPGP, armor that does not decode): a reader's program unpacks it and may show a span.
         var unsearchable = false
+        /// What the mail's compressed files passed unread may still cost beyond their own sizes:
+        /// one allowance for the whole mail, as its readings have (a review: each passed part had
+        /// its own 16 MiB, so 16 parts of 530 bytes each unpacked 256 MiB).
+        var inflationAllowance = Inflation.mailAllowance
         static let maxDepth = 24
 
         init(redactor: Redactor, mode: Redactor.Mode, opaque: OpaqueParts) {
@@ -573,7 +577,7 @@ package enum PostcardRebuild {
                 // (only such a file is held whole here: the signs were read in pieces).
                 if entity.kind == .leaf, signs.mayHold, let content = entity.content {
                     var inflated = Redactor.MarkerSearch(redactor, encodings: true)
-                    if Inflation.inflate(content, { inflated.feed($0) }) == .unreadable || inflated.finish() {
+                    if Inflation.inflate(content, allowance: &inflationAllowance, { inflated.feed($0) }) == .unreadable || inflated.finish() {
                         throw RebuildError(code: .markerInPassedPart, place: place, parts: parts)
                     }
                 }

@@ -32,13 +32,25 @@ enum CompressedFormat: Sendable {
         if starts([0x1F, 0x8B]) { return .gzip }
         if starts([0x42, 0x5A, 0x68]), bytes.count > 3, (0x31...0x39).contains(bytes[3]) { return .bzip2 }
         if starts([0xFD, 0x37, 0x7A, 0x58, 0x5A, 0x00]) { return .xz }
-        if starts([0x28, 0xB5, 0x2F, 0xFD]) { return .zstd }
+        // A zstd frame, or a skippable frame (`pzstd` writes one first), which zstd's tools pass over.
+        if starts([0x28, 0xB5, 0x2F, 0xFD]) || (bytes.count >= 4 && bytes[0] & 0xF0 == 0x50 && starts([bytes[0], 0x2A, 0x4D, 0x18])) {
+            return .zstd
+        }
         if starts([0x4C, 0x5A, 0x49, 0x50]) { return .lzip }
-        // LZMA alone: the properties byte lzma and xz write (lc 3, lp 0, pb 2), then a
-        // dictionary size that is a multiple of 64 KiB, little-endian.
-        if starts([0x5D, 0x00, 0x00]), bytes.count >= 13 { return .lzma }
-        // zlib with a 32 KiB window, as every writer makes it (`x` then a byte that makes the check).
-        if bytes.count >= 2, bytes[0] == 0x78, (0x7800 | Int(bytes[1])) % 31 == 0, bytes[1] & 0x20 == 0 { return .zlib }
+        // LZMA alone: a properties byte (lc + lp * 9 + pb * 45, each within its range), a
+        // dictionary of at least 4 KiB, and an uncompressed size that is unknown (all ones) or
+        // below 2^48: what `xz --format=lzma` writes with any options. Text never starts so (the
+        // size's high bytes would be letters); other bytes that do are tried, and give nothing.
+        if bytes.count >= 13, bytes[0] < 225 {
+            let dictionary = Int(bytes[1]) | Int(bytes[2]) << 8 | Int(bytes[3]) << 16 | Int(bytes[4]) << 24
+            let unknownSize = bytes[5...12].allSatisfy { $0 == 0xFF }
+            if dictionary >= 4096, unknownSize || (bytes[11] == 0 && bytes[12] == 0) { return .lzma }
+        }
+        // zlib (RFC 1950): deflate, a window of at most 32 KiB, the header check right, no preset dictionary.
+        if bytes.count >= 2, bytes[0] & 0x0F == 8, bytes[0] >> 4 <= 7, (Int(bytes[0]) << 8 | Int(bytes[1])) % 31 == 0,
+           bytes[1] & 0x20 == 0 {
+            return .zlib
+        }
         return nil
     }
 
@@ -63,7 +75,7 @@ enum CompressedFormat: Sendable {
 
     /// Memory a decoder may take for one stream: 72 MiB, what `xz -9` needs to unpack
     /// (a 64 MiB dictionary) and more than `lzip -9` (32 MiB) or zstd's levels up to 19
-    /// (8 MiB). A header asking for more is a file not read (``DecodeStep/beyondLimits``):
+    /// (8 MiB; zstd's window follows its tool's default, 128 MiB). A header asking for more is a file not read (``DecodeStep/State-swift.enum/unreadable``):
     /// without this, 6 bytes of a hostile lzip header make lzlib take 512 MiB.
     static let memoryLimit = 72 << 20
 }
@@ -81,8 +93,11 @@ struct DecodeStep {
         case ended
         /// The data is damaged: what was given is what a reader shows.
         case failed
-        /// The stream asks for more memory than ``CompressedFormat/memoryLimit``: not read.
-        case beyondLimits
+        /// Not read, so not clean: the stream asks for more memory than
+        /// ``CompressedFormat/memoryLimit``, or a bzip2 or lzip stream is damaged, where
+        /// `bzip2recover` and `lziprecover` read on past the damage (a review: a flipped byte
+        /// in bzip2's first block hid a span in its second).
+        case unreadable
     }
 }
 
@@ -152,8 +167,7 @@ final class Bzip2Decompressor: Decompressor {
         switch status {
         case BZ_OK: return DecodeStep(taken: taken, given: given, state: .going)
         case BZ_STREAM_END: return DecodeStep(taken: taken, given: given, state: .ended)
-        case BZ_MEM_ERROR: return DecodeStep(taken: taken, given: given, state: .beyondLimits)
-        default: return DecodeStep(taken: taken, given: given, state: .failed)
+        default: return DecodeStep(taken: taken, given: given, state: .unreadable)  // damaged, or out of memory
         }
     }
 }
@@ -186,7 +200,7 @@ final class LzmaDecompressor: Decompressor {
         switch status {
         case LZMA_OK, LZMA_BUF_ERROR: return DecodeStep(taken: taken, given: given, state: .going)
         case LZMA_STREAM_END: return DecodeStep(taken: taken, given: given, state: .ended)
-        case LZMA_MEMLIMIT_ERROR, LZMA_MEM_ERROR: return DecodeStep(taken: taken, given: given, state: .beyondLimits)
+        case LZMA_MEMLIMIT_ERROR, LZMA_MEM_ERROR: return DecodeStep(taken: taken, given: given, state: .unreadable)
         default: return DecodeStep(taken: taken, given: given, state: .failed)
         }
     }
@@ -200,8 +214,9 @@ final class ZstdDecompressor: Decompressor {
     init() {
         stream = ZSTD_createDStream()
         if let stream {
-            // 2^26 = 64 MiB: below the memory limit; a frame asking for a larger window is refused by zstd.
-            _ = ZSTD_DCtx_setParameter(stream, ZSTD_d_windowLogMax, 26)
+            // 2^27 = 128 MiB, the zstd tool's own default limit (a file `zstd -d` reads is read; what is
+            // touched of it is bounded by the output budget); a frame asking for more is refused by zstd.
+            _ = ZSTD_DCtx_setParameter(stream, ZSTD_d_windowLogMax, 27)
         }
     }
 
@@ -215,7 +230,7 @@ final class ZstdDecompressor: Decompressor {
         if ZSTD_isError(result) != 0 {
             let tooLarge = ZSTD_getErrorCode(result) == ZSTD_error_frameParameter_windowTooLarge
                 || ZSTD_getErrorCode(result) == ZSTD_error_memory_allocation
-            return DecodeStep(taken: from.pos, given: to.pos, state: tooLarge ? .beyondLimits : .failed)
+            return DecodeStep(taken: from.pos, given: to.pos, state: tooLarge ? .unreadable : .failed)
         }
         // 0: a frame ended; it is the stream's end when no input follows it.
         let ended = result == 0 && from.pos == from.size
@@ -252,7 +267,7 @@ final class LzipDecompressor: Decompressor {
         guard let decoder else { return DecodeStep(taken: 0, given: 0, state: .failed) }
         if !checked {
             checked = true
-            guard Self.withinLimit(input) else { return DecodeStep(taken: 0, given: 0, state: .beyondLimits) }
+            guard Self.withinLimit(input) else { return DecodeStep(taken: 0, given: 0, state: .unreadable) }
         }
         var taken = 0
         if !finishedInput {
@@ -265,10 +280,15 @@ final class LzipDecompressor: Decompressor {
                 finishedInput = true
             }
         }
-        let read = LZ_decompress_read(decoder, output.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(min(output.count, Int(Int32.max))))
-        guard read >= 0 else {
-            let state: DecodeStep.State = LZ_decompress_errno(decoder) == LZ_mem_error ? .beyondLimits : .failed
-            return DecodeStep(taken: taken, given: 0, state: state)
+        let into = output.baseAddress?.assumingMemoryBound(to: UInt8.self), room = Int32(min(output.count, Int(Int32.max)))
+        var read = LZ_decompress_read(decoder, into, room)
+        if read == 0 && finishedInput && LZ_decompress_finished(decoder) != 1 {
+            // lzlib reports damage only on the read after the last bytes it could decode (so
+            // that a tool recovers all it can): asked again, it says so, or that the input was cut.
+            read = LZ_decompress_read(decoder, into, room)
+        }
+        guard read >= 0, LZ_decompress_errno(decoder) == LZ_ok else {
+            return DecodeStep(taken: taken, given: 0, state: .unreadable)  // damaged, or out of memory
         }
         return DecodeStep(taken: taken, given: Int(read), state: LZ_decompress_finished(decoder) == 1 ? .ended : .going)
     }

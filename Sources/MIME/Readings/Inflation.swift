@@ -206,7 +206,9 @@ package enum Inflation {
             }
             if !exhausted, let format = CompressedFormat.of(UnsafeRawBufferPointer(bytes)) {
                 kind = members(format)
-            } else if !exhausted, pdfStart() {
+            }
+            // A file may be both (`%PDF-` within the first KiB of a compressed file): each reader opens its own.
+            if !exhausted, pdfStart() {
                 kind = pdf()
             }
             return exhausted || unknownMethod ? .unreadable : kind
@@ -642,8 +644,9 @@ package enum Inflation {
                 state = step.state
                 output -= step.given
                 if output < 0 { exhausted = true; break }
-                // Asked for more memory than a reader of mail should give it: not read, so not clean.
-                if state == .beyondLimits { exhausted = true; break }
+                // Asked for more memory than a reader of mail should give it, or damaged where a
+                // recovery tool reads on: not read, so not clean.
+                if state == .unreadable { exhausted = true; break }
                 // No progress: it wants input that is not there.
                 if step.taken == 0 && step.given == 0 && state == .going { break }
                 guard step.given > 0 else { continue }
