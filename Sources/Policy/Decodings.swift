@@ -80,7 +80,7 @@ extension Redactor {
                     let value = scalar.value
                     if value < 0x80 {
                         held |= table[Int(value)]
-                    } else if value &- 0x202A < 0x40 && (value <= 0x202E || value >= 0x2066) {
+                    } else if Self.isBidiControl(value) {
                         held |= bidi
                     }
                 }
@@ -507,7 +507,7 @@ extension Redactor {
 
     /// True for the explicit bidirectional controls, U+202A...U+202E and U+2066...U+2069.
     @inline(__always)
-    private static func isBidiControl(_ value: UInt32) -> Bool {
+    package static func isBidiControl(_ value: UInt32) -> Bool {
         // One subtraction rules out all but U+202A...U+2069 (wrapping below them).
         value &- 0x202A < 0x40 && (value <= 0x202E || value >= 0x2066)
     }

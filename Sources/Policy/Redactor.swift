@@ -195,7 +195,7 @@ public struct Redactor: Sendable, Hashable {
         var index = scalars.startIndex
         while index < scalars.endIndex {
             let value = scalars[index].value
-            if value >= 0x202A && (value <= 0x202E || (value >= 0x2066 && value <= 0x2069)) { lineHasControl = true }
+            if Redactor.isBidiControl(value) { lineHasControl = true }
             let lineEnds = value == 0x0A || value == 0x0D || value == 0x2029
             scalars.formIndex(after: &index)
             if lineEnds || index == scalars.endIndex {

@@ -297,7 +297,7 @@ extension Redactor {
                     let unit = littleEndian ? UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8 : UInt16(bytes[index]) << 8 | UInt16(bytes[index + 1])
                     if unit < 0x80 {
                         narrowed.append(UInt8(unit))
-                    } else if (0x202A...0x202E).contains(unit) || (0x2066...0x2069).contains(unit) {
+                    } else if Redactor.isBidiControl(UInt32(unit)) {
                         narrowed += Array(String(Unicode.Scalar(unit)!).utf8)
                     } else {
                         narrowed.append(0xFF)
