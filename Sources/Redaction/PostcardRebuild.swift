@@ -429,9 +429,14 @@ package enum PostcardRebuild {
                 // hold other text. Refused, not read both ways: the postcard has one reading, and
                 // a span in one charset may be text outside any span in the other. The postcard
                 // itself carries one charset (UTF-8, in MIME and in the one <meta> written).
-                if let bytes = entity.content, Charsets.sniffed(bytes).isEmpty,
-                   Charsets.metaDeclared(bytes).contains(where: { Charsets.decode(bytes, charset: $0) != decoded }) {
-                    throw PolicyError(.unbalancedMarkers, marker: .init(part: place, line: 1, column: 1, problem: .charsetsDisagree))
+                // Only where a marker stands in one of the readings: a part without one has no span
+                // to move, and a template's <meta charset="utf-8"> over Latin-1 bytes is common in
+                // ordinary mail (the adversarial run's control: refused before).
+                if let bytes = entity.content, Charsets.sniffed(bytes).isEmpty {
+                    let others = Charsets.metaDeclared(bytes).compactMap { Charsets.decode(bytes, charset: $0) }.filter { $0 != decoded }
+                    if !others.isEmpty, ([decoded] + others).contains(where: { redactor.hasMarkers($0) || redactor.hasMarkersHTML($0) || redactor.hasMarkersInDecodings($0, markup: true) }) {
+                        throw PolicyError(.unbalancedMarkers, marker: .init(part: place, line: 1, column: 1, problem: .charsetsDisagree))
+                    }
                 }
                 let html = Cleaning.cleaned(decoded, singleLine: false)
                 let written: HTMLRebuild.Rebuilt

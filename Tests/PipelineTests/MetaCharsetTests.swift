@@ -141,4 +141,20 @@ struct MetaCharsetTests {
         }
         #expect(issues == 0)
     }
+
+    @Test("without a marker, a <meta charset=utf-8> over Latin-1 bytes (a template's, common in ordinary mail) is no reason to refuse: redact sends the mail as it came")
+    func mismatchWithoutMarkers() throws {
+        // The adversarial run's control: such a part was refused (65) though nothing in the mail was marked.
+        var random = SeededRandom(seed: 2026_11_27_13)
+        for round in 0..<40 {
+            let words = (0..<Int.random(in: 2...12, using: &random)).map { _ in Self.word(&random) }.joined(separator: " ")
+            let latin1 = Array("<!DOCTYPE html>\n<html><head>\(Self.meta("utf-8", &random))</head><body>\n<p>".utf8)
+                + [0x47, 0x72, 0xFC, 0xDF, 0x65, 0x20, 0x70, 0x6C, 0xAD, 0x61, 0x69, 0x6E, 0x20] + Array(words.utf8) + Array("</p>\n</body></html>\n".utf8)
+            let mail = Array("From: a@example.org\nTo: b@example.org\nSubject: s\nMIME-Version: 1.0\nContent-Type: text/html; charset=iso-8859-1\nContent-Transfer-Encoding: 8bit\n\n".utf8) + latin1
+            let folder = try makePrivateDirectory(prefix: "ms-meta")
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            let result = try run(Paths.mailsecExecutable.path, ["redact", "-"], input: mail, environment: ["HOME": folder, "PATH": "/usr/bin:/bin"])
+            #expect(result.status == 0 && result.stdout == mail, "round \(round): \(result.status) \(result.errors)")
+        }
+    }
 }
