@@ -624,9 +624,9 @@ package enum PostcardRebuild {
             let what = name.map { "The attached file \"\($0)\"" } ?? "A part of this mail"
             let bytes = size.map { ", \($0) bytes" } ?? ""
             let note = MIMEEntity.quotedPrintableText("""
-                \(what) (\(type)\(bytes)) was held back: the sender marked parts of this \
-                mail as private, and mailsec cannot read this file to make sure that none of \
-                them is in it. Ask the sender for it.
+                \(what) (\(type)\(bytes)) was held back: mailsec could not read it \
+                completely, so it cannot make sure that nothing the sender marked as private \
+                is in it. Ask the sender for it.
 
                 """)
             note.setHeader("Content-Description", "A part held back")

@@ -65,7 +65,7 @@ struct HostileGrowthCLITests {
     /// Each other class of `scripts/hostile-mail`, at a scale small enough for callgrind.
     static let otherClasses: [(kind: String, scale: Double)] = [
         ("nested-deep", 0.5), ("data-url", 0.015), ("ampersands", 0.01), ("open-words", 0.015),
-        ("code", 0.015), ("cross-tags", 0.015), ("unknown-words", 0.005), ("tagged-spans", 0.01),
+        ("code", 0.015), ("cross-tags", 0.015), ("unknown-words", 0.005), ("tagged-spans", 0.01), ("signatures", 0.05),
     ]
 
     static let everyClass = ProcessInfo.processInfo.environment["MAILSEC_HOSTILE_GROWTH"] == "1"

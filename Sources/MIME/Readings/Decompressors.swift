@@ -41,17 +41,27 @@ enum CompressedFormat: Sendable {
         // dictionary of at least 4 KiB, and an uncompressed size that is unknown (all ones) or
         // below 2^48: what `xz --format=lzma` writes with any options. Text never starts so (the
         // size's high bytes would be letters); other bytes that do are tried, and give nothing.
-        if bytes.count >= 13, bytes[0] < 225 {
+        // liblzma takes only lc + lp <= 4, and no tool writes a dictionary beyond 1.5 GiB (xz's and
+        // the LZMA SDK's largest): a tar's first header (`notes.txt` and NULs) would pass the rest, and
+        // a tar of a gzip file was withheld as a `.lzma` asking 1.9 GB. A tar (`ustar` at 257) is not one.
+        let properties = Int(bytes.first ?? 255)
+        if bytes.count >= 13, properties < 225, properties % 45 % 9 + properties % 45 / 9 <= 4, !isTar(bytes) {
             let dictionary = Int(bytes[1]) | Int(bytes[2]) << 8 | Int(bytes[3]) << 16 | Int(bytes[4]) << 24
             let unknownSize = bytes[5...12].allSatisfy { $0 == 0xFF }
-            if dictionary >= 4096, unknownSize || (bytes[11] == 0 && bytes[12] == 0) { return .lzma }
+            if dictionary >= 4096, dictionary <= 3 << 29, unknownSize || (bytes[11] == 0 && bytes[12] == 0) { return .lzma }
         }
         // zlib (RFC 1950): deflate, a window of at most 32 KiB, the header check right, no preset dictionary.
-        if bytes.count >= 2, bytes[0] & 0x0F == 8, bytes[0] >> 4 <= 7, (Int(bytes[0]) << 8 | Int(bytes[1])) % 31 == 0,
+        if bytes.count >= 2, !isTar(bytes), bytes[0] & 0x0F == 8, bytes[0] >> 4 <= 7, (Int(bytes[0]) << 8 | Int(bytes[1])) % 31 == 0,
            bytes[1] & 0x20 == 0 {
             return .zlib
         }
         return nil
+    }
+
+    /// True when `bytes` start as a tar (`ustar` at 257, POSIX and GNU alike): its first bytes are a
+    /// member's name, which may look like a `.lzma` or zlib header.
+    static func isTar(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= 262 && bytes[257] == 0x75 && bytes[258] == 0x73 && bytes[259] == 0x74 && bytes[260] == 0x61 && bytes[261] == 0x72
     }
 
     /// ``of(_:)`` for an array's first bytes.
@@ -59,8 +69,9 @@ enum CompressedFormat: Sendable {
         bytes.withUnsafeBytes { of($0) }
     }
 
-    /// A new decoder for one stream (or member) of this format.
-    func decoder() -> any Decompressor {
+    /// A new decoder for one stream (or member) of this format. `limitChecked`: the lzip
+    /// headers in its input were looked at already (``LzipDecompressor/withinLimit(_:)``).
+    func decoder(limitChecked: Bool = false) -> any Decompressor {
         switch self {
         case .gzip: ZlibDecompressor(windowBits: 31)
         case .zlib: ZlibDecompressor(windowBits: 15)
@@ -69,7 +80,7 @@ enum CompressedFormat: Sendable {
         case .xz: LzmaDecompressor(xz: true)
         case .lzma: LzmaDecompressor(xz: false)
         case .zstd: ZstdDecompressor()
-        case .lzip: LzipDecompressor()
+        case .lzip: LzipDecompressor(limitChecked: limitChecked)
         }
     }
 
@@ -82,7 +93,8 @@ enum CompressedFormat: Sendable {
 
 /// What one step of a decoder did.
 struct DecodeStep {
-    /// What it took of the input and gave of output.
+    /// What it took of the input and gave of output. `taken` is below zero when a decoder that
+    /// took input ahead finds its stream ended before it (lzip's members, then other bytes).
     var taken: Int, given: Int
     var state: State
 
@@ -245,8 +257,16 @@ final class LzipDecompressor: Decompressor {
     private let decoder: OpaquePointer?
     private var finishedInput = false
     private var checked = false
+    /// What ``step(_:_:)`` said it took so far, and whether a member ended.
+    private var written = 0
+    private var memberEnded = false
 
-    init() { decoder = LZ_decompress_open() }
+    /// `limitChecked`: the caller looked at the headers in the input already (a file searched for
+    /// compressed files inside it looks once, not at each place it tries).
+    init(limitChecked: Bool = false) {
+        decoder = LZ_decompress_open()
+        checked = limitChecked
+    }
 
     deinit { LZ_decompress_close(decoder) }
 
@@ -287,9 +307,18 @@ final class LzipDecompressor: Decompressor {
             // that a tool recovers all it can): asked again, it says so, or that the input was cut.
             read = LZ_decompress_read(decoder, into, room)
         }
+        if LZ_decompress_member_finished(decoder) == 1 { memberEnded = true }
+        if read < 0, memberEnded, LZ_decompress_errno(decoder) == LZ_header_error {
+            // Bytes after the last member that are no member (a tar's padding, the rest of a PDF), which
+            // the lzip tool passes over: the file ended where the members did (taken: back to there).
+            let end = Int(clamping: LZ_decompress_total_in_size(decoder))
+            defer { written = end }
+            return DecodeStep(taken: end - written, given: 0, state: .ended)
+        }
         guard read >= 0, LZ_decompress_errno(decoder) == LZ_ok else {
             return DecodeStep(taken: taken, given: 0, state: .unreadable)  // damaged, or out of memory
         }
+        written += taken
         return DecodeStep(taken: taken, given: Int(read), state: LZ_decompress_finished(decoder) == 1 ? .ended : .going)
     }
 }

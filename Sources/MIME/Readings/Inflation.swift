@@ -33,10 +33,10 @@ package enum Inflation {
     package static let headSize = 1024
 
     /// True when a file starting with `head` is a zip archive, a compressed file
-    /// (``CompressedFormat``) or a PDF (`%PDF-` within its first ``headSize`` bytes,
+    /// (``CompressedFormat``), a tar (its members may be) or a PDF (`%PDF-` within its first ``headSize`` bytes,
     /// where readers look for it).
     package static func mayHold(_ head: [UInt8]) -> Bool {
-        head.withUnsafeBytes(opensAsArchive)
+        head.withUnsafeBytes { opensAsArchive($0) || CompressedFormat.isTar($0) }
             || head.withUnsafeBufferPointer { Walk.find(Array("%PDF-".utf8), in: $0, from: 0, below: $0.count) != nil }
     }
 
@@ -59,8 +59,8 @@ package enum Inflation {
     package struct Signs: Sendable {
         /// The file's first ``Inflation/headSize`` bytes.
         package private(set) var head: [UInt8] = []
-        private var zip = false
-        private var last: UInt32 = 0
+        private var found = false
+        private var scan = SignatureScan()
 
         /// Signs of nothing yet.
         package init() {}
@@ -68,17 +68,79 @@ package enum Inflation {
         /// Takes the next piece of the file.
         package mutating func feed(_ piece: UnsafeRawBufferPointer) {
             if head.count < Inflation.headSize { head += piece.prefix(Inflation.headSize - head.count) }
-            guard !zip else { return }
+            guard !found else { return }
             for byte in piece {
-                last = last << 8 | UInt32(byte)
-                // `PK\3\4` (a local header) or `PK\5\6` (the end of the central directory).
-                if last == 0x504B_0304 || last == 0x504B_0506 { zip = true; return }
+                // A zip's end record (`PK\5\6`), or a signature ``SignatureScan`` finds anywhere.
+                if scan.take(byte) != nil || scan.last4 == 0x504B_0506 { found = true; return }
             }
         }
 
         /// True when the pieces fed may hold compressed streams.
-        package var mayHold: Bool { zip || Inflation.mayHold(head) }
+        package var mayHold: Bool { found || Inflation.mayHold(head) }
     }
+
+    /// The signatures by which a compressed file or a zip is found anywhere in a file, not only
+    /// at its start: a zip's local header (`PK\3\4`), gzip (`1F 8B 08` and flags with no reserved
+    /// bit), bzip2 (`BZh1` to `BZh9` and its first block's `1AY&SY`), xz, zstd (a frame's magic
+    /// number) and lzip (`LZIP`, version 1). A plain tar, a `.deb` (an ar archive), a shell
+    /// script with an archive after it, a PDF's unfiltered stream or the unpacked content of
+    /// members split anywhere hold such files whole, which their tools open (`tar -x` then
+    /// `gunzip`, `dpkg-deb`, the script itself). Every signature is four bytes or more, so chance
+    /// bytes make few; each place found is tried as that format, at a cost (``Inflation/attemptCost``).
+    /// `.lzma` and zlib files have no signature that strong (their first bytes are a
+    /// properties byte or two header bytes): found only at the start of a file, stream,
+    /// stored entry or tar member. Followed byte by byte, across pieces.
+    struct SignatureScan: Sendable {
+        /// The last eight bytes taken, the latest lowest, and the two before them.
+        private var recent: UInt64 = 0
+        private var older: UInt16 = 0
+
+        /// The last four bytes taken.
+        var last4: UInt32 { UInt32(truncatingIfNeeded: recent) }
+
+        /// A signature found: its bytes (the ones that ended at the byte just taken), and whether it is a zip's.
+        struct Found {
+            let bytes: [UInt8]
+            let isZip: Bool
+        }
+
+        /// Takes the next byte; the signature that ends with it, if one does.
+        mutating func take(_ byte: UInt8) -> Found? {
+            older = older << 8 | UInt16(recent >> 56)
+            recent = recent << 8 | UInt64(byte)
+            let four = UInt32(truncatingIfNeeded: recent)
+            if four == 0x504B_0304 { return Found(bytes: bytes(4), isZip: true) }
+            if four & 0xFFFF_FF00 == 0x1F8B_0800 && byte & 0xE0 == 0 { return Found(bytes: bytes(4), isZip: false) }
+            if four == 0x28B5_2FFD { return Found(bytes: bytes(4), isZip: false) }
+            if recent & 0xFF_FFFF_FFFF == 0x4C_5A49_5001 { return Found(bytes: bytes(5), isZip: false) }
+            if recent & 0xFFFF_FFFF_FFFF == 0xFD37_7A58_5A00 { return Found(bytes: bytes(6), isZip: false) }
+            if recent & 0xFF00_FFFF_FFFF_FFFF == 0x6800_3141_5926_5359, older == 0x425A, (0x31...0x39).contains(UInt8(truncatingIfNeeded: recent >> 48)) {
+                return Found(bytes: [0x42, 0x5A] + bytes(8), isZip: false)
+            }
+            return nil
+        }
+
+        /// The last `count` bytes taken (at most eight), in order.
+        private func bytes(_ count: Int) -> [UInt8] {
+            (0..<count).map { UInt8(truncatingIfNeeded: recent >> (8 * UInt64(count - 1 - $0))) }
+        }
+
+        /// Where the first signature in `bytes` (from the start, nothing taken before) begins, and whether it is a zip's.
+        static func first(in bytes: UnsafeRawBufferPointer, from start: Int = 0) -> (at: Int, isZip: Bool)? {
+            var scan = SignatureScan()
+            var index = start
+            while index < bytes.count {
+                if let found = scan.take(bytes[index]) { return (index + 1 - found.bytes.count, found.isZip) }
+                index += 1
+            }
+            return nil
+        }
+    }
+
+    /// What trying a place as a compressed file costs from the input budget, whatever it gives:
+    /// chance signatures in hostile bytes (a file of nothing but gzip headers) cost work linear in
+    /// the file's size, and a file that holds more than its budget allows is not read to its end.
+    static let attemptCost = 4096
 
     /// What a mail's compressed files may cost together beyond 32 times their
     /// own sizes: 16 MiB, inflated to and (separately) inflated from. Ordinary
@@ -183,11 +245,15 @@ package enum Inflation {
         var pdfStrings: PDFStrings?
         var nested: [UInt8]?
         /// ``nested`` holds an archive found after other data in its stream (kept from its first
-        /// local header): walked as a zip with data before it, so that chance bytes that look
+        /// signature): walked as a zip with data before it, so that chance bytes that look
         /// like a local header by an unknown method do not count as an entry.
         var nestedAfterData = false
-        /// The stream's last four bytes, to find a zip's local header (`PK\3\4`) after other data in it.
-        var recent: UInt32 = 0
+        /// The stream's signatures so far, to find an archive after other data in it.
+        var scan = SignatureScan()
+        /// The lzip headers of ``bytes`` were looked at before this walk (``carve(from:)``).
+        var lzipLimitChecked = false
+        /// ``carve(from:)``'s one look at the lzip headers: where the last that asks for more memory than the limit is.
+        var lzipBeyondLimit: Int??
 
         /// What an inflated stream is: a zip entry (and its name), a gzip member or a PDF stream.
         enum Role {
@@ -204,13 +270,18 @@ package enum Inflation {
             if zipAtStart || centralDirectoryEnd() != nil || find([0x50, 0x4B, 0x03, 0x04], from: 0) != nil {
                 kind = zip(strict: zipAtStart)
             }
+            var carveFrom = 0
             if !exhausted, let format = CompressedFormat.of(UnsafeRawBufferPointer(bytes)) {
-                kind = members(format)
+                kind = .read
+                carveFrom = members(format)
             }
             // A file may be both (`%PDF-` within the first KiB of a compressed file): each reader opens its own.
             if !exhausted, pdfStart() {
                 kind = pdf()
             }
+            // Compressed files inside other data: a plain tar's members, a `.deb`, after a script.
+            if !exhausted, tarMembers() { kind = .read }
+            if !exhausted, !zipAtStart, carve(from: carveFrom) { kind = .read }
             return exhausted || unknownMethod ? .unreadable : kind
         }
 
@@ -307,8 +378,13 @@ package enum Inflation {
         /// Each member (or stream) of a compressed file, one after the other, as its tool
         /// unpacks them (`gunzip`, `bunzip2`; the xz, zstd and lzip decoders go on to the
         /// next themselves).
-        mutating func members(_ format: CompressedFormat) -> Outcome {
+        /// Their content is one stream, as the tool writes it out: an archive inside may begin in
+        /// one member and end in the next (a zip or a `.gz` split across gzip members is what
+        /// `gunzip` writes whole). Returns where the last member read ended (past the signature of
+        /// one not read to its end).
+        mutating func members(_ format: CompressedFormat) -> Int {
             var offset = 0
+            var first = true
             inMembers = true
             while !exhausted, offset < bytes.count,
                   CompressedFormat.of(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[offset...])) == format {
@@ -317,15 +393,90 @@ package enum Inflation {
                 if format == .gzip, let name = memberName(at: offset), Inflation.isPageName(name) || Inflation.isGzippedPageName(name) {
                     membersArePages = true
                 }
-                let (used, ended) = stream(from: offset, format: format, role: .member)
-                guard ended, used > 0 else { break }
+                let (used, ended) = inflated(from: offset, format: format, role: .member, first: &first)
+                // A member not read to its end: what is after its signature may be searched on.
+                guard ended, used > 0 else { offset += 1; break }
                 offset += used
             }
             inMembers = false
-            // The members, one after the other, are the page a browser shows.
-            if let content = pageBytes, !exhausted { handOver(content) }
-            pageBytes = nil
-            return .read
+            // The members, one after the other, are the page a browser shows, and the stream an archive inside is kept from.
+            finish()
+            return offset
+        }
+
+        /// Each plain tar member (`ustar` headers one after the other from the start) that starts as
+        /// a compressed file, walked as one: `.lzma` and zlib files have no signature ``carve(from:)``
+        /// finds. True when the file is such a tar.
+        mutating func tarMembers() -> Bool {
+            var header = 0
+            var isTar = false
+            while !exhausted, header + 512 <= bytes.count, starts(with: Array("ustar".utf8), at: header + 257) {
+                isTar = true
+                // The size: octal digits, blanks or NULs around them (12 bytes at 124).
+                var size = 0
+                for index in (header + 124)..<(header + 136) where (0x30...0x37).contains(bytes[index]) {
+                    size = size * 8 + Int(bytes[index] - 0x30)
+                    if size > bytes.count { break }
+                }
+                let data = header + 512
+                let count = min(size, bytes.count - data)
+                if count > 0, let format = CompressedFormat.of(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[data..<(data + count)])),
+                   format == .lzma || format == .zlib {
+                    walkInside(from: data, count: count, format: format)
+                }
+                guard size <= bytes.count - data else { break }
+                header = data + (size + 511) / 512 * 512
+            }
+            return isTar
+        }
+
+        /// Every strong signature (``SignatureScan``, but a zip's, which ``zip(strict:)`` reads)
+        /// from `start` on, each tried as its format: its members read as a file of their own,
+        /// one level deeper, and the search goes on after them. True when one was read.
+        mutating func carve(from start: Int) -> Bool {
+            var scan = SignatureScan()
+            var at = start
+            var found = false
+            while at < bytes.count, !exhausted {
+                guard let signature = scan.take(bytes[at]), !signature.isZip else {
+                    at += 1
+                    continue
+                }
+                let begin = at + 1 - signature.bytes.count
+                let rest = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[begin...])
+                guard let format = CompressedFormat.of(rest) else {
+                    at += 1
+                    continue
+                }
+                found = true
+                let used = walkInside(from: begin, count: bytes.count - begin, format: format)
+                at = max(at + 1, begin + used)
+                scan = SignatureScan()
+            }
+            return found
+        }
+
+        /// The compressed file of `format` at `from` (`count` bytes at most) read as a file of its own,
+        /// one level deeper, from this walk's budget less ``Inflation/attemptCost``; returns the bytes its members took.
+        @discardableResult
+        mutating func walkInside(from: Int, count: Int, format: CompressedFormat) -> Int {
+            input -= Inflation.attemptCost
+            if input <= 0 || depth >= Inflation.maxDepth { exhausted = true; return 0 }
+            guard let base = bytes.baseAddress else { return 0 }
+            if format == .lzip {
+                // Every header from here on is read by lzlib: looked at once for the whole file, not at each try.
+                if lzipBeyondLimit == nil { lzipBeyondLimit = .some(Self.lastHeaderBeyondLimit(in: UnsafeRawBufferPointer(bytes))) }
+                if let beyond = lzipBeyondLimit!, beyond >= from { exhausted = true; return 0 }
+            }
+            var walk = Walk(bytes: UnsafeBufferPointer(start: base + from, count: count), output: output, input: input, depth: depth + 1,
+                            body: body, page: page, pageLimit: pageLimit)
+            walk.lzipLimitChecked = format == .lzip
+            let used = walk.members(format)
+            output = walk.output
+            input = walk.input
+            if walk.exhausted { exhausted = true }
+            if walk.unknownMethod { unknownMethod = true }
+            return used
         }
 
         /// `%PDF-` within the first ``headSize`` bytes.
@@ -471,7 +622,8 @@ package enum Inflation {
         /// file is kept and walked in turn, one level deeper, from the same budget; past ``Inflation/maxDepth``
         /// it exhausts the walk.
         mutating func stream(from: Int, format: CompressedFormat, role: Role) -> (used: Int, ended: Bool) {
-            let result = inflated(from: from, format: format, role: role)
+            var first = true
+            let result = inflated(from: from, format: format, role: role, first: &first)
             finish()
             return result
         }
@@ -560,7 +712,7 @@ package enum Inflation {
         mutating func deliver(_ piece: UnsafeRawBufferPointer, first: inout Bool, role: Role) -> Bool {
             if first {
                 first = false
-                recent = 0
+                scan = SignatureScan()
                 // An archive inside: kept to be walked after this stream, or past the depth, not read.
                 // A PDF's stream too: an embedded file (`/EmbeddedFile`) that is a zip, which its reader opens.
                 if Inflation.opensAsArchive(piece) {
@@ -584,23 +736,22 @@ package enum Inflation {
             }
             if nested != nil {
                 nested!.append(contentsOf: piece)
-            } else if let at = localHeaderEnd(in: piece) {
-                // A zip after other data in the stream (a self-extracting program in an entry, an
-                // archive appended to a file), which zip readers open: kept from its local header.
+            } else if let (at, signature) = signatureEnd(in: piece) {
+                // An archive after other data in the stream (a self-extracting program in an entry, an
+                // archive appended to a file, a tar's member), which its reader opens: kept from its signature.
                 if depth >= Inflation.maxDepth { exhausted = true; return false }
-                nested = [0x50, 0x4B, 0x03, 0x04] + piece[(at + 1)...]
+                nested = signature + piece[(at + 1)...]
                 nestedAfterData = true
             }
             return true
         }
 
-        /// Where the first zip local header (`PK\3\4`) in the stream so far ends in `piece` (its
-        /// last byte's index), the header perhaps begun in the piece before; nil when none does.
-        mutating func localHeaderEnd(in piece: UnsafeRawBufferPointer) -> Int? {
+        /// Where the first signature (``SignatureScan``) in the stream so far ends in `piece` (its
+        /// last byte's index), and its bytes, perhaps begun in the piece before; nil when none does.
+        mutating func signatureEnd(in piece: UnsafeRawBufferPointer) -> (Int, [UInt8])? {
             var index = 0
             while index < piece.count {
-                recent = recent << 8 | UInt32(piece[index])
-                if recent == 0x504B_0304 { return index }
+                if let found = scan.take(piece[index]) { return (index, found.bytes) }
                 index += 1
             }
             return nil
@@ -618,6 +769,11 @@ package enum Inflation {
                 if depth >= Inflation.maxDepth { exhausted = true; return }
                 nested = Array(piece)
                 if case .entry(let name) = role { nestedPages = isGzippedPage(name: name) }
+            } else if let (at, _) = SignatureScan.first(in: piece) {
+                // An archive after other data in the entry (a tar stored in the zip holding a `.gz`).
+                if depth >= Inflation.maxDepth { exhausted = true; return }
+                nested = Array(piece[at...])
+                nestedAfterData = true
             }
             if case .entry(let name) = role, isMarkup(name: name, first: piece) {
                 markup = Markup()
@@ -627,11 +783,21 @@ package enum Inflation {
             finish()
         }
 
-        /// ``stream(from:format:role:)`` but for what it does after the stream.
-        mutating func inflated(from: Int, format: CompressedFormat, role: Role) -> (used: Int, ended: Bool) {
+        /// Where the last lzip header in `bytes` that asks for more memory than the limit is (``LzipDecompressor/withinLimit(_:)``).
+        static func lastHeaderBeyondLimit(in bytes: UnsafeRawBufferPointer) -> Int? {
+            var at = bytes.count - 6
+            while at >= 0 {
+                if bytes[at] == 0x4C, !LzipDecompressor.withinLimit(UnsafeRawBufferPointer(rebasing: bytes[at..<(at + 6)])) { return at }
+                at -= 1
+            }
+            return nil
+        }
+
+        /// ``stream(from:format:role:)`` but for what it does after the stream; `first` is true
+        /// before the stream's first piece (members go on one stream: it stays false after the first).
+        mutating func inflated(from: Int, format: CompressedFormat, role: Role, first: inout Bool) -> (used: Int, ended: Bool) {
             guard from < bytes.count, !exhausted, let base = bytes.baseAddress else { return (0, false) }
-            var first = true
-            let decoder = format.decoder()
+            let decoder = format.decoder(limitChecked: lzipLimitChecked)
             let available = min(bytes.count - from, input)
             let chunk = 64 << 10
             let out = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 1)
