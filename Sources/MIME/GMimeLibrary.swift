@@ -126,7 +126,7 @@ final class MemoryStream {
     /// ``MIMEError/Kind/tooLarge`` past `limit` bytes.
     init(readingAll fd: Int32, limit: Int) throws {
         GMimeLibrary.initialise()
-        let limit = min(limit, Int(UInt32.max) - (64 << 10))  // a GByteArray's length is a guint
+        let limit = min(limit, ParseOptions.largestSize)  // a GByteArray's length is a guint
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw MIMEError(.io, detail: String(cString: strerror(errno))) }
         let regular = (info.st_mode & S_IFMT) == S_IFREG

@@ -13,6 +13,10 @@ public struct ParseOptions: Sendable, Hashable {
     /// The most header fields accepted in one header section.
     public var maxHeaders: Int
 
+    /// The largest ``maxSize`` the parser can take: a message is held in one GLib byte array,
+    /// whose length is 32 bits, with room for a last read of 64 KiB (4,294,901,759 bytes).
+    public static let largestSize = Int(UInt32.max) - (64 << 10)
+
     /// Limits; the defaults are ``standard``.
     public init(maxSize: Int = 64 << 20, maxDepth: Int = 32, maxParts: Int = 10_000, maxHeaders: Int = 2_000) {
         self.maxSize = maxSize

@@ -98,7 +98,7 @@ package struct ListenConfig: Sendable, Equatable {
             }
         }
         listen.lmtp = try table.bool("lmtp") ?? false
-        listen.maxMessageSize = try table.positiveInt("max_message_size", atMost: 1 << 32) ?? listen.maxMessageSize
+        listen.maxMessageSize = try table.positiveInt("max_message_size", atMost: Int(UInt32.max) - (64 << 10)) ?? listen.maxMessageSize  // MIME's ParseOptions.largestSize
         listen.maxConnections = try table.positiveInt("max_connections", atMost: 65_536) ?? listen.maxConnections
         listen.chosenParallel = try table.positiveInt("parallel", atMost: 256)
         listen.idleTimeout = try table.positiveInt("idle_timeout", atMost: TOMLKeys.day) ?? listen.idleTimeout

@@ -57,7 +57,10 @@ struct MessageSizeOption: ParsableArguments {
     var maxSize: ByteSize?
 
     func validate() throws {
-        _ = try maxSize?.validate("--max-size")
+        // Not clamped quietly: a message past the real limit would be refused naming another number.
+        if let bytes = try maxSize?.validate("--max-size"), bytes > ParseOptions.largestSize {
+            throw ValidationError("--max-size \(maxSize!) is more than mailsec reads: at most \(ParseOptions.largestSize >> 20)M")
+        }
     }
 
     /// The parser's limits, with `--max-size` when given.

@@ -119,6 +119,16 @@ struct UsageCLITests {
         #expect(try mailsec(["redact", "--max-size", "3M", "-"], input: large).status == 0)
         #expect(try mailsec(["redact", "--max-size", "1M", "-"], input: large).status == 65)
         #expect(try mailsec(["redact", "--max-size", "1G", "-"], input: large).status == 0)
+        #expect(try mailsec(["redact", "--max-size", "4095M", "-"], input: large).status == 0)
+        // Beyond what the parser holds (a 32-bit GLib array): refused as given, not clamped quietly to another number.
+        for beyond in ["5G", "4096M", "4294901760", "\(Int.random(in: 5...4096, using: &generator))G"] {
+            for command in [["redact"], ["plan"], ["verify"], ["decrypt"]] {
+                let result = try mailsec(command + ["--max-size", beyond, "-"], input: large)
+                #expect(result.status == 64 && result.errors.contains("--max-size \(beyond) is more than mailsec reads: at most 4095M"),
+                        "\(command) \(beyond): \(result.status) \(result.errors)")
+                expectOneLine(result)
+            }
+        }
         for bad in ["0", "0K", "-1", "", "12X", "1.5M", "M", "9999999999999G", "99999999999999999999", " 1"] {
             for command in [["redact"], ["plan"], ["verify"], ["decrypt"], ["encrypt", "--out", folder + "/o"],
                             ["serve", "--token-file", "/nonexistent"]] {
