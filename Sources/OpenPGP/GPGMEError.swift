@@ -90,10 +90,11 @@ public struct GPGMEError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(operation.rawValue) failed: \(reason)" }
 
     /// True for failures that may go away by themselves: the agent or gpg not
-    /// reachable, a time-out, resources short. A caller should retry later
+    /// reachable, a time-out, resources short, gpg gone in the middle (killed or
+    /// crashed: GPGME says only "General error"). A caller should retry later
     /// (a mail filter exits 75), not give up on the mail.
     public var isTemporary: Bool {
-        let temporary: [gpg_err_code_t] = [GPG_ERR_NO_AGENT, GPG_ERR_AGENT, GPG_ERR_ASS_CONNECT_FAILED,
+        let temporary: [gpg_err_code_t] = [GPG_ERR_GENERAL, GPG_ERR_NO_AGENT, GPG_ERR_AGENT, GPG_ERR_ASS_CONNECT_FAILED,
                                            GPG_ERR_ASS_GENERAL, GPG_ERR_TIMEOUT, GPG_ERR_INV_ENGINE,
                                            GPG_ERR_NOT_OPERATIONAL, GPG_ERR_EAGAIN, GPG_ERR_ENOMEM,
                                            GPG_ERR_EPIPE, GPG_ERR_EIO, GPG_ERR_ENOSPC, GPG_ERR_EMFILE]

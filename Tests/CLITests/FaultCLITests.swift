@@ -119,6 +119,45 @@ struct FaultCLITests {
         }
     }
 
+    @Test("gpg killed while it encrypts (SIGKILL, as the OOM killer or an admin does): encrypt exits 75 with one line and writes nothing")
+    func gpgKilledWhileEncrypting() throws {
+        try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc"]) { home throws in
+            // A letter large enough that gpg is still reading it when it is found: 6 to 10 MB of random words.
+            var generator = SystemRandomNumberGenerator()
+            let words = ["saffron", "dinner", "lorem", "ipsum", "table", "wine"]
+            var body = ""
+            while body.utf8.count < Int.random(in: 6_000_000...10_000_000, using: &generator) {
+                body += (0..<12).map { _ in words.randomElement(using: &generator)! }.joined(separator: " ") + "\n"
+            }
+            let letter = home.path + "/letter.eml"
+            try Data((String(decoding: demoMail, as: UTF8.self) + body).utf8).write(to: URL(fileURLWithPath: letter))
+            // The gpg that encrypts for this home (its environment names it) is killed as soon as it is seen.
+            let script = """
+                "$1" encrypt --out "$2" "$3" 2>"$4" & P=$!
+                killed=0
+                for i in $(seq 1 6000); do
+                  for G in $(pgrep -x gpg); do
+                    if grep -qa -- --encrypt /proc/$G/cmdline 2>/dev/null && grep -qa -- "$GNUPGHOME" /proc/$G/environ 2>/dev/null; then
+                      kill -9 $G && killed=1 && break 2
+                    fi
+                  done
+                  kill -0 $P 2>/dev/null || break
+                  sleep 0.005
+                done
+                wait $P; echo "$? $killed"
+                """
+            let out = home.path + "/out", errors = home.path + "/errors"
+            let result = try run("bash", ["-c", script, "kill", Paths.mailsecExecutable.path, out, letter, errors],
+                                 environment: ProcessInfo.processInfo.environment.merging(home.environment) { $1 })
+            let fields = result.output.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            try #require(fields.count == 2 && fields[1] == "1", "gpg was not seen encrypting: \(result.output) \(result.errors)")
+            let line = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            #expect(fields[0] == "75", "exit \(fields[0]): \(line)")
+            #expect(line.hasPrefix("mailsec: ") && line.split(separator: "\n").count == 1, "\(line)")
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: out)) ?? []).isEmpty, "something was written")
+        }
+    }
+
     @Test("a damaged keyring: encrypt, plan and the filter exit 75 with one line; none reports 'no key'")
     func damagedKeyring() throws {
         try withGnuPGHome(importing: ["alice.sec.asc", "bob.pub.asc", "carol.pub.asc"]) { home throws in
