@@ -155,3 +155,47 @@ struct RandomHTMLMemoryTests {
 struct ToolFailure: Error, CustomStringConvertible {
     let description: String
 }
+
+/// An archive inside a compressed file is held whole to be walked after it (a zip's
+/// directory is at its end): a 34 MB attachment held 664 MB (a hostile review). It is held
+/// to 64 MiB (`Inflation.nestedLimit`) and a larger one is not read. Counted, not timed:
+/// the peak resident memory of `mailsec redact` (GNU time's `%M`) for a zstd file whose
+/// content is a stored gzip file of 200 MiB of zeros, padded with 7 MB of random bytes so
+/// that the inflation budget would allow all of it (the mail has no marker, so the file
+/// must be read to go out), less that for a mail of 7 MB of random bytes.
+@Suite("Hostile input: an archive inside an archive is held to a limit")
+struct NestedArchiveMemoryTests {
+    @Test("redact: an inner archive of 200 MiB costs at most 160 MiB more memory than a mail of its size of random bytes (the 64 MiB limit, an array doubling, the stream read; without the limit 300 MiB), and is held back")
+    func innerArchiveHeldToLimit() throws {
+        let folder = try makePrivateDirectory(prefix: "ms-nested")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let script = #"""
+            import base64, os, subprocess, sys, zlib
+            if sys.argv[1] == "archive":
+                c = zlib.compressobj(0, zlib.DEFLATED, 31)   # gzip, stored blocks: an archive as large as its content
+                content = c.compress(b"\0" * (200 << 20)) + c.flush()
+                outer = subprocess.run(["zstd", "-q", "-3", "-c"], input=content, stdout=subprocess.PIPE).stdout
+                outer += subprocess.run(["zstd", "-q", "-c"], input=os.urandom(7 << 20), stdout=subprocess.PIPE).stdout
+            else:
+                outer = os.urandom(7 << 20)   # no compressed file: held back unread
+            sys.stdout.write("From: a@example.org\nTo: b@example.org\nSubject: s\nMIME-Version: 1.0\n"
+                             "Content-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\n"
+                             "no marker here\n--b\nContent-Type: application/octet-stream; name=big.zst\n"
+                             "Content-Transfer-Encoding: base64\n\n" + base64.encodebytes(outer).decode() + "--b--\n")
+            """#
+        var peaks: [String: Int] = [:]
+        for shape in ["random", "archive"] {
+            let made = try run("python3", ["-c", script, shape])
+            try #require(made.status == 0, "\(made.errors)")
+            let result = try run("/usr/bin/time", ["-f", "%M", "-o", folder + "/peak", Paths.mailsecExecutable.path, "redact", "-"],
+                                 input: made.stdout, environment: ["HOME": folder, "PATH": "/usr/bin:/bin"])
+            #expect(result.status == 0, "\(shape): \(result.errors.suffix(300))")
+            if shape == "archive" { #expect(result.output.contains("held back"), "the inner archive was not held back") }
+            let peak = try String(contentsOfFile: folder + "/peak", encoding: .utf8).split(separator: "\n").last.flatMap { Int($0) }
+            peaks[shape] = try #require(peak) * 1024
+        }
+        let more = peaks["archive"]! - peaks["random"]!
+        print("inner archive: peak \(peaks), \(more >> 20) MiB more")
+        #expect(more <= 160 << 20, "the inner archive cost \(more >> 20) MiB more")
+    }
+}

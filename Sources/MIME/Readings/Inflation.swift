@@ -137,6 +137,10 @@ package enum Inflation {
         }
     }
 
+    /// The most an archive inside a stream (kept whole to be walked after it) may hold: 64 MiB,
+    /// the largest mail mailsec reads by default. A larger one is not read, so not clean.
+    static let nestedLimit = 64 << 20
+
     /// What trying a place as a compressed file costs from the input budget, whatever it gives:
     /// chance signatures in hostile bytes (a file of nothing but gzip headers) cost work linear in
     /// the file's size, and a file that holds more than its budget allows is not read to its end.
@@ -735,6 +739,9 @@ package enum Inflation {
                 pageBytes = nil
             }
             if nested != nil {
+                // Held whole to be walked after the stream (a zip's directory is at its end): at most
+                // ``Inflation/nestedLimit``; one larger is not read (a 34 MB attachment held 664 MB).
+                guard nested!.count + piece.count <= Inflation.nestedLimit else { exhausted = true; nested = nil; return false }
                 nested!.append(contentsOf: piece)
             } else if let (at, signature) = signatureEnd(in: piece) {
                 // An archive after other data in the stream (a self-extracting program in an entry, an
