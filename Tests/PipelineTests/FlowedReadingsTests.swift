@@ -1,0 +1,171 @@
+import Foundation
+import MIME
+import Pipeline
+import Policy
+import Redaction
+import TestSupport
+import Testing
+
+/// Issue 21, readings a reader takes that mailsec did not (the fifth red team): each generated
+/// mail is read by a real reader (Python's `email`, policy=default, with the RFC 3676 reader of
+/// `flowed_reader.py`) and by mailsec (`Postcard.writeCensored`, what `mailsec redact` prints).
+/// Where the reader shows a secret between markers, the postcard mailsec writes must not show it
+/// to that reader (refused, or censored); mail of the same shapes without markers goes out as it
+/// came, the reader showing the same text as before.
+@Suite("Flowed readings: quoted flowed lines, format parameters, inline text parts joined")
+struct FlowedReadingsTests {
+    static let seed = UInt64(ProcessInfo.processInfo.environment["MAILSEC_TEST_SEED"] ?? "") ?? 2026_11_27_16
+
+    /// One generated mail: its bytes, its secret, and whether its secret stands between markers.
+    struct Mail {
+        var bytes: [UInt8]
+        var secret: String
+        var marked: Bool
+        var what: String
+    }
+
+    static func word(_ random: inout SeededRandom) -> String {
+        String((0..<Int.random(in: 2...7, using: &random)).map { _ in "abcdefghijkmnopqrstuvwxyz".randomElement(using: &random)! })
+    }
+
+    static func words(_ random: inout SeededRandom, _ range: ClosedRange<Int>) -> String {
+        (0..<Int.random(in: range, using: &random)).map { _ in word(&random) }.joined(separator: " ")
+    }
+
+    static let head = "From: a@example.org\r\nTo: b@example.org\r\nDate: Fri, 27 Nov 2026 08:00:00 +0000\r\n"
+        + "Message-ID: <flowed@example.org>\r\nMIME-Version: 1.0\r\nSubject: re: notes\r\n"
+
+    /// What the reader shows of each mail (``flowed_reader.py``), in order.
+    static func readerViews(_ mails: [[UInt8]]) throws -> [String] {
+        let folder = try makePrivateDirectory(prefix: "ms-flowed")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var paths: [String] = []
+        for (index, mail) in mails.enumerated() {
+            let path = folder + "/\(index).eml"
+            FileManager.default.createFile(atPath: path, contents: Data(mail), attributes: [.posixPermissions: 0o600])
+            paths.append(path)
+        }
+        let script = Paths.root.appendingPathComponent("Tests/PipelineTests/flowed_reader.py").path
+        let result = try run("python3", [script] + paths)
+        try #require(result.status == 0, "\(result.errors)")
+        let views = result.output.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            .map { line in (try? JSONDecoder().decode(String.self, from: Data(line.utf8))) ?? "" }
+        try #require(views.count == mails.count)
+        return views
+    }
+
+    /// The postcard mailsec writes of `mail` (what `mailsec redact` prints), or nil when it refuses.
+    static func postcard(_ mail: [UInt8]) throws -> (bytes: [UInt8]?, refusal: String) {
+        do {
+            var out: [UInt8] = []
+            try Postcard.writeCensored(try MIMEMessage.parse(mail)) { out.append(contentsOf: $0) }
+            return (out, "")
+        } catch let error as PipelineError {
+            return (nil, "\(error)")
+        } catch let error as PolicyError {
+            return (nil, "\(error)")
+        }
+    }
+
+    /// Checks `mails` against the reader: returns the number of issues, and how many were
+    /// refused and censored (for the counts in the commit).
+    static func check(_ mails: [Mail]) throws -> (issues: Int, refused: Int, censored: Int) {
+        let before = try readerViews(mails.map(\.bytes))
+        var written: [(index: Int, bytes: [UInt8])] = []
+        var issues = 0, refused = 0
+        for (index, mail) in mails.enumerated() {
+            let shown = before[index]
+            // Marked: the reader shows the secret, and censoring what it shows takes it out.
+            let censoredView = (try? Redactor.standard.redact(shown, mode: .censor)) ?? shown
+            let marked = shown.contains(mail.secret) && !censoredView.contains(mail.secret)
+            // The generator's word, checked: the reader shows the secret marked exactly when it says so.
+            if marked != mail.marked {
+                issues += 1
+                Issue.record("\(mail.what): the reader shows \(shown.debugDescription), marked \(mail.marked) expected")
+                continue
+            }
+            let (bytes, refusal) = try postcard(mail.bytes)
+            if let bytes {
+                written.append((index, bytes))
+            } else if mail.marked {
+                refused += 1
+            } else {
+                issues += 1
+                Issue.record("\(mail.what): a mail without markers was refused: \(refusal)")
+            }
+        }
+        let after = try readerViews(written.map(\.bytes))
+        var censored = 0
+        for ((index, _), shown) in zip(written, after) {
+            let mail = mails[index]
+            if mail.marked {
+                if shown.contains(mail.secret) {
+                    issues += 1
+                    Issue.record("\(mail.what): went out, the reader shows the secret: \(shown.debugDescription)")
+                } else {
+                    censored += 1
+                }
+            } else if shown != before[index] {
+                issues += 1
+                Issue.record("\(mail.what): a mail without markers was changed: \(before[index].debugDescription) → \(shown.debugDescription)")
+            }
+        }
+        return (issues, refused, censored)
+    }
+
+    // MARK: quoted flowed lines
+
+    /// A flowed reply quoting a paragraph (depth 1 to 3, `>` with or without a space) that
+    /// holds a span, its quoted lines broken softly at random places (DelSp=yes: anywhere, the
+    /// markers and the secret too; DelSp=no: after a blank); unmarked, the markers left out.
+    static func quotedMail(_ random: inout SeededRandom, marked: Bool, round: Int) -> Mail {
+        let secret = "zq" + word(&random) + "x"
+        let delsp = Bool.random(using: &random)
+        let depth = Int.random(in: 1...3, using: &random)
+        let prefix = String(repeating: ">", count: depth) + (Bool.random(using: &random) ? " " : "")
+        let inner = Bool.random(using: &random) ? secret : words(&random, 0...2) + " " + secret + " " + words(&random, 0...2)
+        let span = marked ? "[[private]]" + inner.trimmingCharacters(in: .whitespaces) + "[[/private]]"
+            : inner.trimmingCharacters(in: .whitespaces)
+        let paragraph = Array(words(&random, 1...5) + " " + span + " " + words(&random, 0...4))
+        // Soft breaks: before a letter or bracket (a break before a blank would make that blank
+        // space-stuffing under a bare `>`), with DelSp=no only after a blank.
+        var cuts: Set<Int> = []
+        for _ in 0..<Int.random(in: 1...4, using: &random) {
+            let at = Int.random(in: 1..<paragraph.count, using: &random)
+            guard paragraph[at] != " " else { continue }
+            if delsp || paragraph[at - 1] == " " { cuts.insert(at) }
+        }
+        // With DelSp=yes, half the time a break inside a marker (where a reader blind to quotes misses it).
+        if delsp, marked, Bool.random(using: &random) {
+            let marker = Array(["[[private]]", "[[/private]]"].randomElement(using: &random)!)
+            let start = (0...(paragraph.count - marker.count)).first { Array(paragraph[$0..<($0 + marker.count)]) == marker }!
+            cuts.insert(start + Int.random(in: 1..<marker.count, using: &random))
+        }
+        var body = ""
+        var line = prefix
+        for (index, character) in paragraph.enumerated() {
+            if cuts.contains(index) {
+                body += line + (delsp ? " " : "") + "\r\n"
+                line = prefix
+            }
+            line.append(character)
+        }
+        body += line + "\r\n"
+        if Bool.random(using: &random) { body = "On Friday b wrote: \r\n" + body }
+        if Bool.random(using: &random) { body += "\r\n" + words(&random, 1...6) + "\r\n" }
+        let type = "text/plain; charset=utf-8; format=flowed" + (delsp ? "; delsp=yes" : Bool.random(using: &random) ? "; delsp=no" : "")
+        let mail = head + "Content-Type: \(type)\r\nContent-Transfer-Encoding: 8bit\r\n\r\n" + body
+        return Mail(bytes: Array(mail.utf8), secret: secret, marked: marked,
+                    what: "round \(round) (quoted, depth \(depth), delsp \(delsp), \(cuts.count) breaks)")
+    }
+
+    @Test("quoted flowed replies with a span broken across soft line breaks at any place: refused or censored as the reader shows them; without markers sent as they came")
+    func quotedFlowed() throws {
+        var random = SeededRandom(seed: Self.seed)
+        let mails = (0..<240).map { round in Self.quotedMail(&random, marked: round % 4 != 3, round: round) }
+        let (issues, refused, censored) = try Self.check(mails)
+        #expect(issues == 0)
+        #expect(refused + censored == mails.filter(\.marked).count)
+        print("quoted flowed: \(mails.count) mails, \(refused) refused, \(censored) censored, \(issues) issues")
+    }
+}
