@@ -20,8 +20,15 @@ struct FlowedReadingsTests {
     struct Mail {
         var bytes: [UInt8]
         var secret: String
+        /// The generator wrote markers around the secret (else: a control, no marker anywhere).
         var marked: Bool
         var what: String
+        /// What mailsec must do with a marked mail: nil, refuse or censor as it finds; else
+        /// refuse it (true) or censor it (false).
+        var refuse: Bool? = nil
+        /// Whether the reader shows the secret marked: nil when it depends on the reader's
+        /// choice (some readers show it marked, others do not); else it must be so.
+        var readerMarked: Bool? = true
     }
 
     static func word(_ random: inout SeededRandom) -> String {
@@ -79,12 +86,16 @@ struct FlowedReadingsTests {
             let censoredView = (try? Redactor.standard.redact(shown, mode: .censor)) ?? shown
             let marked = shown.contains(mail.secret) && !censoredView.contains(mail.secret)
             // The generator's word, checked: the reader shows the secret marked exactly when it says so.
-            if marked != mail.marked {
+            if mail.marked ? mail.readerMarked.map({ $0 != marked }) ?? false : marked {
                 issues += 1
                 Issue.record("\(mail.what): the reader shows \(shown.debugDescription), marked \(mail.marked) expected")
                 continue
             }
             let (bytes, refusal) = try postcard(mail.bytes)
+            if let refuse = mail.refuse, mail.marked, refuse != (bytes == nil) {
+                issues += 1
+                Issue.record("\(mail.what): \(refuse ? "censored, not refused" : "refused, not censored: \(refusal)")")
+            }
             if let bytes {
                 written.append((index, bytes))
             } else if mail.marked {
@@ -105,7 +116,14 @@ struct FlowedReadingsTests {
                 } else {
                     censored += 1
                 }
-            } else if shown != before[index] {
+                // Rebuilt with one unambiguous Content-Type: UTF-8, not flowed.
+                let written = String(decoding: written.first { $0.index == index }!.bytes, as: UTF8.self).lowercased()
+                if written.contains("format") || written.contains("delsp") {
+                    issues += 1
+                    Issue.record("\(mail.what): the postcard names a format or DelSp")
+                }
+            } else if shown.replacingOccurrences(of: "\r\n", with: "\n") != before[index].replacingOccurrences(of: "\r\n", with: "\n") {
+                // (The mail as it came is written with LF line ends.)
                 issues += 1
                 Issue.record("\(mail.what): a mail without markers was changed: \(before[index].debugDescription) → \(shown.debugDescription)")
             }
@@ -167,5 +185,84 @@ struct FlowedReadingsTests {
         #expect(issues == 0)
         #expect(refused + censored == mails.filter(\.marked).count)
         print("quoted flowed: \(mails.count) mails, \(refused) refused, \(censored) censored, \(issues) issues")
+    }
+
+    // MARK: format and delsp parameters
+
+    /// The ways the red team gave `format` and `delsp` (and a few more): each with whether
+    /// readers may take it otherwise than mailsec does. `%F` stands for the first format value,
+    /// `%S` for the DelSp value.
+    static let parameterForms: [(form: String, ambiguous: Bool)] = [
+        ("format=flowed; delsp=yes", false),
+        ("FORMAT=Flowed; DelSp=Yes", false),
+        ("format=\"flowed\"; delsp=\"yes\"", false),
+        ("delsp=yes; format=flowed", false),
+        ("format=flowed; format=flowed; delsp=yes", false),
+        ("format=flowed; format=fixed; delsp=yes", true),
+        ("format=fixed; format=flowed; delsp=yes", true),
+        ("format=flowed; FORMAT=fixed; delsp=yes", true),
+        ("format=flowed; delsp=yes; format=bogus", true),
+        ("format*=''flowed; format=fixed; delsp=yes", true),
+        ("format=fixed; format*=utf-8''flowed; delsp=yes", true),
+        ("format=flowed; delsp=yes; format*0=fixed", true),
+        ("format*0=flo; format*1=wed; delsp=yes", true),
+        ("format*=''%66lowed; delsp=yes", true),
+        ("format=flowed (c); delsp=yes", true),
+        ("format=(note) flowed; delsp=yes", true),
+        ("format=flowed; delsp=yes (c)", true),
+        ("format=flowed; delsp=yes; delsp=no", true),
+        ("format=flowed; delsp=no; DELSP=yes", true),
+        ("format=flowed; delsp*=''yes", true),
+    ]
+
+    /// A flowed text (quoted or not) whose span is broken across soft breaks with DelSp=yes, one
+    /// break inside a marker, under one of ``parameterForms``; unmarked, the markers left out.
+    static func parameterMail(_ random: inout SeededRandom, form: (form: String, ambiguous: Bool), marked: Bool, round: Int) -> Mail {
+        let secret = "zq" + word(&random) + "x"
+        let prefix = Bool.random(using: &random) ? "" : String(repeating: ">", count: Int.random(in: 1...2, using: &random)) + " "
+        let open = marked ? "[[private]]" : "", close = marked ? "[[/private]]" : ""
+        let paragraph = words(&random, 1...4) + " " + open + secret + close + " " + words(&random, 0...3)
+        let scalars = Array(paragraph)
+        // One break inside each marker (marked), or at a random letter; others at random letters.
+        var cuts: Set<Int> = []
+        if marked {
+            for marker in [Array(open), Array(close)] {
+                let start = (0...(scalars.count - marker.count)).first { Array(scalars[$0..<($0 + marker.count)]) == marker }!
+                cuts.insert(start + Int.random(in: 1..<marker.count, using: &random))
+            }
+        }
+        for _ in 0..<Int.random(in: 0...2, using: &random) {
+            let at = Int.random(in: 1..<scalars.count, using: &random)
+            if scalars[at] != " " { cuts.insert(at) }
+        }
+        var body = "", line = prefix
+        for (index, character) in scalars.enumerated() {
+            if cuts.contains(index) {
+                body += line + " \r\n"
+                line = prefix
+            }
+            line.append(character)
+        }
+        body += line + "\r\n"
+        if Bool.random(using: &random) { body += "\r\n" + words(&random, 1...6) + "\r\n" }
+        let charset = ["charset=utf-8; ", "charset=\"us-ascii\"; ", ""].randomElement(using: &random)!
+        let mail = head + "Content-Type: text/plain; \(charset)\(form.form)\r\nContent-Transfer-Encoding: 8bit\r\n\r\n" + body
+        // Where the form is ambiguous, Python may read it fixed (the first value fixed), and then
+        // shows the markers broken: which readers show it marked depends on the reader.
+        return Mail(bytes: Array(mail.utf8), secret: secret, marked: marked,
+                    what: "round \(round) (Content-Type \(charset)\(form.form), \(prefix.isEmpty ? "unquoted" : "quoted"))",
+                    refuse: form.ambiguous, readerMarked: form.ambiguous ? nil : true)
+    }
+
+    @Test("format and delsp given twice, in case variants, in RFC 2231 form or with comments: a part with a marker in any reading is refused, one given plainly censored; mail without markers sent as it came")
+    func parameterForms() throws {
+        var random = SeededRandom(seed: Self.seed &+ 1)
+        let mails = (0..<240).map { round in
+            Self.parameterMail(&random, form: Self.parameterForms[round % Self.parameterForms.count],
+                               marked: (round / Self.parameterForms.count) % 3 != 2, round: round)
+        }
+        let (issues, refused, censored) = try Self.check(mails)
+        #expect(issues == 0)
+        print("format parameters: \(mails.count) mails, \(refused) refused, \(censored) censored, \(issues) issues")
     }
 }

@@ -583,6 +583,16 @@ package struct MessageReadings {
             let kind = Self.isXMLPage(name: filename, head: opening.head) ? "xml" : "1"
             media = ContentType(type: "text", subtype: "html", parameters: media.parameters.merging([ContentType.openedAsPage: kind]) { $1 })
         }
+        // format=flowed and DelSp as readers may take them (issue 21): a part any reader may take
+        // for flowed is read flowed too, both DelSp ways; one whose Content-Type gives them in a
+        // form readers resolve differently is not read with certainty (with a marker: refused).
+        if textLike && !ContentType.isMarkupName(media.subtype) {
+            let flowing = Self.flowedReadings(headers.filter { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) })
+            if flowing.ambiguous { note(name + " Content-Type format or delsp (read more than one way)") }
+            if flowing.mayFlow && media.parameters["format"]?.lowercased() != "flowed" {
+                media = ContentType(type: media.type, subtype: media.subtype, parameters: media.parameters.merging(["format": "flowed"]) { $1 })
+            }
+        }
         // A nested message is read even when the visitor has seen enough: it
         // may hold places that cannot be read with certainty.
         guard textLike && (reading || isMessage || savedPage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
@@ -705,6 +715,53 @@ extension MessageReadings {
                 if head.count >= Self.headSize { done = true; return }
             }
         }
+    }
+
+    /// How readers may take RFC 3676's `format` and `delsp` from a part's Content-Type fields
+    /// (`fields`, unfolded): `mayFlow` when any reader may take the part for format=flowed,
+    /// `ambiguous` when readers may take either parameter otherwise than GMime does. The red
+    /// team's forms: a parameter given twice (`format=flowed; format=fixed`, `FORMAT=fixed`,
+    /// `format=bogus` after), in RFC 2231 form (`format*=''flowed`, `format*0=fixed`; Python
+    /// prefers it, GMime took the last), with a comment (`format=flowed (c)`: Python flows it,
+    /// GMime read `flowed (c)`), or in two Content-Type fields. Python's `get_param`, GMime and
+    /// the clients each take one of them; the part is read under each, and which one a given
+    /// reader takes is not known.
+    static func flowedReadings(_ fields: [String]) -> (mayFlow: Bool, ambiguous: Bool) {
+        var formats: [String] = [], delsps: [String] = [], otherForm = false, mentioned = false
+        // RFC 2231 continuations (`format*0=flo; format*1=wed`), joined in order.
+        var sections: [(Int, String)] = []
+        for field in fields {
+            let lower = field.lowercased()
+            guard lower.contains("format") || lower.contains("delsp") || lower.contains("flowed") else { continue }
+            mentioned = true
+            // A comment anywhere: readers that drop comments and readers that keep them differ.
+            if FieldReadings.withoutComments(field) != field { otherForm = true }
+            for (rawName, rawValue) in FieldReadings.rawParameters(field) {
+                let name = rawName.lowercased().trimmingBlanks
+                let isFormat = name == "format" || name.hasPrefix("format*")
+                guard isFormat || name == "delsp" || name.hasPrefix("delsp*") else { continue }
+                var value = rawValue
+                if name.contains("*") {
+                    otherForm = true
+                    let pieces = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+                    if pieces.count == 3 { value = String(pieces[2]) }
+                    value = String(decoding: PercentEncoding.decoded(Array(value.utf8)), as: UTF8.self)
+                }
+                value = FieldReadings.withoutComments(value).trimmingBlanks.lowercased()
+                if isFormat { formats.append(value) } else { delsps.append(value) }
+                if isFormat, let number = Int(name.dropFirst("format*".count).filter(\.isNumber)), name.count > "format*".count {
+                    sections.append((number, value))
+                }
+            }
+        }
+        if sections.count > 1 { formats.append(sections.sorted { $0.0 < $1.0 }.map(\.1).joined()) }
+        // Given twice alike is one value (a forwarded part's fields repeat); two Content-Type
+        // fields that differ are noted where the part is parsed anew with each.
+        let ambiguous = mentioned && (otherForm || Set(formats).count > 1 || Set(delsps).count > 1)
+        let mayFlow = formats.contains { $0.contains("flowed") }
+            || ambiguous && fields.contains { $0.lowercased().contains("flowed") }
+        // DelSp matters to flowed text only.
+        return (mayFlow, ambiguous && mayFlow)
     }
 
     /// True for media types a reader shows as their text, nothing joined,
