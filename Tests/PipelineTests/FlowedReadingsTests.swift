@@ -265,4 +265,61 @@ struct FlowedReadingsTests {
         #expect(issues == 0)
         print("format parameters: \(mails.count) mails, \(refused) refused, \(censored) censored, \(issues) issues")
     }
+
+    // MARK: consecutive inline text parts
+
+    /// A multipart/mixed of 2 to 5 inline text parts (Content-Disposition inline or none; 8bit,
+    /// quoted-printable or base64; UTF-8, US-ASCII or Latin-1; flowed or not) holding one text cut
+    /// at random places, at least one inside a marker; or the whole span inside one part (each
+    /// part read alone shows it: censored); unmarked, the markers left out.
+    static func partsMail(_ random: inout SeededRandom, marked: Bool, whole: Bool, round: Int) -> Mail {
+        let secret = "zq" + word(&random) + "x"
+        let open = marked ? "[[private]]" : "", close = marked ? "[[/private]]" : ""
+        let before = words(&random, 1...4) + " ", after = " " + words(&random, 0...3)
+        let text = Array(before + open + secret + close + after)
+        let count = Int.random(in: 2...5, using: &random)
+        var cuts: Set<Int> = []
+        if whole {
+            // Cut outside the span only.
+            let spanStart = before.count, spanEnd = before.count + open.count + secret.count + close.count
+            while cuts.count < count - 1 {
+                let at = Bool.random(using: &random) ? Int.random(in: 1...spanStart, using: &random) : Int.random(in: spanEnd..<text.count, using: &random)
+                cuts.insert(at)
+            }
+        } else {
+            if marked {
+                let marker = Array([open, close].randomElement(using: &random)!)
+                let start = (0...(text.count - marker.count)).first { Array(text[$0..<($0 + marker.count)]) == marker }!
+                cuts.insert(start + Int.random(in: 1..<marker.count, using: &random))
+            }
+            while cuts.count < count - 1 { cuts.insert(Int.random(in: 1..<text.count, using: &random)) }
+        }
+        let bounds = [0] + cuts.sorted() + [text.count]
+        var mail = head + "Content-Type: multipart/mixed; boundary=\"b-\(round)\"\r\n\r\n"
+        var shapes: [String] = []
+        for index in 0..<(bounds.count - 1) {
+            let piece = String(text[bounds[index]..<bounds[index + 1]])
+            let charset = ["utf-8", "us-ascii", "iso-8859-1"].randomElement(using: &random)!
+            let flowed = Int.random(in: 0..<4, using: &random) == 0 ? "; format=flowed" : ""
+            let disposition = ["Content-Disposition: inline\r\n", ""].randomElement(using: &random)!
+            let encoding = ["8bit", "quoted-printable", "base64", "7bit"].randomElement(using: &random)!
+            let body = encoding == "base64" ? Data(piece.utf8).base64EncodedString() : piece
+            shapes.append(encoding)
+            mail += "--b-\(round)\r\nContent-Type: text/plain; charset=\(charset)\(flowed)\r\n\(disposition)"
+                + "Content-Transfer-Encoding: \(encoding)\r\n\r\n\(body)\r\n"
+        }
+        mail += "--b-\(round)--\r\n"
+        return Mail(bytes: Array(mail.utf8), secret: secret, marked: marked,
+                    what: "round \(round) (\(bounds.count - 1) parts \(shapes), \(whole ? "span whole" : "cut") at \(cuts.sorted()))",
+                    refuse: !whole)
+    }
+
+    @Test("markers cut across consecutive inline text parts, shown as one text by readers: refused; a span whole in one part censored; the same parts without markers sent as they came")
+    func inlinePartsJoined() throws {
+        var random = SeededRandom(seed: Self.seed &+ 2)
+        let mails = (0..<240).map { round in Self.partsMail(&random, marked: round % 4 != 3, whole: round % 4 == 2, round: round) }
+        let (issues, refused, censored) = try Self.check(mails)
+        #expect(issues == 0)
+        print("inline parts: \(mails.count) mails, \(refused) refused, \(censored) censored, \(issues) issues")
+    }
 }
