@@ -87,8 +87,12 @@ extension Redactor {
             // them (``unflowed(_:deleteSpace:)``), and, where a line is quoted, as a reader that
             // joins lines without looking at their quotes does.
             if body(.text(Self.unflowed(text, deleteSpace: true))) || body(.text(Self.unflowed(text, deleteSpace: false))) { return true }
+            // Quote marks with blanks between (`> > `), which RFC 3676 reads as depth 1 with `> ` in
+            // the text, and which readers that count them as depth 2 join as one paragraph.
             if Self.hasQuotedLine(text),
-               body(.text(Self.joinedFlowed(text, deleteSpace: true))) || body(.text(Self.joinedFlowed(text, deleteSpace: false))) { return true }
+               body(.text(Self.joinedFlowed(text, deleteSpace: true))) || body(.text(Self.joinedFlowed(text, deleteSpace: false)))
+                || body(.text(Self.unflowed(text, deleteSpace: true, spacedQuotes: true)))
+                || body(.text(Self.unflowed(text, deleteSpace: false, spacedQuotes: true))) { return true }
         }
         if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
             let unfolded = Self.unfolded(text)
@@ -185,8 +189,9 @@ extension Redactor {
     /// paragraph is written on one line, its quote marks and a space before it, with
     /// the line end of the line that ended it. Issue 21: `> [[pri ` and `> vate]]`,
     /// DelSp=yes, are `> [[private]]` to Thunderbird; ``joinedFlowed(_:deleteSpace:)``,
-    /// blind to quotes, read `> [[pri> vate]]`.
-    public static func unflowed(_ text: String, deleteSpace: Bool) -> String {
+    /// blind to quotes, read `> [[pri> vate]]`. With `spacedQuotes`, a blank between two
+    /// quote marks (`> > `) is taken as part of the quote marks, as some readers take it.
+    public static func unflowed(_ text: String, deleteSpace: Bool, spacedQuotes: Bool = false) -> String {
         let scalars = scalarArray(text)
         var out: [Unicode.Scalar] = []
         out.reserveCapacity(scalars.count)
@@ -201,7 +206,11 @@ extension Redactor {
             var contentEnd = end
             if contentEnd > index && scalars[contentEnd - 1] == "\r" { contentEnd -= 1 }
             var start = index, depth = 0
-            while start < contentEnd && scalars[start] == ">" { start += 1; depth += 1 }
+            while start < contentEnd && scalars[start] == ">" {
+                start += 1
+                depth += 1
+                if spacedQuotes && start + 1 < contentEnd && scalars[start] == " " && scalars[start + 1] == ">" { start += 1 }
+            }
             if start < contentEnd && scalars[start] == " " { start += 1 }
             let isSignature = contentEnd - start == 3 && scalars[start] == "-" && scalars[start + 1] == "-" && scalars[start + 2] == " "
             let soft = !isSignature && contentEnd > start && scalars[contentEnd - 1] == " "

@@ -1162,7 +1162,9 @@ extension Redactor {
                 guard flowed else { return [Self.unfolded(text)] }
                 // Quoted lines as RFC 3676 reads them, and as a reader blind to quote marks does.
                 return [Self.unflowed(text, deleteSpace: true), Self.unflowed(text, deleteSpace: false)]
-                    + (Self.hasQuotedLine(text) ? [Self.joinedFlowed(text, deleteSpace: true), Self.joinedFlowed(text, deleteSpace: false)] : [])
+                    + (Self.hasQuotedLine(text) ? [Self.joinedFlowed(text, deleteSpace: true), Self.joinedFlowed(text, deleteSpace: false),
+                                                   Self.unflowed(text, deleteSpace: true, spacedQuotes: true),
+                                                   Self.unflowed(text, deleteSpace: false, spacedQuotes: true)] : [])
             },
         ]
         return stages.flatMap { $0() }

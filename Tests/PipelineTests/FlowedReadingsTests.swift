@@ -140,7 +140,10 @@ struct FlowedReadingsTests {
         let secret = "zq" + word(&random) + "x"
         let delsp = Bool.random(using: &random)
         let depth = Int.random(in: 1...3, using: &random)
-        let prefix = String(repeating: ">", count: depth) + (Bool.random(using: &random) ? " " : "")
+        // `> > ` (quote marks with blanks between): RFC 3676 reads depth 1 and `> ` as text, other
+        // readers depth 2; the reader here shows the span broken, others marked.
+        let spaced = depth > 1 && Int.random(in: 0..<3, using: &random) == 0
+        let prefix = spaced ? String(repeating: "> ", count: depth) : String(repeating: ">", count: depth) + (Bool.random(using: &random) ? " " : "")
         let inner = Bool.random(using: &random) ? secret : words(&random, 0...2) + " " + secret + " " + words(&random, 0...2)
         let span = marked ? "[[private]]" + inner.trimmingCharacters(in: .whitespaces) + "[[/private]]"
             : inner.trimmingCharacters(in: .whitespaces)
@@ -174,7 +177,8 @@ struct FlowedReadingsTests {
         let type = "text/plain; charset=utf-8; format=flowed" + (delsp ? "; delsp=yes" : Bool.random(using: &random) ? "; delsp=no" : "")
         let mail = head + "Content-Type: \(type)\r\nContent-Transfer-Encoding: 8bit\r\n\r\n" + body
         return Mail(bytes: Array(mail.utf8), secret: secret, marked: marked,
-                    what: "round \(round) (quoted, depth \(depth), delsp \(delsp), \(cuts.count) breaks)")
+                    what: "round \(round) (quoted, depth \(depth)\(spaced ? " spaced" : ""), delsp \(delsp), \(cuts.count) breaks)",
+                    readerMarked: spaced ? nil : true)
     }
 
     @Test("quoted flowed replies with a span broken across soft line breaks at any place: refused or censored as the reader shows them; without markers sent as they came")
@@ -213,6 +217,8 @@ struct FlowedReadingsTests {
         ("format=flowed; delsp=yes; delsp=no", true),
         ("format=flowed; delsp=no; DELSP=yes", true),
         ("format=flowed; delsp*=''yes", true),
+        ("format=flowed delsp=yes", true),
+        ("format=flowed\tdelsp=yes", true),
     ]
 
     /// A flowed text (quoted or not) whose span is broken across soft breaks with DelSp=yes, one

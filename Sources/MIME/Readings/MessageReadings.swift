@@ -784,6 +784,11 @@ extension MessageReadings {
                     value = String(decoding: PercentEncoding.decoded(Array(value.utf8)), as: UTF8.self)
                 }
                 value = FieldReadings.withoutComments(value).trimmingBlanks.lowercased()
+                // A blank in the value (`format=flowed delsp=yes`, the `;` left out): a reader may cut it there.
+                if let blank = value.firstIndex(where: { $0 == " " || $0 == "\t" }) {
+                    otherForm = true
+                    if isFormat { formats.append(String(value[..<blank])) }
+                }
                 if isFormat { formats.append(value) } else { delsps.append(value) }
                 if isFormat, let number = Int(name.dropFirst("format*".count).filter(\.isNumber)), name.count > "format*".count {
                     sections.append((number, value))
