@@ -274,8 +274,8 @@ struct FlowedReadingsTests {
 
     // MARK: consecutive inline text parts
 
-    /// A multipart/mixed of 2 to 5 inline text parts (Content-Disposition inline or none; 8bit,
-    /// quoted-printable or base64; UTF-8, US-ASCII or Latin-1; flowed or not) holding one text cut
+    /// A multipart/mixed of 2 to 5 inline text parts (plain or, a fifth, HTML; Content-Disposition
+    /// inline or none; 8bit, quoted-printable or base64; UTF-8, US-ASCII or Latin-1; flowed or not) holding one text cut
     /// at random places, at least one inside a marker; or the whole span inside one part (each
     /// part read alone shows it: censored); unmarked, the markers left out.
     static func partsMail(_ random: inout SeededRandom, marked: Bool, whole: Bool, round: Int) -> Mail {
@@ -304,14 +304,23 @@ struct FlowedReadingsTests {
         var mail = head + "Content-Type: multipart/mixed; boundary=\"b-\(round)\"\r\n\r\n"
         var shapes: [String] = []
         for index in 0..<(bounds.count - 1) {
-            let piece = String(text[bounds[index]..<bounds[index + 1]])
+            var piece = String(text[bounds[index]..<bounds[index + 1]])
             let charset = ["utf-8", "us-ascii", "iso-8859-1"].randomElement(using: &random)!
-            let flowed = Int.random(in: 0..<4, using: &random) == 0 ? "; format=flowed" : ""
+            // A fifth of the parts HTML: the piece bare or in an inline element or a document, its
+            // brackets sometimes as references (a client shows the part's text).
+            let html = Int.random(in: 0..<5, using: &random) == 0
+            if html {
+                if Bool.random(using: &random) { piece = piece.replacingOccurrences(of: "[", with: "&#91;") }
+                piece = ["", "<span>", "<b>", "<html><body>"].randomElement(using: &random)! + piece
+                    + (piece.isEmpty ? "" : ["", "</span>", "</b>", "</body></html>"].randomElement(using: &random)!)
+            }
+            let subtype = html ? "html" : "plain"
+            let flowed = !html && Int.random(in: 0..<4, using: &random) == 0 ? "; format=flowed" : ""
             let disposition = ["Content-Disposition: inline\r\n", ""].randomElement(using: &random)!
             let encoding = ["8bit", "quoted-printable", "base64", "7bit"].randomElement(using: &random)!
             let body = encoding == "base64" ? Data(piece.utf8).base64EncodedString() : piece
-            shapes.append(encoding)
-            mail += "--b-\(round)\r\nContent-Type: text/plain; charset=\(charset)\(flowed)\r\n\(disposition)"
+            shapes.append(html ? "html " + encoding : encoding)
+            mail += "--b-\(round)\r\nContent-Type: text/\(subtype); charset=\(charset)\(flowed)\r\n\(disposition)"
                 + "Content-Transfer-Encoding: \(encoding)\r\n\r\n\(body)\r\n"
         }
         mail += "--b-\(round)--\r\n"

@@ -1,7 +1,8 @@
 # The reader the FlowedReadingsTests check mailsec against: Python email (policy=default),
-# RFC 3676 unflowing with quote depth, and consecutive inline text/plain parts joined.
+# RFC 3676 unflowing with quote depth, and consecutive inline text parts joined (HTML ones
+# by their text: tags out, references decoded).
 # Prints one JSON string per file named on the command line: what the reader shows.
-import sys, json, re, email
+import sys, json, re, email, html
 from email import policy
 
 def unflow(text, delsp):
@@ -23,6 +24,9 @@ def unflow(text, delsp):
 
 def shown(part):
     text = part.get_content()
+    if part.get_content_subtype() == 'html':
+        # A mail client's view of the HTML part's text, roughly: tags out, references decoded.
+        return html.unescape(re.sub(r'<[^>]*>', '', text))
     if str(part.get_param('format', '')).lower() == 'flowed':
         text = unflow(text, str(part.get_param('delsp', '')).lower() == 'yes')
     return text
@@ -36,7 +40,7 @@ def view(message):
             run = None
             for child in part.iter_parts():
                 inline = (part.get_content_subtype() == 'mixed' and not child.is_multipart()
-                          and child.get_content_type() == 'text/plain' and child.get_content_disposition() != 'attachment')
+                          and child.get_content_maintype() == 'text' and child.get_content_disposition() != 'attachment')
                 if inline:
                     run = (run or '') + shown(child)
                     continue

@@ -258,9 +258,16 @@ package struct MessageReadings {
             while end < children.count && shownInline(children[end]) { end += 1 }
             defer { start = end }
             guard end - start > 1 else { continue }
-            var joined = "", flowed = false, complete = true
+            var joined = "", flowed = false, complete = true, markup = false
             for child in children[start..<end] {
-                guard let text = child.text, joined.utf8.count + text.utf8.count <= Self.wholeTextLimit else { complete = false; break }
+                guard var text = child.text, joined.utf8.count + text.utf8.count <= Self.wholeTextLimit else { complete = false; break }
+                if ContentType.isMarkupName(child.contentType.subtype) {
+                    // An HTML part shows its text: its tags out (a document's head and all, which reads
+                    // more than is shown, never less), its references decoded by the search of the
+                    // joined text as HTML below.
+                    text = Self.withoutTags(text)
+                    markup = true
+                }
                 joined += text
                 let fields = child.headers.filter { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) }
                 flowed = flowed || child.contentType.parameters["format"]?.lowercased() == "flowed" || Self.flowedReadings(fields).mayFlow
@@ -268,7 +275,24 @@ package struct MessageReadings {
             guard complete else { continue }
             let media = ContentType(type: "text", subtype: "plain", parameters: flowed ? ["format": "flowed"] : [:])
             emitOnce(name + " inline text parts \(start + 1) to \(end) read as one", joined, media: media)
+            if markup {
+                emitOnce(name + " inline text parts \(start + 1) to \(end) read as one", joined,
+                         media: ContentType(type: "text", subtype: "html", parameters: [:]))
+            }
         }
+    }
+
+    /// `html` without its tags and comments (each `<` up to the next `>`): the text a
+    /// browser shows of it, and more (a head's title, a style sheet, a script).
+    static func withoutTags(_ html: String) -> String {
+        var out = String.UnicodeScalarView()
+        var inTag = false
+        for scalar in html.unicodeScalars {
+            if inTag { inTag = scalar != ">"; continue }
+            if scalar == "<" { inTag = true; continue }
+            out.append(scalar)
+        }
+        return String(out)
     }
 
     /// The different values of the fields named `field` (lower-case), each
