@@ -277,7 +277,8 @@ struct FlowedReadingsTests {
     /// A multipart/mixed of 2 to 5 inline text parts (plain or, a fifth, HTML; Content-Disposition
     /// inline or none; 8bit, quoted-printable or base64; UTF-8, US-ASCII or Latin-1; flowed or not) holding one text cut
     /// at random places, at least one inside a marker; or the whole span inside one part (each
-    /// part read alone shows it: censored); unmarked, the markers left out.
+    /// part read alone shows it: censored); unmarked, the markers left out. A third of the mails
+    /// hold some consecutive parts in a nested multipart/mixed, shown among the others.
     static func partsMail(_ random: inout SeededRandom, marked: Bool, whole: Bool, round: Int) -> Mail {
         let secret = "zq" + word(&random) + "x"
         let open = marked ? "[[private]]" : "", close = marked ? "[[/private]]" : ""
@@ -303,7 +304,16 @@ struct FlowedReadingsTests {
         let bounds = [0] + cuts.sorted() + [text.count]
         var mail = head + "Content-Type: multipart/mixed; boundary=\"b-\(round)\"\r\n\r\n"
         var shapes: [String] = []
+        // A third of the mails put some consecutive parts inside a nested multipart/mixed.
+        let nested: ClosedRange<Int>? = bounds.count > 2 && Int.random(in: 0..<3, using: &random) == 0
+            ? { let first = Int.random(in: 0..<(bounds.count - 1), using: &random)
+                return first...Int.random(in: first..<(bounds.count - 1), using: &random) }() : nil
         for index in 0..<(bounds.count - 1) {
+            if index == nested?.lowerBound {
+                mail += "--b-\(round)\r\nContent-Type: multipart/mixed; boundary=\"n-\(round)\"\r\n\r\n"
+                shapes.append("(")
+            }
+            let boundary = nested?.contains(index) == true ? "n-\(round)" : "b-\(round)"
             var piece = String(text[bounds[index]..<bounds[index + 1]])
             let charset = ["utf-8", "us-ascii", "iso-8859-1"].randomElement(using: &random)!
             // A fifth of the parts HTML: the piece bare or in an inline element or a document, its
@@ -320,8 +330,12 @@ struct FlowedReadingsTests {
             let encoding = ["8bit", "quoted-printable", "base64", "7bit"].randomElement(using: &random)!
             let body = encoding == "base64" ? Data(piece.utf8).base64EncodedString() : piece
             shapes.append(html ? "html " + encoding : encoding)
-            mail += "--b-\(round)\r\nContent-Type: text/\(subtype); charset=\(charset)\(flowed)\r\n\(disposition)"
+            mail += "--\(boundary)\r\nContent-Type: text/\(subtype); charset=\(charset)\(flowed)\r\n\(disposition)"
                 + "Content-Transfer-Encoding: \(encoding)\r\n\r\n\(body)\r\n"
+            if index == nested?.upperBound {
+                mail += "--n-\(round)--\r\n"
+                shapes.append(")")
+            }
         }
         mail += "--b-\(round)--\r\n"
         return Mail(bytes: Array(mail.utf8), secret: secret, marked: marked,

@@ -35,10 +35,18 @@ def view(message):
     """What a reader shows: text/plain parts unflowed; consecutive inline text/plain
     parts of a multipart/mixed as one text (Apple Mail, Thunderbird)."""
     pieces = []
+    def in_order(part):
+        # A mixed part's children as shown: a nested mixed part stands as its own children.
+        for child in part.iter_parts():
+            if child.is_multipart() and child.get_content_subtype() == 'mixed':
+                yield from in_order(child)
+            else:
+                yield child
     def walk(part):
         if part.is_multipart():
             run = None
-            for child in part.iter_parts():
+            children = in_order(part) if part.get_content_subtype() == 'mixed' else part.iter_parts()
+            for child in children:
                 inline = (part.get_content_subtype() == 'mixed' and not child.is_multipart()
                           and child.get_content_maintype() == 'text' and child.get_content_disposition() != 'attachment')
                 if inline:

@@ -175,7 +175,10 @@ package struct MessageReadings {
     private mutating func message(_ message: MIMEMessage, prefix: String) {
         guard depth < Self.maxDepth else { note(prefix + "(nested too deep)"); return }
         depth += 1
-        defer { depth -= 1 }
+        // An embedded message's parts are shown on their own, not among its siblings'.
+        let outer = inPartsShownInOrder
+        inPartsShownInOrder = false
+        defer { depth -= 1; inPartsShownInOrder = outer }
         fields(message.headers, prefix: prefix)
         if let body = message.body { entity(body, path: [], prefix: prefix, inDigest: false) }
     }
@@ -213,11 +216,16 @@ package struct MessageReadings {
                 hiddenParts(text, name: name, inDigest: inDigest)
             }
             let digest = type.is("multipart", "digest")
+            // Within a multipart that shows its parts in order, a nested one of that kind shows
+            // its parts among its siblings': joined there, from the outermost.
+            let showsInOrder = Self.showsPartsInOrder(type), outer = inPartsShownInOrder
+            inPartsShownInOrder = showsInOrder
             for (index, child) in entity.children.enumerated() {
                 self.entity(child, path: path + [index], prefix: prefix, inDigest: digest)
             }
-            if !["alternative", "related", "digest", "encrypted"].contains(type.subtype.lowercased()) {
-                inlineTextsJoined(entity.children, name: name)
+            inPartsShownInOrder = outer
+            if showsInOrder && !outer {
+                inlineTextsJoined(Self.partsShownInOrder(entity.children), name: name)
             }
         case .message:
             if let embedded = entity.embeddedMessage { message(embedded, prefix: name + " ") }
@@ -238,6 +246,24 @@ package struct MessageReadings {
         }
     }
 
+    /// True while the children of a multipart that shows its parts in order (``showsPartsInOrder(_:)``)
+    /// are read: a nested one of that kind has its inline text parts joined with its siblings' there.
+    private var inPartsShownInOrder = false
+
+    /// True for a multipart a reader shows part after part: any but alternative, related, digest and encrypted.
+    static func showsPartsInOrder(_ type: ContentType) -> Bool {
+        type.type == "multipart" && !["alternative", "related", "digest", "encrypted"].contains(type.subtype.lowercased())
+    }
+
+    /// `children` in the order a reader shows them, a nested multipart that shows its parts in
+    /// order (``showsPartsInOrder(_:)``) standing as its parts, to the readings' depth.
+    static func partsShownInOrder(_ children: [MIMEEntity], depth: Int = 0) -> [MIMEEntity] {
+        children.flatMap { child in
+            child.kind == .multipart && showsPartsInOrder(child.contentType) && depth < maxDepth
+                ? partsShownInOrder(child.children, depth: depth + 1) : [child]
+        }
+    }
+
     /// Consecutive inline text parts of a multipart that shows its parts one after the other
     /// (mixed, and any but alternative, related, digest and encrypted), read as one text:
     /// Apple Mail and Thunderbird show them so, with nothing between (issue 21, the fifth red
@@ -246,6 +272,8 @@ package struct MessageReadings {
     /// GMime's texts joined, is read as text/plain, flowed too when a part may be. A marker seen
     /// only so is not censored: the rebuilt postcard keeps the parts as they were, its check reads
     /// them joined again and refuses the mail (65). Runs beyond ``wholeTextLimit`` are not joined.
+    /// `children` are the parts in the order shown (``partsShownInOrder(_:depth:)``): a nested
+    /// mixed part's texts join its siblings'.
     private mutating func inlineTextsJoined(_ children: [MIMEEntity], name: String) {
         guard reading, children.count > 1 else { return }
         var start = 0
