@@ -83,8 +83,16 @@ extension Redactor {
                                   _ body: (Rendering) -> Bool) -> Bool {
         if body(.text(text)) { return true }
         if parameters["format"]?.lowercased() == "flowed" {
-            // Which DelSp a reader honours is not certain: both.
-            if body(.text(Self.joinedFlowed(text, deleteSpace: true))) || body(.text(Self.joinedFlowed(text, deleteSpace: false))) { return true }
+            // Which DelSp a reader honours is not certain: both. Quoted lines as RFC 3676 reads
+            // them (``unflowed(_:deleteSpace:)``), and, where a line is quoted, as a reader that
+            // joins lines without looking at their quotes does.
+            if body(.text(Self.unflowed(text, deleteSpace: true))) || body(.text(Self.unflowed(text, deleteSpace: false))) { return true }
+            // Quote marks with blanks between (`> > `), which RFC 3676 reads as depth 1 with `> ` in
+            // the text, and which readers that count them as depth 2 join as one paragraph.
+            if Self.hasQuotedLine(text),
+               body(.text(Self.joinedFlowed(text, deleteSpace: true))) || body(.text(Self.joinedFlowed(text, deleteSpace: false)))
+                || body(.text(Self.unflowed(text, deleteSpace: true, spacedQuotes: true)))
+                || body(.text(Self.unflowed(text, deleteSpace: false, spacedQuotes: true))) { return true }
         }
         if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
             let unfolded = Self.unfolded(text)
@@ -173,8 +181,73 @@ extension Redactor {
         return false
     }
 
-    /// Flowed lines (RFC 3676) joined: a line ending in a space continues on
-    /// the next; with DelSp=yes that space goes.
+    /// format=flowed text as RFC 3676 §4 reads it: each line's quote depth is the
+    /// count of its leading `>`, taken off with one space after them (space-stuffing,
+    /// §4.4 and §4.5); a line ending in a space (but the signature separator `-- `)
+    /// continues on the next line of the same quote depth, without that space when
+    /// `deleteSpace` (DelSp=yes); at another depth it ends its paragraph (§4.5). Each
+    /// paragraph is written on one line, its quote marks and a space before it, with
+    /// the line end of the line that ended it. Issue 21: `> [[pri ` and `> vate]]`,
+    /// DelSp=yes, are `> [[private]]` to Thunderbird; ``joinedFlowed(_:deleteSpace:)``,
+    /// blind to quotes, read `> [[pri> vate]]`. With `spacedQuotes`, a blank between two
+    /// quote marks (`> > `) is taken as part of the quote marks, as some readers take it.
+    public static func unflowed(_ text: String, deleteSpace: Bool, spacedQuotes: Bool = false) -> String {
+        let scalars = scalarArray(text)
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(scalars.count)
+        // The quote depth of the paragraph in progress (nil: none is).
+        var open: Int?
+        var index = 0
+        while index < scalars.count {
+            // One line: [index, end), its line end [end, next).
+            var end = index
+            while end < scalars.count && scalars[end] != "\n" { end += 1 }
+            let next = end < scalars.count ? end + 1 : end
+            var contentEnd = end
+            if contentEnd > index && scalars[contentEnd - 1] == "\r" { contentEnd -= 1 }
+            var start = index, depth = 0
+            while start < contentEnd && scalars[start] == ">" {
+                start += 1
+                depth += 1
+                if spacedQuotes && start + 1 < contentEnd && scalars[start] == " " && scalars[start + 1] == ">" { start += 1 }
+            }
+            if start < contentEnd && scalars[start] == " " { start += 1 }
+            let isSignature = contentEnd - start == 3 && scalars[start] == "-" && scalars[start + 1] == "-" && scalars[start + 2] == " "
+            let soft = !isSignature && contentEnd > start && scalars[contentEnd - 1] == " "
+            if let depthOpen = open, depthOpen != depth {
+                // A flowed line followed by one of another depth: its paragraph ends there (§4.5).
+                out.append("\n")
+                open = nil
+            }
+            if open == nil && depth > 0 {
+                out.append(contentsOf: repeatElement(">", count: depth))
+                out.append(" ")
+            }
+            out.append(contentsOf: scalars[start..<(soft && deleteSpace ? contentEnd - 1 : contentEnd)])
+            if soft && next > end {
+                open = depth
+            } else {
+                out.append(contentsOf: scalars[contentEnd..<next])
+                open = nil
+            }
+            index = next
+        }
+        return String(scalars: out)
+    }
+
+    /// True when a line of `text` starts with `>`: a quoted line of flowed text, which
+    /// ``unflowed(_:deleteSpace:)`` and ``joinedFlowed(_:deleteSpace:)`` read otherwise.
+    public static func hasQuotedLine(_ text: String) -> Bool {
+        var atStart = true
+        for byte in text.utf8 {
+            if atStart && byte == UInt8(ascii: ">") { return true }
+            atStart = byte == 10
+        }
+        return false
+    }
+
+    /// Flowed lines (RFC 3676) joined as a reader blind to quote marks joins them:
+    /// a line ending in a space continues on the next; with DelSp=yes that space goes.
     public static func joinedFlowed(_ text: String, deleteSpace: Bool) -> String {
         var out: [Unicode.Scalar] = []
         let scalars = scalarArray(text)

@@ -1159,8 +1159,12 @@ extension Redactor {
                 let calendar = ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(type.subtype)
                 guard !markup, flowed || calendar,
                       let text = entity.text ?? entity.content.map({ String(decoding: $0, as: UTF8.self) }) else { return [] }
-                return flowed ? [Self.joinedFlowed(text, deleteSpace: true), Self.joinedFlowed(text, deleteSpace: false)]
-                    : [Self.unfolded(text)]
+                guard flowed else { return [Self.unfolded(text)] }
+                // Quoted lines as RFC 3676 reads them, and as a reader blind to quote marks does.
+                return [Self.unflowed(text, deleteSpace: true), Self.unflowed(text, deleteSpace: false)]
+                    + (Self.hasQuotedLine(text) ? [Self.joinedFlowed(text, deleteSpace: true), Self.joinedFlowed(text, deleteSpace: false),
+                                                   Self.unflowed(text, deleteSpace: true, spacedQuotes: true),
+                                                   Self.unflowed(text, deleteSpace: false, spacedQuotes: true)] : [])
             },
         ]
         return stages.flatMap { $0() }

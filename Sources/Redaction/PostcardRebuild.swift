@@ -458,7 +458,7 @@ package enum PostcardRebuild {
             let cleaned = Cleaning.cleaned(decoded, singleLine: false)
             var text = cleaned
             if type.parameters["format"]?.lowercased() == "flowed" {
-                text = Redactor.joinedFlowed(cleaned, deleteSpace: type.parameters["delsp"]?.lowercased() == "yes")
+                text = Redactor.unflowed(cleaned, deleteSpace: type.parameters["delsp"]?.lowercased() == "yes")
             }
             if !redactor.hasMarkers(text) {
                 // A reader may render the part otherwise (enriched without its commands, calendar

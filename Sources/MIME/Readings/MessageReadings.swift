@@ -175,7 +175,10 @@ package struct MessageReadings {
     private mutating func message(_ message: MIMEMessage, prefix: String) {
         guard depth < Self.maxDepth else { note(prefix + "(nested too deep)"); return }
         depth += 1
-        defer { depth -= 1 }
+        // An embedded message's parts are shown on their own, not among its siblings'.
+        let outer = inPartsShownInOrder
+        inPartsShownInOrder = false
+        defer { depth -= 1; inPartsShownInOrder = outer }
         fields(message.headers, prefix: prefix)
         if let body = message.body { entity(body, path: [], prefix: prefix, inDigest: false) }
     }
@@ -213,8 +216,16 @@ package struct MessageReadings {
                 hiddenParts(text, name: name, inDigest: inDigest)
             }
             let digest = type.is("multipart", "digest")
+            // Within a multipart that shows its parts in order, a nested one of that kind shows
+            // its parts among its siblings': joined there, from the outermost.
+            let showsInOrder = Self.showsPartsInOrder(type), outer = inPartsShownInOrder
+            inPartsShownInOrder = showsInOrder
             for (index, child) in entity.children.enumerated() {
                 self.entity(child, path: path + [index], prefix: prefix, inDigest: digest)
+            }
+            inPartsShownInOrder = outer
+            if showsInOrder && !outer {
+                inlineTextsJoined(Self.partsShownInOrder(entity.children), name: name)
             }
         case .message:
             if let embedded = entity.embeddedMessage { message(embedded, prefix: name + " ") }
@@ -233,6 +244,83 @@ package struct MessageReadings {
             let typeField = headers.last { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) } ?? ""
             decoded(written, encoding: FieldReadings.unfolded(encoding.rawValue), typeField: typeField, name: name, inDigest: inDigest)
         }
+    }
+
+    /// True while the children of a multipart that shows its parts in order (``showsPartsInOrder(_:)``)
+    /// are read: a nested one of that kind has its inline text parts joined with its siblings' there.
+    private var inPartsShownInOrder = false
+
+    /// True for a multipart a reader shows part after part: any but alternative, related, digest and encrypted.
+    static func showsPartsInOrder(_ type: ContentType) -> Bool {
+        type.type == "multipart" && !["alternative", "related", "digest", "encrypted"].contains(type.subtype.lowercased())
+    }
+
+    /// `children` in the order a reader shows them, a nested multipart that shows its parts in
+    /// order (``showsPartsInOrder(_:)``) standing as its parts, to the readings' depth.
+    static func partsShownInOrder(_ children: [MIMEEntity], depth: Int = 0) -> [MIMEEntity] {
+        children.flatMap { child in
+            child.kind == .multipart && showsPartsInOrder(child.contentType) && depth < maxDepth
+                ? partsShownInOrder(child.children, depth: depth + 1) : [child]
+        }
+    }
+
+    /// Consecutive inline text parts of a multipart that shows its parts one after the other
+    /// (mixed, and any but alternative, related, digest and encrypted), read as one text:
+    /// Apple Mail and Thunderbird show them so, with nothing between (issue 21, the fifth red
+    /// team's inline-parts-*.eml: 'hello [[priv' | 'ate]]SECRET[[/priv' | 'ate]] bye', no marker in
+    /// any part, a span in the text shown). Each run of two or more (text/*, not `attachment`),
+    /// GMime's texts joined, is read as text/plain, flowed too when a part may be. A marker seen
+    /// only so is not censored: the rebuilt postcard keeps the parts as they were, its check reads
+    /// them joined again and refuses the mail (65). Runs beyond ``wholeTextLimit`` are not joined.
+    /// `children` are the parts in the order shown (``partsShownInOrder(_:depth:)``): a nested
+    /// mixed part's texts join its siblings'.
+    private mutating func inlineTextsJoined(_ children: [MIMEEntity], name: String) {
+        guard reading, children.count > 1 else { return }
+        var start = 0
+        while start < children.count {
+            func shownInline(_ child: MIMEEntity) -> Bool {
+                child.kind == .leaf && child.contentType.type == "text" && child.disposition != "attachment"
+            }
+            guard shownInline(children[start]) else { start += 1; continue }
+            var end = start + 1
+            while end < children.count && shownInline(children[end]) { end += 1 }
+            defer { start = end }
+            guard end - start > 1 else { continue }
+            var joined = "", flowed = false, complete = true, markup = false
+            for child in children[start..<end] {
+                guard var text = child.text, joined.utf8.count + text.utf8.count <= Self.wholeTextLimit else { complete = false; break }
+                if ContentType.isMarkupName(child.contentType.subtype) {
+                    // An HTML part shows its text: its tags out (a document's head and all, which reads
+                    // more than is shown, never less), its references decoded by the search of the
+                    // joined text as HTML below.
+                    text = Self.withoutTags(text)
+                    markup = true
+                }
+                joined += text
+                let fields = child.headers.filter { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) }
+                flowed = flowed || child.contentType.parameters["format"]?.lowercased() == "flowed" || Self.flowedReadings(fields).mayFlow
+            }
+            guard complete else { continue }
+            let media = ContentType(type: "text", subtype: "plain", parameters: flowed ? ["format": "flowed"] : [:])
+            emitOnce(name + " inline text parts \(start + 1) to \(end) read as one", joined, media: media)
+            if markup {
+                emitOnce(name + " inline text parts \(start + 1) to \(end) read as one", joined,
+                         media: ContentType(type: "text", subtype: "html", parameters: [:]))
+            }
+        }
+    }
+
+    /// `html` without its tags and comments (each `<` up to the next `>`): the text a
+    /// browser shows of it, and more (a head's title, a style sheet, a script).
+    static func withoutTags(_ html: String) -> String {
+        var out = String.UnicodeScalarView()
+        var inTag = false
+        for scalar in html.unicodeScalars {
+            if inTag { inTag = scalar != ">"; continue }
+            if scalar == "<" { inTag = true; continue }
+            out.append(scalar)
+        }
+        return String(out)
     }
 
     /// The different values of the fields named `field` (lower-case), each
@@ -583,6 +671,16 @@ package struct MessageReadings {
             let kind = Self.isXMLPage(name: filename, head: opening.head) ? "xml" : "1"
             media = ContentType(type: "text", subtype: "html", parameters: media.parameters.merging([ContentType.openedAsPage: kind]) { $1 })
         }
+        // format=flowed and DelSp as readers may take them (issue 21): a part any reader may take
+        // for flowed is read flowed too, both DelSp ways; one whose Content-Type gives them in a
+        // form readers resolve differently is not read with certainty (with a marker: refused).
+        if textLike && !ContentType.isMarkupName(media.subtype) {
+            let flowing = Self.flowedReadings(headers.filter { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) })
+            if flowing.ambiguous { note(name + " Content-Type format or delsp (read more than one way)") }
+            if flowing.mayFlow && media.parameters["format"]?.lowercased() != "flowed" {
+                media = ContentType(type: media.type, subtype: media.subtype, parameters: media.parameters.merging(["format": "flowed"]) { $1 })
+            }
+        }
         // A nested message is read even when the visitor has seen enough: it
         // may hold places that cannot be read with certainty.
         guard textLike && (reading || isMessage || savedPage), let raw = entity.rawContent(limit: Self.wholeTextLimit) else { return }
@@ -705,6 +803,58 @@ extension MessageReadings {
                 if head.count >= Self.headSize { done = true; return }
             }
         }
+    }
+
+    /// How readers may take RFC 3676's `format` and `delsp` from a part's Content-Type fields
+    /// (`fields`, unfolded): `mayFlow` when any reader may take the part for format=flowed,
+    /// `ambiguous` when readers may take either parameter otherwise than GMime does. The red
+    /// team's forms: a parameter given twice (`format=flowed; format=fixed`, `FORMAT=fixed`,
+    /// `format=bogus` after), in RFC 2231 form (`format*=''flowed`, `format*0=fixed`; Python
+    /// prefers it, GMime took the last), with a comment (`format=flowed (c)`: Python flows it,
+    /// GMime read `flowed (c)`), or in two Content-Type fields. Python's `get_param`, GMime and
+    /// the clients each take one of them; the part is read under each, and which one a given
+    /// reader takes is not known.
+    static func flowedReadings(_ fields: [String]) -> (mayFlow: Bool, ambiguous: Bool) {
+        var formats: [String] = [], delsps: [String] = [], otherForm = false, mentioned = false
+        // RFC 2231 continuations (`format*0=flo; format*1=wed`), joined in order.
+        var sections: [(Int, String)] = []
+        for field in fields {
+            let lower = field.lowercased()
+            guard lower.contains("format") || lower.contains("delsp") || lower.contains("flowed") else { continue }
+            mentioned = true
+            // A comment anywhere: readers that drop comments and readers that keep them differ.
+            if FieldReadings.withoutComments(field) != field { otherForm = true }
+            for (rawName, rawValue) in FieldReadings.rawParameters(field) {
+                let name = rawName.lowercased().trimmingBlanks
+                let isFormat = name == "format" || name.hasPrefix("format*")
+                guard isFormat || name == "delsp" || name.hasPrefix("delsp*") else { continue }
+                var value = rawValue
+                if name.contains("*") {
+                    otherForm = true
+                    let pieces = value.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+                    if pieces.count == 3 { value = String(pieces[2]) }
+                    value = String(decoding: PercentEncoding.decoded(Array(value.utf8)), as: UTF8.self)
+                }
+                value = FieldReadings.withoutComments(value).trimmingBlanks.lowercased()
+                // A blank in the value (`format=flowed delsp=yes`, the `;` left out): a reader may cut it there.
+                if let blank = value.firstIndex(where: { $0 == " " || $0 == "\t" }) {
+                    otherForm = true
+                    if isFormat { formats.append(String(value[..<blank])) }
+                }
+                if isFormat { formats.append(value) } else { delsps.append(value) }
+                if isFormat, let number = Int(name.dropFirst("format*".count).filter(\.isNumber)), name.count > "format*".count {
+                    sections.append((number, value))
+                }
+            }
+        }
+        if sections.count > 1 { formats.append(sections.sorted { $0.0 < $1.0 }.map(\.1).joined()) }
+        // Given twice alike is one value (a forwarded part's fields repeat); two Content-Type
+        // fields that differ are noted where the part is parsed anew with each.
+        let ambiguous = mentioned && (otherForm || Set(formats).count > 1 || Set(delsps).count > 1)
+        let mayFlow = formats.contains { $0.contains("flowed") }
+            || ambiguous && fields.contains { $0.lowercased().contains("flowed") }
+        // DelSp matters to flowed text only.
+        return (mayFlow, ambiguous && mayFlow)
     }
 
     /// True for media types a reader shows as their text, nothing joined,

@@ -1,0 +1,65 @@
+# The reader the FlowedReadingsTests check mailsec against: Python email (policy=default),
+# RFC 3676 unflowing with quote depth, and consecutive inline text parts joined (HTML ones
+# by their text: tags out, references decoded).
+# Prints one JSON string per file named on the command line: what the reader shows.
+import sys, json, re, email, html
+from email import policy
+
+def unflow(text, delsp):
+    """RFC 3676 §4.2 and §4.5 (the red team's unflow.py of redteam5)."""
+    out = []; cur = None; curq = None
+    for line in text.split('\n'):
+        line = line.rstrip('\r')
+        q = len(re.match(r'^(>*)', line).group(1)); l = line[q:]
+        if l.startswith(' '): l = l[1:]
+        soft = l != '-- ' and l.endswith(' ')
+        if soft and delsp: l = l[:-1]
+        if cur is not None and q == curq: cur += l
+        else:
+            if cur is not None: out.append(('>' * curq + ' ' if curq else '') + cur)
+            cur = l; curq = q
+        if not soft: out.append(('>' * curq + ' ' if curq else '') + cur); cur = None
+    if cur is not None: out.append(cur)
+    return '\n'.join(out)
+
+def shown(part):
+    text = part.get_content()
+    if part.get_content_subtype() == 'html':
+        # A mail client's view of the HTML part's text, roughly: tags out, references decoded.
+        return html.unescape(re.sub(r'<[^>]*>', '', text))
+    if str(part.get_param('format', '')).lower() == 'flowed':
+        text = unflow(text, str(part.get_param('delsp', '')).lower() == 'yes')
+    return text
+
+def view(message):
+    """What a reader shows: text/plain parts unflowed; consecutive inline text/plain
+    parts of a multipart/mixed as one text (Apple Mail, Thunderbird)."""
+    pieces = []
+    def in_order(part):
+        # A mixed part's children as shown: a nested mixed part stands as its own children.
+        for child in part.iter_parts():
+            if child.is_multipart() and child.get_content_subtype() == 'mixed':
+                yield from in_order(child)
+            else:
+                yield child
+    def walk(part):
+        if part.is_multipart():
+            run = None
+            children = in_order(part) if part.get_content_subtype() == 'mixed' else part.iter_parts()
+            for child in children:
+                inline = (part.get_content_subtype() == 'mixed' and not child.is_multipart()
+                          and child.get_content_maintype() == 'text' and child.get_content_disposition() != 'attachment')
+                if inline:
+                    run = (run or '') + shown(child)
+                    continue
+                if run is not None: pieces.append(run); run = None
+                walk(child)
+            if run is not None: pieces.append(run)
+        elif part.get_content_type() == 'text/plain':
+            pieces.append(shown(part))
+    walk(message)
+    return '\n'.join(pieces)
+
+for path in sys.argv[1:]:
+    with open(path, 'rb') as f:
+        print(json.dumps(view(email.message_from_bytes(f.read(), policy=policy.default))))
