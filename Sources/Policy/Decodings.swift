@@ -630,7 +630,7 @@ extension Redactor {
     /// any other. A switch, not a dictionary: it is asked at every scalar of a reversed
     /// run, and hashing a scalar cost a twelfth of reading a random-byte HTML part.
     @inline(__always)
-    private static func mirror(of scalar: Unicode.Scalar) -> Unicode.Scalar? {
+    package static func mirror(of scalar: Unicode.Scalar) -> Unicode.Scalar? {
         switch scalar.value {
         case 0x5B: "]"
         case 0x5D: "["

@@ -288,19 +288,8 @@ package enum HTMLRebuild {
                 if !spans.isEmpty { throw refused }
                 var reversed: [Unicode.Scalar] = []
                 reversed.reserveCapacity(stream.count)
-                for scalar in stream.reversed() {
-                    switch scalar {
-                    case "[": reversed.append("]")
-                    case "]": reversed.append("[")
-                    case "(": reversed.append(")")
-                    case ")": reversed.append("(")
-                    case "{": reversed.append("}")
-                    case "}": reversed.append("{")
-                    case "<": reversed.append(">")
-                    case ">": reversed.append("<")
-                    default: reversed.append(scalar)
-                    }
-                }
+                // Shown right to left, each mirrored scalar as its pair (the decodings' table: `«` too).
+                for scalar in stream.reversed() { reversed.append(Redactor.mirror(of: scalar) ?? scalar) }
                 if redactor.hasMarkers(String(scalars: reversed)) { throw refused }
             }
             if directed && RightToLeft.firstReordered(stream, markers: RightToLeft.markers(spans), allRightToLeft: true) != nil { throw refused }
@@ -322,7 +311,7 @@ package enum HTMLRebuild {
             if moved { throw refused }
             // A bidirectional control anywhere in the part's text: in HTML a line end is a space, so the
             // paragraph it reorders runs on to the block's end, wherever the markers stand (a hostile review).
-            if stream.contains(where: { $0.value >= 0x202A && ($0.value <= 0x202E || ($0.value >= 0x2066 && $0.value <= 0x2069)) }) {
+            if stream.contains(where: { Redactor.isBidiControl($0.value) }) {
                 throw PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .bidiControls))
             }
             func context(at position: Int) -> Int {

@@ -95,6 +95,28 @@ struct RightToLeftTests {
         }
     }
 
+    @Test("markers of guillemets (« »), written reversed and mirrored inside <bdo dir=rtl>, which a browser shows as the markers: refused; the same without the override censored")
+    func guillemetsUnderOverride() throws {
+        let redactor = try Redactor(open: "«private»", close: "«/private»")
+        var random = SeededRandom(seed: 2026_11_27_7)
+        for round in 0..<12 {
+            let secret = "zq" + Self.word(&random) + "x"
+            // What a browser shows `«private»SECRET«/private»` from, right to left: the scalars reversed, each mirrored.
+            let shown = "«private»" + secret + "«/private»"
+            let written = String(String.UnicodeScalarView(shown.unicodeScalars.reversed().map { Redactor.mirror(of: $0) ?? $0 }))
+            let overridden = round % 2 == 0
+            let body = overridden ? "<p>\(Self.word(&random))<bdo dir=rtl>\(written)</bdo></p>" : "<p>\(Self.word(&random)) \(shown)</p>"
+            let mail = "From: a@example.org\nTo: b@example.org\nSubject: s\nMIME-Version: 1.0\nContent-Type: text/html; charset=utf-8\n\n\(body)\n"
+            do {
+                let out = try Postcard.censored(try MIMEMessage.parse(Array(mail.utf8)), redactor: redactor).serialize()
+                #expect(!overridden, "round \(round): under the override it went out")
+                #expect(!String(decoding: out, as: UTF8.self).contains(secret), "round \(round): the span's text went out")
+            } catch let error as PolicyError {
+                #expect(overridden, "round \(round): refused without an override: \(error)")
+            }
+        }
+    }
+
     @Test("generated mails: markers in right-to-left paragraphs (plain text, Subject, HTML with a direction set, <bdo>) refused; left-to-right text with Hebrew, and directions without right-to-left text, censored")
     func rightToLeft() throws {
         var random = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["MAILSEC_TEST_SEED"] ?? "") ?? 2026_11_27_24)
