@@ -1,4 +1,5 @@
 import HTML
+import MIME
 import Policy
 
 /// HTML with marked spans, rebuilt for a postcard: parsed as a browser parses
@@ -49,6 +50,23 @@ package enum HTMLRebuild {
         /// Every text of the original document, dropped or hidden ones too, a line break for
         /// `<br>`, `<hr>` and after each block: where an armored OpenPGP block is looked for.
         package var lines = ""
+        /// The parts referred to (`cid:` URLs, ``HTMLRebuild/contentID(_:)``) by elements inside a
+        /// span that was taken out: what the sender marked, shown by a reader as an attachment
+        /// when it is sent on.
+        package var referredInSpans: Set<String> = []
+    }
+
+    /// A `cid:` URL or a Content-ID field's value as one key: the address without `cid:` or angle
+    /// brackets, percent-decoded (RFC 2392), in lower case; nil for a URL of another scheme.
+    package static func contentID(_ value: String, url: Bool) -> String? {
+        var text = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        if url {
+            guard text.lowercased().hasPrefix("cid:") else { return nil }
+            text = String(decoding: PercentEncoding.decoded(Array(text.dropFirst(4).utf8)), as: UTF8.self)
+        } else if text.hasPrefix("<") && text.hasSuffix(">") && text.count >= 2 {
+            text = String(text.dropFirst().dropLast())
+        }
+        return text.isEmpty ? nil : text.lowercased()
     }
 
     /// ``rebuild(_:redactor:mode:part:)`` with what it wrote.
@@ -567,6 +585,7 @@ package enum HTMLRebuild {
             var out: [UInt8] = []
             var text: [Unicode.Scalar] = []
             var written: [HTMLDocument.Attribute] = []
+            var referred: Set<String> = []
             out.reserveCapacity(stream.count + stream.count / 4 + 128)
             out.append(contentsOf: #"<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>"#.utf8)
             let removes = mode.removesSpan
@@ -582,7 +601,9 @@ package enum HTMLRebuild {
                     out.append(contentsOf: name.utf8)
                     // A tag that starts inside a span keeps no attribute value.
                     let inside = span(at: position).map { $0.openStart < position } ?? false
-                    if !(removes && inside) {
+                    if removes && inside {
+                        for attribute in attributes { if let id = HTMLRebuild.contentID(attribute.value, url: true) { referred.insert(id) } }
+                    } else {
                         for attribute in attributes {
                             out.append(0x20)
                             out.append(contentsOf: attribute.name.utf8)
@@ -623,8 +644,10 @@ package enum HTMLRebuild {
             }
             // Nothing after </html>: a line feed there is text of the body to a parser.
             out.append(contentsOf: "</body></html>".utf8)
-            return Rebuilt(html: String(decoding: out, as: UTF8.self), dropped: dropped.sorted(),
-                           text: String(scalars: text), attributes: written)
+            var rebuilt = Rebuilt(html: String(decoding: out, as: UTF8.self), dropped: dropped.sorted(),
+                                  text: String(scalars: text), attributes: written)
+            rebuilt.referredInSpans = referred
+            return rebuilt
         }
     }
 

@@ -254,6 +254,11 @@ package enum PostcardRebuild {
         /// one allowance for the whole mail, as its readings have (a review: each passed part had
         /// its own 16 MiB, so 16 parts of 530 bytes each unpacked 256 MiB).
         var inflationAllowance = Inflation.mailAllowance
+        /// The parts the HTML rebuilt so far refers to from inside a span taken out
+        /// (``HTMLRebuild/Rebuilt/referredInSpans``): with opaque parts passed, such a part is
+        /// withheld all the same, as the sender marked it (a red team: an image shown only
+        /// inside a span, `<img src=cid:a>`, went out as an inline attachment).
+        var referredInSpans: Set<String> = []
         static let maxDepth = 24
 
         init(redactor: Redactor, mode: Redactor.Mode, opaque: OpaqueParts) {
@@ -369,9 +374,15 @@ package enum PostcardRebuild {
             switch entity.kind {
             case .multipart:
                 let digest = type.is("multipart", "digest")
-                let children = try entity.children.enumerated().map { index, child in
-                    try self.entity(child, path: path + [index], prefix: prefix, inDigest: digest)
+                // Parts holding HTML first (put back in their order after), so that what a page
+                // refers to from inside a span is known before the part referred to is passed.
+                let order = entity.children.indices.filter { Self.holdsHTML(entity.children[$0]) }
+                    + entity.children.indices.filter { !Self.holdsHTML(entity.children[$0]) }
+                var rebuiltChildren = [MIMEEntity?](repeating: nil, count: entity.children.count)
+                for index in order {
+                    rebuiltChildren[index] = try self.entity(entity.children[index], path: path + [index], prefix: prefix, inDigest: digest)
                 }
+                let children = rebuiltChildren.compactMap { $0 }
                 // A multipart/encrypted or /signed that is neither (above) is no such thing any more.
                 let rebuilt = MIMEEntity.multipart(["encrypted", "signed"].contains(type.subtype) ? "mixed" : type.subtype, children)
                 try partFields(of: entity, onto: rebuilt, place: place, filename: nil)
@@ -538,11 +549,21 @@ package enum PostcardRebuild {
             return first ?? (candidates.isEmpty ? nil : Charsets.decode(bytes, charset: "ISO-8859-1"))
         }
 
+        /// True when `entity` is or holds a text/html leaf.
+        static func holdsHTML(_ entity: MIMEEntity) -> Bool {
+            switch entity.kind {
+            case .leaf: entity.contentType.is("text", "html")
+            case .multipart: entity.children.contains(where: holdsHTML)
+            case .message: false
+            }
+        }
+
         /// HTML through the allow-list, its text and kept attribute values censored.
         /// What the allow-list dropped goes into the inventory, with the part.
         func rebuildHTML(_ html: String, place: String) throws -> HTMLRebuild.Rebuilt {
             let rebuilt = try HTMLRebuild.rebuilt(html, redactor: redactor, mode: mode, part: place)
             parts.dropped += rebuilt.dropped.map { place + ": " + $0 }
+            referredInSpans.formUnion(rebuilt.referredInSpans)
             return rebuilt
         }
 
@@ -567,7 +588,10 @@ package enum PostcardRebuild {
 
         func opaquePart(_ entity: MIMEEntity, type: ContentType, place: String, filename: String? = nil) throws -> MIMEEntity {
             let name = try filename ?? (entity.kind == .leaf ? self.filename(of: entity, place: place) : nil)
-            if opaque == .pass {
+            let referredInSpan = entity.headers.contains {
+                $0.name.lowercased() == "content-id" && HTMLRebuild.contentID($0.value, url: false).map(referredInSpans.contains) == true
+            }
+            if opaque == .pass && !referredInSpan {
                 // Not read, but searched: a marker in the bytes refuses the mail.
                 var search = Redactor.MarkerSearch(redactor, encodings: true)
                 var signs = Inflation.Signs()

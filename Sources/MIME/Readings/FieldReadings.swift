@@ -295,8 +295,9 @@ package enum FieldReadings {
 }
 
 /// Small byte transforms shared by the readings.
-enum PercentEncoding {
-    static func decoded(_ bytes: [UInt8]) -> [UInt8] {
+package enum PercentEncoding {
+    /// `bytes` with each `%` and two hexadecimal digits decoded (RFC 3986, RFC 2231); anything else as it is.
+    package static func decoded(_ bytes: [UInt8]) -> [UInt8] {
         func hex(_ byte: UInt8) -> UInt8? {
             switch byte {
             case 48...57: byte - 48
