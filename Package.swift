@@ -62,6 +62,12 @@ let package = Package(
             name: "CCompression",
             providers: [.apt(["libbz2-dev", "liblzma-dev", "libzstd-dev", "liblz-dev"])]
         ),
+        // libarchive: 7z and RAR archives, which readers unpack and the walk does not.
+        .systemLibrary(
+            name: "CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]
+        ),
         .target(name: "CMailsecShims", dependencies: ["CGPGME", "CGMime"]),
         // What the operating system offers, in one place: child processes with a deadline
         // that kill their whole group, unnamed files, loopback, netlink, self-zeroing
@@ -71,7 +77,7 @@ let package = Package(
         .target(name: "Platform", dependencies: ["CPlatform", .product(name: "Crypto", package: "swift-crypto")]),
         // Crypto: the SHA-1 checksums of GnuPG's keybox, checked before a look-up is believed.
         .target(name: "OpenPGP", dependencies: ["Platform", "CGPGME", "CMailsecShims", .product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims", "CZlib", "CCompression"]),
+        .target(name: "MIME", dependencies: ["CGMime", "CMailsecShims", "CZlib", "CCompression", "CArchive"]),
         // Gumbo's parse with an allocation budget (an arena it can be abandoned with).
         .target(name: "CGumboShims", dependencies: ["CGumbo"]),
         // HTML as a browser parses it (Gumbo's HTML5 tree construction), copied out as values.

@@ -341,4 +341,67 @@ struct CompressedFormatsTests {
         #expect(text.contains("held back: mailsec could not read it"), "no note: \(text.prefix(400))")
         #expect(!text.contains("the sender marked parts"), "the note says the sender marked parts: \(text.prefix(400))")
     }
+
+    /// Makes a 7z archive (bsdtar, a random method) holding `text` in one of its entries, alone or
+    /// inside a tar or a tar.gz or around a .gz; prints its bytes, and on stderr the shape and
+    /// whether bsdtar, extracting every entry (and gunzip after), shows `text`.
+    static let sevenZipScript = #"""
+        import io, os, random, subprocess, sys, tarfile, tempfile, gzip, zlib
+        text, seed = sys.argv[1], int(sys.argv[2])
+        rng = random.Random(seed)
+        words = lambda: " ".join(rng.choice(["lorem", "ipsum", "dolor", "[1]", "[link]", "sit"]) for _ in range(rng.randrange(0, 2000)))
+        method = rng.choice(["store", "deflate", "bzip2", "lzma1", "lzma2", "ppmd"])
+        shape = rng.choice(["7z", "7z", "in-tar", "in-targz", "7z-of-gz"])
+        content = (words() + " " + text + " " + words()).encode()
+        with tempfile.TemporaryDirectory() as folder:
+            names = []
+            for index in range(rng.randrange(1, 4)):
+                names.append("readme%d.txt" % index)
+                open(os.path.join(folder, names[-1]), "wb").write(words().encode())
+            inner = gzip.compress(content) if shape == "7z-of-gz" else content
+            name = "notes.txt.gz" if shape == "7z-of-gz" else "notes.txt"
+            open(os.path.join(folder, name), "wb").write(inner)
+            names.insert(rng.randrange(len(names) + 1), name)
+            archive = os.path.join(folder, "out.7z")
+            subprocess.run(["bsdtar", "--format", "7zip", "--options", "7zip:compression=" + method, "-cf", archive] + names,
+                           cwd=folder, check=True)
+            seven = open(archive, "rb").read()
+            shown = subprocess.run(["bsdtar", "-xOf", archive], stdout=subprocess.PIPE).stdout
+        if shape == "7z-of-gz":
+            shown += zlib.decompressobj(31).decompress(shown[shown.index(b"\x1f\x8b"):]) if b"\x1f\x8b" in shown else b""
+        data = seven
+        if shape in ("in-tar", "in-targz"):
+            out = io.BytesIO()
+            with tarfile.open(fileobj=out, mode="w") as t:
+                for member, body in [("readme.txt", words().encode()), ("notes.7z", seven)]:
+                    info = tarfile.TarInfo(member); info.size = len(body); t.addfile(info, io.BytesIO(body))
+            data = out.getvalue() if shape == "in-tar" else gzip.compress(out.getvalue())
+        print(shape + " " + method, "yes" if text.encode() in shown else "no", file=sys.stderr)
+        sys.stdout.buffer.write(data)
+        """#
+
+    @Test("7z archives (any method bsdtar writes), alone, in a tar or a tar.gz, or holding a .gz: a span withheld, refused when passed; the same without a span sent as they came")
+    func sevenZip() throws {
+        let seed = UInt64(ProcessInfo.processInfo.environment["INFLATE_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        for round in 0..<16 {
+            let marked = round % 4 != 3
+            let secret = "zq" + String((0..<10).map { _ in "abcdefghijklmnopqrstuvwxyz".randomElement(using: &random)! })
+            let text = marked ? "[[private]]\(secret)[[/private]]" : "see [1] and \(secret) here"
+            let made = try run("python3", ["-c", Self.sevenZipScript, text, String(random.next())])
+            try #require(made.status == 0, "python3: \(made.errors)")
+            let what = "seed \(seed) round \(round): \(made.errors.trimmingCharacters(in: .whitespacesAndNewlines))"
+            try #require(made.errors.contains("yes"), "\(what): bsdtar does not show the text")
+            let result = try InflatedShapesTests.postcard(of: made.stdout, name: ["notes.7z", "data.bin", "notes.tar"].randomElement(using: &random)!)
+            if marked {
+                #expect(result.withheld && !result.unchanged, "\(what): not withheld")
+                #expect(result.refusedWhenPassed, "\(what): passed")
+            } else {
+                var fed: [UInt8] = []
+                #expect(Inflation.inflate(made.stdout) { fed += $0 } == .read, "\(what): not read")
+                #expect(String(decoding: fed, as: UTF8.self).contains(secret), "\(what): the text not unpacked")
+                #expect(!result.withheld && result.unchanged && !result.refusedWhenPassed, "\(what): not sent as it came")
+            }
+        }
+    }
 }

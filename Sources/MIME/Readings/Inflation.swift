@@ -44,6 +44,7 @@ package enum Inflation {
     /// opens as one, at the start of a file or of an entry or member inside one.
     static func opensAsArchive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) || bytes.starts(with: [0x50, 0x4B, 0x05, 0x06]) || CompressedFormat.of(bytes) != nil
+            || OtherArchive.opens(bytes)
     }
 
     /// True when `content` may hold compressed streams: ``mayHold(_:)`` of its head, or a zip's
@@ -81,7 +82,7 @@ package enum Inflation {
 
     /// The signatures by which a compressed file or a zip is found anywhere in a file, not only
     /// at its start: a zip's local header (`PK\3\4`), gzip (`1F 8B 08` and flags with no reserved
-    /// bit), bzip2 (`BZh1` to `BZh9` and its first block's `1AY&SY`), xz, zstd (a frame's magic
+    /// bit), bzip2 (`BZh1` to `BZh9` and its first block's `1AY&SY`), xz, 7z, RAR, zstd (a frame's magic
     /// number) and lzip (`LZIP`, version 1). A plain tar, a `.deb` (an ar archive), a shell
     /// script with an archive after it, a PDF's unfiltered stream or the unpacked content of
     /// members split anywhere hold such files whole, which their tools open (`tar -x` then
@@ -113,7 +114,9 @@ package enum Inflation {
             if four & 0xFFFF_FF00 == 0x1F8B_0800 && byte & 0xE0 == 0 { return Found(bytes: bytes(4), isZip: false) }
             if four == 0x28B5_2FFD { return Found(bytes: bytes(4), isZip: false) }
             if recent & 0xFF_FFFF_FFFF == 0x4C_5A49_5001 { return Found(bytes: bytes(5), isZip: false) }
-            if recent & 0xFFFF_FFFF_FFFF == 0xFD37_7A58_5A00 { return Found(bytes: bytes(6), isZip: false) }
+            let six = recent & 0xFFFF_FFFF_FFFF
+            // xz; 7z and RAR (``OtherArchive``).
+            if six == 0xFD37_7A58_5A00 || six == 0x377A_BCAF_271C || six == 0x5261_7221_1A07 { return Found(bytes: bytes(6), isZip: false) }
             if recent & 0xFF00_FFFF_FFFF_FFFF == 0x6800_3141_5926_5359, older == 0x425A, (0x31...0x39).contains(UInt8(truncatingIfNeeded: recent >> 48)) {
                 return Found(bytes: [0x42, 0x5A] + bytes(8), isZip: false)
             }
@@ -283,6 +286,8 @@ package enum Inflation {
             if !exhausted, pdfStart() {
                 kind = pdf()
             }
+            // 7z and RAR, read by libarchive.
+            if !exhausted, OtherArchive.opens(UnsafeRawBufferPointer(bytes)) { kind = otherArchive() }
             // Compressed files inside other data: a plain tar's members, a `.deb`, after a script.
             if !exhausted, tarMembers() { kind = .read }
             if !exhausted, !zipAtStart, carve(from: carveFrom) { kind = .read }
@@ -408,6 +413,36 @@ package enum Inflation {
             return offset
         }
 
+        /// Each entry of a 7z or RAR archive (``OtherArchive``), fed as a zip entry is (its markup
+        /// read, an archive inside walked), its output from the budget. An entry whose data is
+        /// encrypted is passed over, as a zip's is; an archive libarchive cannot read to its end
+        /// (damaged, an unknown method, encrypted headers) is not clean.
+        mutating func otherArchive() -> Outcome {
+            input -= bytes.count
+            guard let reader = OtherArchive(UnsafeRawBufferPointer(bytes)) else { unknownMethod = true; return .read }
+            let out = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 1)
+            defer { out.deallocate() }
+            while !exhausted {
+                switch reader.next() {
+                case .end: return .read
+                case .failed: unknownMethod = true; return .read
+                case .entry(let encrypted):
+                    if encrypted { continue }
+                    var first = true
+                    while !exhausted {
+                        guard let count = reader.read(into: out) else { unknownMethod = true; break }
+                        if count == 0 { break }
+                        output -= count
+                        if output < 0 { exhausted = true; break }
+                        guard deliver(UnsafeRawBufferPointer(rebasing: out[..<count]), first: &first, role: .entry(name: nil)) else { break }
+                    }
+                    finish()
+                    if unknownMethod { return .read }
+                }
+            }
+            return .read
+        }
+
         /// Each plain tar member (`ustar` headers one after the other from the start) that starts as
         /// a compressed file, walked as one: `.lzma` and zlib files have no signature ``carve(from:)``
         /// finds. True when the file is such a tar.
@@ -448,7 +483,8 @@ package enum Inflation {
                 }
                 let begin = at + 1 - signature.bytes.count
                 let rest = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[begin...])
-                guard let format = CompressedFormat.of(rest) else {
+                let format = CompressedFormat.of(rest)
+                guard format != nil || OtherArchive.opens(rest) else {
                     at += 1
                     continue
                 }
@@ -461,9 +497,10 @@ package enum Inflation {
         }
 
         /// The compressed file of `format` at `from` (`count` bytes at most) read as a file of its own,
-        /// one level deeper, from this walk's budget less ``Inflation/attemptCost``; returns the bytes its members took.
+        /// one level deeper, from this walk's budget less ``Inflation/attemptCost``; returns the bytes its
+        /// members took. Without a format, the 7z or RAR archive there (``otherArchive()``), to the end.
         @discardableResult
-        mutating func walkInside(from: Int, count: Int, format: CompressedFormat) -> Int {
+        mutating func walkInside(from: Int, count: Int, format: CompressedFormat?) -> Int {
             input -= Inflation.attemptCost
             if input <= 0 || depth >= Inflation.maxDepth { exhausted = true; return 0 }
             guard let base = bytes.baseAddress else { return 0 }
@@ -475,7 +512,7 @@ package enum Inflation {
             var walk = Walk(bytes: UnsafeBufferPointer(start: base + from, count: count), output: output, input: input, depth: depth + 1,
                             body: body, page: page, pageLimit: pageLimit)
             walk.lzipLimitChecked = format == .lzip
-            let used = walk.members(format)
+            let used = format.map { walk.members($0) } ?? { _ = walk.otherArchive(); return count }()
             output = walk.output
             input = walk.input
             if walk.exhausted { exhausted = true }
