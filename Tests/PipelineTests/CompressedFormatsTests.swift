@@ -404,4 +404,43 @@ struct CompressedFormatsTests {
             }
         }
     }
+
+    @Test("a hostile review's shapes: a .lzma whose header gives a dictionary below 4 KiB (liblzma takes 4 KiB), a zip whose entry is LZMA (method 14) inside a tar, its end far from the tar's: withheld, refused when passed")
+    func reviewedContainers() throws {
+        let script = #"""
+            import io, random, subprocess, sys, tarfile, zipfile
+            text, seed, shape = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+            rng = random.Random(seed)
+            words = lambda: " ".join(rng.choice(["lorem", "ipsum", "dolor", "sit"]) for _ in range(rng.randrange(0, 2000)))
+            content = (words() + " " + text + " " + words()).encode()
+            if shape == "lzma-dict":
+                content = content[:1500] + b" " + text.encode()   # within the 4 KiB liblzma takes for any smaller dictionary
+                data = bytearray(subprocess.run(["xz", "-c", "--format=lzma"], input=content, stdout=subprocess.PIPE).stdout)
+                data[1:5] = rng.choice([1, 2, 16, 1024, 2048, 3072]).to_bytes(4, "little")   # 2^n or 2^n + 2^(n-1), as xz takes
+                data = bytes(data)
+                shown = subprocess.run(["xz", "-dc", "--format=lzma"], input=data, stdout=subprocess.PIPE).stdout
+            else:
+                out = io.BytesIO()
+                with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_LZMA) as z: z.writestr("notes.txt", content)
+                inner = out.getvalue()
+                shown = zipfile.ZipFile(io.BytesIO(inner)).read("notes.txt")
+                out = io.BytesIO()
+                with tarfile.open(fileobj=out, mode="w") as t:
+                    for name, body in [("readme.txt", words().encode()), ("notes.zip", inner),
+                                       ("padding.bin", bytes(rng.randrange(256) for _ in range(rng.choice([10, 70000, 200000]))))]:
+                        info = tarfile.TarInfo(name); info.size = len(body); t.addfile(info, io.BytesIO(body))
+                data = out.getvalue()
+            print(shape, "yes" if text.encode() in shown else "no", file=sys.stderr)
+            sys.stdout.buffer.write(data)
+            """#
+        var random = SeededRandom(seed: 2026_11_27_5)
+        for round in 0..<8 {
+            let shape = round % 2 == 0 ? "lzma-dict" : "tar-zip-lzma"
+            let made = try run("python3", ["-c", script, "[[private]]zqsecret\(round)x[[/private]]", String(random.next()), shape])
+            try #require(made.status == 0 && made.errors.contains("yes"), "\(shape): \(made.errors)")
+            let result = try InflatedShapesTests.postcard(of: made.stdout, name: "notes.bin")
+            #expect(result.withheld && !result.unchanged, "round \(round) \(shape): not withheld")
+            #expect(result.refusedWhenPassed, "round \(round) \(shape): passed")
+        }
+    }
 }

@@ -38,7 +38,7 @@ enum CompressedFormat: Sendable {
         }
         if starts([0x4C, 0x5A, 0x49, 0x50]) { return .lzip }
         // LZMA alone: a properties byte (lc + lp * 9 + pb * 45, each within its range), a
-        // dictionary of at least 4 KiB, and an uncompressed size that is unknown (all ones) or
+        // dictionary, and an uncompressed size that is unknown (all ones) or
         // below 2^48: what `xz --format=lzma` writes with any options. Text never starts so (the
         // size's high bytes would be letters); other bytes that do are tried, and give nothing.
         // liblzma takes only lc + lp <= 4, and no tool writes a dictionary beyond 1.5 GiB (xz's and
@@ -48,7 +48,8 @@ enum CompressedFormat: Sendable {
         if bytes.count >= 13, properties < 225, properties % 45 % 9 + properties % 45 / 9 <= 4, !isTar(bytes) {
             let dictionary = Int(bytes[1]) | Int(bytes[2]) << 8 | Int(bytes[3]) << 16 | Int(bytes[4]) << 24
             let unknownSize = bytes[5...12].allSatisfy { $0 == 0xFF }
-            if dictionary >= 4096, dictionary <= 3 << 29, unknownSize || (bytes[11] == 0 && bytes[12] == 0) { return .lzma }
+            // Any dictionary: liblzma takes one below 4 KiB as 4 KiB (a review: `xz -dc` read a .lzma whose header said 2048).
+            if dictionary <= 3 << 29, unknownSize || (bytes[11] == 0 && bytes[12] == 0) { return .lzma }
         }
         // zlib (RFC 1950): deflate, a window of at most 32 KiB, the header check right, no preset dictionary.
         if bytes.count >= 2, !isTar(bytes), bytes[0] & 0x0F == 8, bytes[0] >> 4 <= 7, (Int(bytes[0]) << 8 | Int(bytes[1])) % 31 == 0,

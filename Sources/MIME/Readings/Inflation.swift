@@ -335,6 +335,9 @@ package enum Inflation {
                     guard starts(with: [0x50, 0x4B, 0x01, 0x02], at: record), let flags = le16(record + 8), let method = le16(record + 10),
                           let local = le32(record + 42), let name = le16(record + 28), let extra = le16(record + 30),
                           let comment = le16(record + 32), let compressed = le32(record + 20) else { break }
+                    // The directory is no chance bytes: an entry it lists by a method not read here (LZMA,
+                    // bzip2 …) is not read, though a local header pass after data took it for chance.
+                    if method != 0 && method != 8 && flags & 1 == 0 { unknownMethod = true }
                     if read.insert([local + prefix, method, flags & 1]).inserted {
                         _ = entry(at: local + prefix, method: method, flags: flags, storedSize: compressed, strict: true)
                     }
@@ -459,9 +462,13 @@ package enum Inflation {
                 }
                 let data = header + 512
                 let count = min(size, bytes.count - data)
-                if count > 0, let format = CompressedFormat.of(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[data..<(data + count)])),
-                   format == .lzma || format == .zlib {
+                let member = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[data..<(data + count)])
+                if count > 0, let format = CompressedFormat.of(member), format == .lzma || format == .zlib {
                     walkInside(from: data, count: count, format: format)
+                } else if member.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
+                    // A zip member: read as the file it is (its directory at its own end, its methods
+                    // strict), not only as a zip after other data in the tar.
+                    walkInside(from: data, count: count, format: nil, zip: true)
                 }
                 guard size <= bytes.count - data else { break }
                 header = data + (size + 511) / 512 * 512
@@ -498,9 +505,10 @@ package enum Inflation {
 
         /// The compressed file of `format` at `from` (`count` bytes at most) read as a file of its own,
         /// one level deeper, from this walk's budget less ``Inflation/attemptCost``; returns the bytes its
-        /// members took. Without a format, the 7z or RAR archive there (``otherArchive()``), to the end.
+        /// members took. Without a format, the 7z or RAR archive there (``otherArchive()``), or with
+        /// `zip` the zip there (a tar's member), to the end.
         @discardableResult
-        mutating func walkInside(from: Int, count: Int, format: CompressedFormat?) -> Int {
+        mutating func walkInside(from: Int, count: Int, format: CompressedFormat?, zip: Bool = false) -> Int {
             input -= Inflation.attemptCost
             if input <= 0 || depth >= Inflation.maxDepth { exhausted = true; return 0 }
             guard let base = bytes.baseAddress else { return 0 }
@@ -512,7 +520,7 @@ package enum Inflation {
             var walk = Walk(bytes: UnsafeBufferPointer(start: base + from, count: count), output: output, input: input, depth: depth + 1,
                             body: body, page: page, pageLimit: pageLimit)
             walk.lzipLimitChecked = format == .lzip
-            let used = format.map { walk.members($0) } ?? { _ = walk.otherArchive(); return count }()
+            let used = zip ? { _ = walk.zip(strict: true); return count }() : format.map { walk.members($0) } ?? { _ = walk.otherArchive(); return count }()
             output = walk.output
             input = walk.input
             if walk.exhausted { exhausted = true }
