@@ -97,8 +97,10 @@ package struct NearMarkerScan: Sendable {
 
     /// Whether `scalar`, beyond ASCII, may start a near-marker while nothing is in progress: it
     /// folds to the markers' ``first`` scalar, or is a bracket beyond ASCII that stands for it.
+    /// (Static, its fields passed: a method of the scan called from ``feed(_:)`` copied the scan,
+    /// its arrays counted, at every such scalar in a debug build.)
     @inline(__always)
-    private func mayStart(_ scalar: Unicode.Scalar, first: UInt8) -> Bool {
+    private static func mayStart(_ scalar: Unicode.Scalar, first: UInt8, _ firstLeads: LookAlikes.Leads, _ opensFirst: Bool) -> Bool {
         guard firstLeads.contains(leadOf: scalar) else { return false }
         let entry = ScalarPages.shared.entry(scalar)
         return entry & ScalarPages.scalarBits == UInt32(first) || opensFirst && entry & ScalarPages.openBit != 0
@@ -120,7 +122,7 @@ package struct NearMarkerScan: Sendable {
     package mutating func feed(_ scalar: Unicode.Scalar) -> Bool {
         // Nothing in progress and not the first scalar (nor one beyond ASCII whose lead byte a look-alike of
         // it has): nothing to do (most scalars of a text).
-        if let first, !inProgress, scalar.value != UInt32(first), scalar.value < 0x80 || !mayStart(scalar, first: first) { return false }
+        if let first, !inProgress, scalar.value != UInt32(first), scalar.value < 0x80 || !Self.mayStart(scalar, first: first, firstLeads, opensFirst) { return false }
         // An ASCII scalar that is no marker's (folded) and no blank ends what was in progress.
         if let alphabet, scalar.value < 0x80, scalar.value != 0x20, scalar.value != 0x09, !isInvisible(scalar) {
             let value = fold(scalar).value
@@ -218,21 +220,22 @@ package struct NearMarkerScan: Sendable {
         var scan = NearMarkerScan(redactor)
         guard !scan.markers.isEmpty else { return nil }
         let utf8 = scalars as? UTF8Scalars   // asked once, not at every skip
+        let (leads, opensFirst) = (scan.firstLeads, scan.opensFirst)
         var index = scalars.startIndex
         while index < scalars.endIndex {
             if let first = scan.first, !scan.inProgress {
                 // Nothing in progress: only the markers' first scalar starts one.
                 if let utf8, let at = index as? Int {
-                    index = utf8.firstIndex(ofASCII: first, orLeadIn: scan.firstLeads, from: at) as! C.Index
+                    index = utf8.firstIndex(ofASCII: first, orLeadIn: leads, from: at) as! C.Index
                 }
                 // A scalar beyond ASCII that cannot start one (kana among brackets' lead bytes) is passed here.
                 while index < scalars.endIndex, scalars[index].value != UInt32(first),
-                      scalars[index].value < 0x80 || !scan.mayStart(scalars[index], first: first) {
+                      scalars[index].value < 0x80 || !mayStart(scalars[index], first: first, leads, opensFirst) {
                     index = scalars.index(after: index)
                     if utf8 != nil { break }
                 }
                 guard index < scalars.endIndex else { return nil }
-                if scalars[index].value != UInt32(first), scalars[index].value < 0x80 || !scan.mayStart(scalars[index], first: first) { continue }
+                if scalars[index].value != UInt32(first), scalars[index].value < 0x80 || !mayStart(scalars[index], first: first, leads, opensFirst) { continue }
             }
             if scan.feed(scalars[index]) { return (index, scan.lastWasLookAlike) }
             index = scalars.index(after: index)
@@ -261,7 +264,7 @@ package struct NearMarkerScan: Sendable {
                 let lead = bytes[index]
                 if lead >= 0xE0 && lead < 0xF0 && index + 2 < count && bytes[index + 1] & 0xC0 == 0x80 && bytes[index + 2] & 0xC0 == 0x80 {
                     let value = UInt32(lead & 0x0F) << 12 | UInt32(bytes[index + 1] & 0x3F) << 6 | UInt32(bytes[index + 2] & 0x3F)
-                    if let scalar = Unicode.Scalar(value), value >= 0x800, !mayStart(scalar, first: first) {
+                    if let scalar = Unicode.Scalar(value), value >= 0x800, !Self.mayStart(scalar, first: first, firstLeads, opensFirst) {
                         index += 3
                         continue
                     }
