@@ -161,7 +161,7 @@ enum HTMLToken {
         func starts(_ prefix: String, at i: Int) -> Bool {
             var at = i
             for scalar in prefix.unicodeScalars {
-                guard at < s.count, fold(s[at]) == scalar else { return false }
+                guard at < s.count, lowercasedScalar(s[at]) == scalar else { return false }
                 at += 1
             }
             return true

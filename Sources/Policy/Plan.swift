@@ -584,6 +584,11 @@ public struct PolicyError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A marker typed with white space inside it (`[[ private ]]`, ``NearMarkerScan``): the
         /// sender meant a span, which mailsec would not read as one.
         case nearMarker = "invalid marker: white space inside a marker's brackets (write the marker as configured)"
+        /// A marker typed with look-alikes (`【【private】】`, `⸨private⸩`, `[[privаte]]` with a Cyrillic
+        /// `а`, ``NearMarkerScan``): a reader shows the marker the sender meant, which mailsec would not
+        /// read as one. (Full-width and other letters whose NFKC form is the marker's fold to it: those
+        /// are markers.)
+        case lookAlikeMarker = "invalid marker: look-alike brackets or letters in a marker (write the marker as configured)"
         /// Markers stand in right-to-left text: in a paragraph whose first strong letter is
         /// right-to-left, or in an HTML part that sets a direction (`dir=rtl`/`auto`, `<bdi>`, CSS
         /// `direction` or `unicode-bidi`), a closing marker is followed by an opening one with

@@ -169,7 +169,9 @@ public struct Redactor: Sendable, Hashable {
             }
         }
         if let opened = pendingOpen { throw markerError(part, scalars, opened.start, .unclosed) }
-        if let near = NearMarkerScan.firstEnd(in: scalars, redactor: self) { throw markerError(part, scalars, near, .nearMarker) }
+        if let near = NearMarkerScan.firstHit(in: scalars, redactor: self) {
+            throw markerError(part, scalars, near.end, near.lookAlike ? .lookAlikeMarker : .nearMarker)
+        }
         if result.count > 1, let marker = RightToLeft.firstReordered(scalars, markers: RightToLeft.markers(result)) {
             throw markerError(part, scalars, marker, .rightToLeft)
         }
@@ -303,6 +305,57 @@ package struct UTF8Scalars: Collection {
     }
 }
 
+extension UTF8Scalars {
+    /// Where the ASCII byte `byte` or a byte that `leads` marks (the lead bytes of the scalars
+    /// beyond ASCII that may stand for it: ``LookAlikes/starts``) next stands at or after `from`
+    /// (the end when nowhere). Eight bytes are read at a time while none of them is `byte` or a
+    /// lead byte of a scalar of three or four bytes (``LookAlikes`` holds no scalar of two that
+    /// folds to punctuation or is a bracket), so Latin, Greek and Cyrillic text is passed as fast
+    /// as ASCII. Reads bytes only: valid UTF-8 or not.
+    @inline(__always)
+    package func firstIndex(ofASCII byte: UInt8, orLeadIn leads: LookAlikes.Leads, from: Int) -> Int {
+        guard !leads.isEmpty else { return firstIndex(ofASCII: byte, from: from) }
+        var at = from
+        let count = bytes.count
+        let few = leads.few
+        if few.count <= 3 {
+            // Up to four bytes looked for exactly (the unused patterns repeat the last lead).
+            let ones: UInt64 = 0x0101_0101_0101_0101, high = ones &* 0x80
+            let a = ones &* UInt64(byte), b = ones &* UInt64(few.1), c = ones &* UInt64(few.2), d = ones &* UInt64(few.3)
+            if let base = bytes.baseAddress {
+                while at + 8 <= count {
+                    let raw = UnsafeRawPointer(base).loadUnaligned(fromByteOffset: at, as: UInt64.self)
+                    let (wa, wb, wc, wd) = (raw ^ a, raw ^ b, raw ^ c, raw ^ d)
+                    let zero = ((wa &- ones) & ~wa) | ((wb &- ones) & ~wb) | ((wc &- ones) & ~wc) | ((wd &- ones) & ~wd)
+                    if zero & high != 0 { break }
+                    at += 8
+                }
+            }
+            while at < count, bytes[at] != byte, !leads.startsAt(bytes, at) { at += 1 }
+            return at
+        }
+        while true {
+            if let base = bytes.baseAddress {
+                let ones: UInt64 = 0x0101_0101_0101_0101, pattern = ones &* UInt64(byte), high = ones &* 0x80
+                while at + 8 <= count {
+                    let raw = UnsafeRawPointer(base).loadUnaligned(fromByteOffset: at, as: UInt64.self)
+                    let word = raw ^ pattern
+                    // A byte at or above the least lead byte's class: its top two or three bits all set.
+                    let lead = (raw & (ones &* leads.top)) ^ (ones &* leads.top)
+                    if (word &- ones) & ~word & high != 0 || (lead &- ones) & ~lead & high != 0 { break }
+                    at += 8
+                }
+            }
+            while at < count, bytes[at] != byte, !leads.startsAt(bytes, at) {
+                at += 1
+                // Back to eight at a time once a run of other bytes is passed.
+                if at & 7 == 0 && at + 8 <= count { break }
+            }
+            if at >= count || bytes[at] == byte || leads.startsAt(bytes, at) { return Swift.min(at, count) }
+        }
+    }
+}
+
 /// `text`'s scalars in an array, as `Array(text.unicodeScalars)` gives them, in one
 /// pass over its UTF-8: that counts the scalars first and then copies them one by one
 /// through an iterator (15% of redacting 100 MB of text, issue 24 item 4).
@@ -341,7 +394,9 @@ package func folded(_ scalars: [Unicode.Scalar]) -> [Unicode.Scalar] {
     scalars.map(fold)
 }
 
-/// One scalar lower-cased, where that gives one scalar.
+/// One scalar folded: its NFKC form where that is one scalar (full-width `［`, mathematical `𝐩`,
+/// circled `ⓟ`: ``compatibilityFolds``, generated from Unicode's data), and İ and ı to `i`, then
+/// lower-cased where that gives one scalar. One scalar to one, so offsets stay the text's.
 @inline(__always)
 package func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     // ASCII, nearly all of mail, without a look-up of Unicode properties.
@@ -351,19 +406,38 @@ package func fold(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
     // Latin-1 too (what bytes read as ISO-8859-1 give, a whole attachment of
     // them): its capitals are U+00C0...U+00DE but the multiplication sign.
     if scalar.value < 0x100 {
-        return scalar.value >= 0xC0 && scalar.value <= 0xDE && scalar.value != 0xD7 ? Unicode.Scalar(scalar.value + 32)! : scalar
+        if scalar.value >= 0xC0 { return scalar.value <= 0xDE && scalar.value != 0xD7 ? Unicode.Scalar(scalar.value + 32)! : scalar }
+        // The Latin-1 scalars of ``compatibilityFolds``: the no-break space, ª, º, ², ³, ¹ and µ.
+        switch scalar.value {
+        case 0xA0: return " "
+        case 0xAA: return "a"
+        case 0xBA: return "o"
+        case 0xB2: return "2"
+        case 0xB3: return "3"
+        case 0xB9: return "1"
+        case 0xB5: return "\u{3BC}"
+        default: return scalar
+        }
     }
     // Above Latin-1 (the replacement character of every byte that is not UTF-8, what
     // UTF-7 and escapes make of random bytes): the page's table, made once.
     return Unicode.Scalar(ScalarPages.shared.entry(scalar) & ScalarPages.scalarBits)!
 }
 
-/// ``fold(_:)`` from Unicode's properties, for a scalar above Latin-1: what the
-/// tables of ``ScalarPages`` hold.
-package func foldedByProperties(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
+/// One scalar lower-cased where that gives one scalar, without ``fold(_:)``'s look-alikes: what
+/// fold was before issue 21's look-alikes, for matching what is no marker (`<!--`, `</script`,
+/// `data:`), where a full-width `！` or `ｄ` is not what a browser takes for the ASCII one.
+package func lowercasedScalar(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
+    if scalar.value < 0x80 { return scalar.value >= 0x41 && scalar.value <= 0x5A ? Unicode.Scalar(scalar.value + 32)! : scalar }
     guard scalar.properties.changesWhenLowercased else { return scalar }
     let lower = scalar.properties.lowercaseMapping.unicodeScalars
     return lower.count == 1 ? lower.first! : scalar
+}
+
+/// ``fold(_:)`` from Unicode's properties and ``compatibilityFolds``, for a scalar above
+/// Latin-1: what the tables of ``ScalarPages`` hold.
+package func foldedByProperties(_ scalar: Unicode.Scalar) -> Unicode.Scalar {
+    lowercasedScalar(LookAlikes.shared.compatibility[scalar.value].flatMap(Unicode.Scalar.init) ?? scalar)
 }
 
 /// True for scalars a reader shows as nothing (soft hyphen, zero-width
@@ -399,22 +473,25 @@ package func isInvisibleByProperties(_ scalar: Unicode.Scalar) -> Bool {
 func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Index) -> Range<C.Index>?
     where C.Element == Unicode.Scalar {
     guard let first = needle.first else { return nil }
-    // A needle starting with ASCII other than k (the Kelvin sign folds to k)
+    // A needle starting with ASCII that no scalar beyond ASCII folds to
     // cannot start at a non-ASCII scalar: no Unicode look-up for those.
-    let asciiFirst = first.value < 0x80 && first != "k"
-    // Nor, when it is no letter ('[' of the standard markers), at any scalar but itself:
-    // only the Kelvin sign folds to ASCII from outside it, and only capitals within.
-    // So the search skips to it in a tight loop (the fold and the checks below cost
-    // 19% of redacting a text with spans, issue 24 row 5).
-    let exactFirst = asciiFirst && !(first.value >= 0x61 && first.value <= 0x7A)
+    let starts = first.value < 0x80 ? LookAlikes.starts[Int(first.value)] : nil
+    let asciiFirst = starts?.isEmpty == true
+    // Nor, when it is no letter ('[' of the standard markers), at any scalar but itself
+    // and those that fold to it (full-width `［`): only capitals fold to ASCII letters
+    // from within it. So the search skips to it, or to the lead byte of one that folds
+    // to it, in a tight loop (the fold and the checks below cost 19% of redacting a text
+    // with spans, issue 24 row 5).
+    let exactFirst = starts != nil && !(first.value >= 0x61 && first.value <= 0x7A)
     var index = from
     while index < haystack.endIndex {
-        if exactFirst {
+        if exactFirst, let starts {
             // In UTF-8 the scalar is its byte, found eight bytes at a time (the cast is resolved when specialized).
             if let utf8 = haystack as? UTF8Scalars, let at = index as? Int {
-                index = utf8.firstIndex(ofASCII: UInt8(first.value), from: at) as! C.Index
+                index = utf8.firstIndex(ofASCII: UInt8(first.value), orLeadIn: starts, from: at) as! C.Index
             } else {
-                while index < haystack.endIndex, haystack[index] != first { index = haystack.index(after: index) }
+                while index < haystack.endIndex, haystack[index] != first,
+                      haystack[index].value < 0x80 || fold(haystack[index]) != first { index = haystack.index(after: index) }
             }
             guard index < haystack.endIndex else { break }
         }
@@ -446,13 +523,18 @@ func find<C: Collection>(_ needle: [Unicode.Scalar], in haystack: C, from: C.Ind
 func containsAny(_ needles: [[Unicode.Scalar]], in haystack: [Unicode.Scalar]) -> Bool {
     func exactFirst(_ needle: [Unicode.Scalar]) -> Bool {
         guard let first = needle.first else { return false }
-        return first.value < 0x80 && first != "k" && !(first.value >= 0x61 && first.value <= 0x7A)
+        return first.value < 0x80 && !(first.value >= 0x61 && first.value <= 0x7A)
     }
     guard !needles.isEmpty, needles.allSatisfy(exactFirst) else {
         return needles.contains { find($0, in: haystack, from: haystack.startIndex) != nil }
     }
+    // The needles' first scalars and those that fold to them (``LookAlikes/folding``).
     var firsts: [UInt32] = []
-    for needle in needles where !firsts.contains(needle[0].value) { firsts.append(needle[0].value) }
+    for needle in needles {
+        for value in [needle[0].value] + LookAlikes.folding[Int(needle[0].value)].map(\.value) where !firsts.contains(value) {
+            firsts.append(value)
+        }
+    }
     return haystack.withUnsafeBufferPointer { scalars in
         scalars.withMemoryRebound(to: UInt32.self) { values in
             let count = values.count
@@ -460,12 +542,15 @@ func containsAny(_ needles: [[Unicode.Scalar]], in haystack: [Unicode.Scalar]) -
             while index < count {
                 if firsts.count == 1 {
                     index = firstIndex(of: firsts[0], in: values, from: index)
+                } else if firsts.count <= 4 {
+                    index = firstIndex(ofAny: firsts, in: values, from: index)
                 } else {
                     while index < count, !firsts.contains(values[index]) { index += 1 }
                 }
                 guard index < count else { return false }
                 // What ``find(_:in:from:)`` does once a needle's first scalar matched.
-                for needle in needles where needle[0].value == values[index] {
+                let folded = fold(scalars[index])
+                for needle in needles where needle[0] == folded {
                     var probe = index + 1, k = 1
                     while k < needle.count, probe < count {
                         let next = scalars[probe]
@@ -503,6 +588,26 @@ func firstIndex(of value: UInt32, in values: UnsafeBufferPointer<UInt32>, from: 
     return index
 }
 
+/// Where any of `wanted` (one to four values) next stands in `values` at or after `from` (their
+/// count when nowhere), eight values compared at a time: ``firstIndex(of:in:from:)`` for a marker's
+/// first scalar and those that fold to it (`[`, `﹇`, `［`).
+@inline(__always)
+func firstIndex(ofAny wanted: [UInt32], in values: UnsafeBufferPointer<UInt32>, from: Int) -> Int {
+    var index = from
+    let count = values.count
+    if let base = values.baseAddress {
+        let a = SIMD8<UInt32>(repeating: wanted[0]), b = SIMD8<UInt32>(repeating: wanted[min(1, wanted.count - 1)])
+        let c = SIMD8<UInt32>(repeating: wanted[min(2, wanted.count - 1)]), d = SIMD8<UInt32>(repeating: wanted[min(3, wanted.count - 1)])
+        while index + 8 <= count {
+            let chunk = UnsafeRawPointer(base + index).loadUnaligned(as: SIMD8<UInt32>.self)
+            if any((chunk .== a) .| (chunk .== b) .| (chunk .== c) .| (chunk .== d)) { break }
+            index += 8
+        }
+    }
+    while index < count, !wanted.contains(values[index]) { index += 1 }
+    return index
+}
+
 /// True when `needle` (folded) occurs in `text`, read scalar by scalar in place,
 /// in its own UTF-8 (``UTF8Scalars``: a needle's first scalar is found eight bytes
 /// at a time there, where String's scalar view decodes every scalar; the HTML
@@ -532,6 +637,25 @@ package final class ScalarPages: @unchecked Sendable {
     package static let scalarBits: UInt32 = 0x1F_FFFF
     /// The entry's bit that says the scalar is invisible.
     package static let invisibleBit: UInt32 = 1 << 31
+    /// Where an entry holds the ASCII scalar ``LookAlikes/confusable`` takes the scalar for
+    /// (seven bits, 0 for none): ``NearMarkerScan`` reads it.
+    package static let confusableShift: UInt32 = 21
+    /// The entry's bit for a bracket of ``openBrackets``.
+    package static let openBit: UInt32 = 1 << 28
+    /// The entry's bit for a bracket of ``closeBrackets``.
+    package static let closeBit: UInt32 = 1 << 29
+    /// The entry's bit for a bracket of ``doubledBrackets``.
+    package static let doubledBit: UInt32 = 1 << 30
+
+    /// The look-alike bits of `value`'s entry (``confusableShift``, ``openBit``, ``closeBit``, ``doubledBit``).
+    private static func lookAlikeBits(_ value: UInt32) -> UInt32 {
+        let tables = LookAlikes.shared
+        var bits = UInt32(tables.confusable[value] ?? 0) << confusableShift
+        if tables.open.contains(value) { bits |= openBit }
+        if tables.close.contains(value) { bits |= closeBit }
+        if tables.doubled.contains(value) { bits |= doubledBit }
+        return bits
+    }
     private static let pageCount = 0x11_0000 >> 8
 
     /// Each page's address as an integer, 0 until it is made. Never freed: the
@@ -550,7 +674,8 @@ package final class ScalarPages: @unchecked Sendable {
     /// How many pages have been made.
     package var pagesMade: Int { made.load(ordering: .relaxed) }
 
-    /// The entry of `scalar`: its ``fold(_:)`` in ``scalarBits``, and ``invisibleBit`` when ``isInvisible(_:)``.
+    /// The entry of `scalar`: its ``fold(_:)`` in ``scalarBits``, ``invisibleBit`` when ``isInvisible(_:)``,
+    /// and its look-alike bits (``confusableShift``, ``openBit``, ``closeBit``, ``doubledBit``).
     @inline(__always)
     package func entry(_ scalar: Unicode.Scalar) -> UInt32 {
         let value = scalar.value
@@ -568,7 +693,7 @@ package final class ScalarPages: @unchecked Sendable {
             guard let scalar = Unicode.Scalar(value) else { (page + low).initialize(to: value); continue }
             let folded = value < 0x100 ? fold(scalar) : foldedByProperties(scalar)
             let invisible = value < 0x100 ? isInvisible(scalar) : isInvisibleByProperties(scalar)
-            (page + low).initialize(to: folded.value | (invisible ? Self.invisibleBit : 0))
+            (page + low).initialize(to: folded.value | (invisible ? Self.invisibleBit : 0) | Self.lookAlikeBits(value))
         }
         made.add(1, ordering: .relaxed)
         let address = Int(bitPattern: page)

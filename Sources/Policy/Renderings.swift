@@ -391,8 +391,8 @@ extension Redactor {
         var stopFrom = Int.max, stopAt = 0
         while index + prefix.count <= scalars.count {
             // Its first scalar alone first: zipping slices at every scalar cost more than the rest.
-            guard fold(scalars[index]) == "d",
-                  zip(scalars[index..<(index + prefix.count)], prefix).allSatisfy({ fold($0) == $1 }) else { index += 1; continue }
+            guard lowercasedScalar(scalars[index]) == "d",
+                  zip(scalars[index..<(index + prefix.count)], prefix).allSatisfy({ lowercasedScalar($0) == $1 }) else { index += 1; continue }
             var comma = index + prefix.count
             if comma >= stopFrom && comma <= stopAt {
                 comma = stopAt

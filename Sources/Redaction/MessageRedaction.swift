@@ -115,7 +115,9 @@ extension Redactor {
         package init(_ redactor: Redactor, encodings: Bool) {
             self.redactor = redactor
             self.encodings = encodings
-            near = NearMarkerScan(redactor)
+            // Counting markers written with scalars that fold to the marker's own (`［［ｐｒｉｖａｔｅ］］`):
+            // the search of the bytes themselves finds markers written in ASCII only.
+            near = NearMarkerScan(redactor, countingFolds: true)
             // A mail is searched in many pieces (every part, every reading of a hostile
             // mail's ambiguous parts): the tables of the standard markers are made once.
             let tables = redactor == .standard ? Self.standardTables : Tables(redactor)
