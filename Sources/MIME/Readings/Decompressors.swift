@@ -1,3 +1,4 @@
+internal import CArchive
 internal import CCompression
 internal import CZlib
 
@@ -24,6 +25,8 @@ enum CompressedFormat: Sendable {
     case zstd
     /// lzip members.
     case lzip
+    /// Unix `compress` (LZW, `.Z`), which `gunzip` and `uncompress` read, and `tar` opens as a `.tar.Z`.
+    case compress
 
     /// The format whose signature `bytes` start with, if any. A zlib stream is
     /// taken only with the header checksum right and no preset dictionary.
@@ -37,6 +40,8 @@ enum CompressedFormat: Sendable {
             return .zstd
         }
         if starts([0x4C, 0x5A, 0x49, 0x50]) { return .lzip }
+        // `compress`: 1F 9D, then 9 to 16 bits a code and no reserved bit.
+        if starts([0x1F, 0x9D]), bytes.count > 2, bytes[2] & 0x60 == 0, (9...16).contains(bytes[2] & 0x1F) { return .compress }
         // LZMA alone: a properties byte (lc + lp * 9 + pb * 45, each within its range), a
         // dictionary, and an uncompressed size that is unknown (all ones) or
         // below 2^48: what `xz --format=lzma` writes with any options. Text never starts so (the
@@ -82,6 +87,7 @@ enum CompressedFormat: Sendable {
         case .lzma: LzmaDecompressor(xz: false)
         case .zstd: ZstdDecompressor()
         case .lzip: LzipDecompressor(limitChecked: limitChecked)
+        case .compress: CompressDecompressor()
         }
     }
 
@@ -321,5 +327,32 @@ final class LzipDecompressor: Decompressor {
         }
         written += taken
         return DecodeStep(taken: taken, given: Int(read), state: LZ_decompress_finished(decoder) == 1 ? .ended : .going)
+    }
+}
+
+/// Unix `compress` (LZW) through libarchive's filter, which reads from memory: given all that is
+/// left of the input at its first step (and said to take it), it then gives what it unpacks.
+/// LZW's tables are at most 64 Ki codes: no memory to limit.
+final class CompressDecompressor: Decompressor {
+    private let archive: OpaquePointer? = archive_read_new()
+    private var opened = false
+
+    deinit { archive_read_free(archive) }
+
+    func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep {
+        guard let archive else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+        var taken = 0
+        if !opened {
+            opened = true
+            archive_read_support_filter_compress(archive)
+            archive_read_support_format_raw(archive)
+            var entry: OpaquePointer?
+            guard archive_read_open_memory(archive, input.baseAddress, input.count) == ARCHIVE_OK,
+                  archive_read_next_header(archive, &entry) == ARCHIVE_OK else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+            taken = input.count
+        }
+        let count = archive_read_data(archive, output.baseAddress, output.count)
+        if count < 0 { return DecodeStep(taken: taken, given: 0, state: .failed) }
+        return DecodeStep(taken: taken, given: count, state: count == 0 ? .ended : .going)
     }
 }

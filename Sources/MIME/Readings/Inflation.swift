@@ -112,6 +112,8 @@ package enum Inflation {
             let four = UInt32(truncatingIfNeeded: recent)
             if four == 0x504B_0304 { return Found(bytes: bytes(4), isZip: true) }
             if four & 0xFFFF_FF00 == 0x1F8B_0800 && byte & 0xE0 == 0 { return Found(bytes: bytes(4), isZip: false) }
+            // `compress`: 1F 9D and a flags byte of 9 to 16 bits a code.
+            if four & 0xFFFF00 == 0x1F9D00, byte & 0x60 == 0, (9...16).contains(byte & 0x1F) { return Found(bytes: bytes(3), isZip: false) }
             if four == 0x28B5_2FFD { return Found(bytes: bytes(4), isZip: false) }
             if recent & 0xFF_FFFF_FFFF == 0x4C_5A49_5001 { return Found(bytes: bytes(5), isZip: false) }
             let six = recent & 0xFFFF_FFFF_FFFF
@@ -463,7 +465,8 @@ package enum Inflation {
                 let data = header + 512
                 let count = min(size, bytes.count - data)
                 let member = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[data..<(data + count)])
-                if count > 0, let format = CompressedFormat.of(member), format == .lzma || format == .zlib {
+                // (A `.Z` too: LZW has no end of its own, so it is read to the member's end, not into the next.)
+                if count > 0, let format = CompressedFormat.of(member), format == .lzma || format == .zlib || format == .compress {
                     walkInside(from: data, count: count, format: format)
                 } else if member.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
                     // A zip member: read as the file it is (its directory at its own end, its methods
