@@ -1,4 +1,3 @@
-internal import CArchive
 internal import CCompression
 internal import CZlib
 
@@ -330,29 +329,22 @@ final class LzipDecompressor: Decompressor {
     }
 }
 
-/// Unix `compress` (LZW) through libarchive's filter, which reads from memory: given all that is
-/// left of the input at its first step (and said to take it), it then gives what it unpacks.
-/// LZW's tables are at most 64 Ki codes: no memory to limit.
+/// Unix `compress` (LZW) through libarchive's filter (``OtherArchive``), which reads from memory:
+/// given all that is left of the input at its first step (and said to take it), it then gives
+/// what it unpacks. LZW's tables are at most 64 Ki codes: no memory to limit.
 final class CompressDecompressor: Decompressor {
-    private let archive: OpaquePointer? = archive_read_new()
+    private var reader: OtherArchive?
     private var opened = false
 
-    deinit { archive_read_free(archive) }
-
     func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep {
-        guard let archive else { return DecodeStep(taken: 0, given: 0, state: .failed) }
         var taken = 0
         if !opened {
             opened = true
-            archive_read_support_filter_compress(archive)
-            archive_read_support_format_raw(archive)
-            var entry: OpaquePointer?
-            guard archive_read_open_memory(archive, input.baseAddress, input.count) == ARCHIVE_OK,
-                  archive_read_next_header(archive, &entry) == ARCHIVE_OK else { return DecodeStep(taken: 0, given: 0, state: .failed) }
+            reader = OtherArchive(input, compressed: true)
+            guard case .entry = reader?.next() else { return DecodeStep(taken: 0, given: 0, state: .failed) }
             taken = input.count
         }
-        let count = archive_read_data(archive, output.baseAddress, output.count)
-        if count < 0 { return DecodeStep(taken: taken, given: 0, state: .failed) }
+        guard let count = reader?.read(into: output) else { return DecodeStep(taken: taken, given: 0, state: .failed) }
         return DecodeStep(taken: taken, given: count, state: count == 0 ? .ended : .going)
     }
 }

@@ -467,11 +467,11 @@ package enum Inflation {
                 let member = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[data..<(data + count)])
                 // (A `.Z` too: LZW has no end of its own, so it is read to the member's end, not into the next.)
                 if count > 0, let format = CompressedFormat.of(member), format == .lzma || format == .zlib || format == .compress {
-                    walkInside(from: data, count: count, format: format)
+                    walkInside(from: data, count: count, .members(format))
                 } else if member.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
                     // A zip member: read as the file it is (its directory at its own end, its methods
                     // strict), not only as a zip after other data in the tar.
-                    walkInside(from: data, count: count, format: nil, zip: true)
+                    walkInside(from: data, count: count, .zip)
                 }
                 guard size <= bytes.count - data else { break }
                 header = data + (size + 511) / 512 * 512
@@ -499,31 +499,46 @@ package enum Inflation {
                     continue
                 }
                 found = true
-                let used = walkInside(from: begin, count: bytes.count - begin, format: format)
+                let used = walkInside(from: begin, count: bytes.count - begin, format.map { .members($0) } ?? .otherArchive)
                 at = max(at + 1, begin + used)
                 scan = SignatureScan()
             }
             return found
         }
 
-        /// The compressed file of `format` at `from` (`count` bytes at most) read as a file of its own,
-        /// one level deeper, from this walk's budget less ``Inflation/attemptCost``; returns the bytes its
-        /// members took. Without a format, the 7z or RAR archive there (``otherArchive()``), or with
-        /// `zip` the zip there (a tar's member), to the end.
+        /// What ``walkInside(from:count:_:)`` reads at a place.
+        enum Inside {
+            /// A compressed file's members (``members(_:)``).
+            case members(CompressedFormat)
+            /// A zip, strictly (a tar's member: its directory at its own end).
+            case zip
+            /// A 7z or RAR archive (``otherArchive()``).
+            case otherArchive
+        }
+
+        /// What is at `from` (`count` bytes at most) read as a file of its own, one level deeper,
+        /// from this walk's budget less ``Inflation/attemptCost``; returns the bytes a compressed
+        /// file's members took (a zip or other archive: all `count`).
         @discardableResult
-        mutating func walkInside(from: Int, count: Int, format: CompressedFormat?, zip: Bool = false) -> Int {
+        mutating func walkInside(from: Int, count: Int, _ inside: Inside) -> Int {
             input -= Inflation.attemptCost
             if input <= 0 || depth >= Inflation.maxDepth { exhausted = true; return 0 }
             guard let base = bytes.baseAddress else { return 0 }
-            if format == .lzip {
+            let lzip = if case .members(.lzip) = inside { true } else { false }
+            if lzip {
                 // Every header from here on is read by lzlib: looked at once for the whole file, not at each try.
                 if lzipBeyondLimit == nil { lzipBeyondLimit = .some(Self.lastHeaderBeyondLimit(in: UnsafeRawBufferPointer(bytes))) }
                 if let beyond = lzipBeyondLimit!, beyond >= from { exhausted = true; return 0 }
             }
             var walk = Walk(bytes: UnsafeBufferPointer(start: base + from, count: count), output: output, input: input, depth: depth + 1,
                             body: body, page: page, pageLimit: pageLimit)
-            walk.lzipLimitChecked = format == .lzip
-            let used = zip ? { _ = walk.zip(strict: true); return count }() : format.map { walk.members($0) } ?? { _ = walk.otherArchive(); return count }()
+            walk.lzipLimitChecked = lzip
+            let used: Int
+            switch inside {
+            case .members(let format): used = walk.members(format)
+            case .zip: _ = walk.zip(strict: true); used = count
+            case .otherArchive: _ = walk.otherArchive(); used = count
+            }
             output = walk.output
             input = walk.input
             if walk.exhausted { exhausted = true }
