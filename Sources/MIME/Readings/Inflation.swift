@@ -1025,19 +1025,34 @@ package enum Inflation {
             }
         }
 
-        /// Decodes the reference read (without its `;`), or keeps it as written.
+        /// XML's five named references, by their bytes.
+        private static let named: [[UInt8]: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'"]
+            .reduce(into: [:]) { table, entry in table[Array(entry.key.utf8)] = entry.value }
+
+        /// Decodes the reference read (without its `;`), or keeps it as written. From its bytes:
+        /// made anew at each reference, the table and the Strings were a quarter of reading a
+        /// random-byte HTML part's text (issue 24).
         private mutating func resolve() {
             guard let written = reference else { return }
             reference = nil
-            let name = String(decoding: written.dropFirst(), as: UTF8.self)
-            let named: [String: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'"]
-            var scalar = named[name]
-            if scalar == nil, name.hasPrefix("#") {
-                let digits = name.dropFirst()
-                let value = digits.first == "x" || digits.first == "X" ? UInt32(digits.dropFirst(), radix: 16) : UInt32(digits, radix: 10)
+            let name = written.dropFirst()
+            var scalar = Self.named[Array(name)]
+            if scalar == nil, name.first == UInt8(ascii: "#") {
+                let hex = name.dropFirst().first.map { $0 | 0x20 == UInt8(ascii: "x") } ?? false
+                let digits = name.dropFirst(hex ? 2 : 1)
+                var value: UInt32? = digits.isEmpty ? nil : 0
+                for digit in digits {
+                    let number: UInt32? = switch digit {
+                    case 0x30...0x39: UInt32(digit - 0x30)
+                    case 0x41...0x46 where hex, 0x61...0x66 where hex: UInt32(digit | 0x20) - 0x61 + 10
+                    default: nil
+                    }
+                    // At most 10 digits (the reference is 12 bytes at most): no overflow.
+                    value = number.flatMap { number in value.map { $0 * (hex ? 16 : 10) + number } }.flatMap { $0 <= 0x10FFFF ? $0 : nil }
+                }
                 scalar = value.flatMap(Unicode.Scalar.init)
             }
-            if let scalar { text += Array(String(Character(scalar)).utf8) } else { text += written + [UInt8(ascii: ";")] }
+            if let scalar { text += UTF8.encode(scalar)! } else { text += written + [UInt8(ascii: ";")] }
         }
     }
 
