@@ -208,6 +208,9 @@ package struct MessageReadings {
         }
         fields(headers, prefix: name + " ")
         let decodings = ambiguous(entity, types: types, encodings: encodings, written: written, name: name, inDigest: inDigest)
+        // Two Content-Disposition fields: a reader that takes the first may show inline a part
+        // GMime takes for an attachment (``ShowingReader``), and so join its text with its neighbours'.
+        if Self.meanings(headers, "content-disposition").count > 1 { note(name + " (two Content-Disposition fields)") }
         switch entity.kind {
         case .multipart:
             otherBoundaries(entity, headers: headers, name: name, inDigest: inDigest)
@@ -225,7 +228,7 @@ package struct MessageReadings {
             }
             inPartsShownInOrder = outer
             if showsInOrder && !outer {
-                inlineTextsJoined(Self.partsShownInOrder(entity.children), name: name)
+                inlineTextsJoined(entity.children, name: name)
             }
         case .message:
             if let embedded = entity.embeddedMessage { message(embedded, prefix: name + " ") }
@@ -255,12 +258,82 @@ package struct MessageReadings {
         type.type == "multipart" && !["alternative", "related", "digest", "encrypted"].contains(type.subtype.lowercased())
     }
 
-    /// `children` in the order a reader shows them, a nested multipart that shows its parts in
-    /// order (``showsPartsInOrder(_:)``) standing as its parts, to the readings' depth.
-    static func partsShownInOrder(_ children: [MIMEEntity], depth: Int = 0) -> [MIMEEntity] {
-        children.flatMap { child in
-            child.kind == .multipart && showsPartsInOrder(child.contentType) && depth < maxDepth
-                ? partsShownInOrder(child.children, depth: depth + 1) : [child]
+    /// How a reader chooses what it shows where a mail leaves the choice to it (issue 21, a hostile
+    /// review's join-disp0, join-2ct-*, join-alt-middle and join-related-middle): the first or the
+    /// last of a field given twice with different meanings (Python's `email` and many clients take
+    /// the first, GMime the last), and which part of a multipart/alternative it shows (the last it
+    /// can show, or the plain text a client set to prefer it shows). A multipart/related shows its
+    /// root. Each reader is consistent in its choices; the runs of every reader are read.
+    struct ShowingReader: Hashable {
+        /// Takes the first of a Content-Type, Content-Transfer-Encoding or Content-Disposition given twice.
+        var firstFields: Bool
+        /// Shows an alternative's first text/plain part, where it has one.
+        var plainAlternative: Bool
+
+        static let all = [false, true].flatMap { first in [false, true].map { ShowingReader(firstFields: first, plainAlternative: $0) } }
+    }
+
+    /// `entity` as `reader` reads it: parsed anew with its first Content-Type and
+    /// Content-Transfer-Encoding fields where it has two that mean different things (a reader
+    /// that takes the first); else `entity` itself, as GMime reads it (the last).
+    static func asRead(_ entity: MIMEEntity, by reader: ShowingReader) -> MIMEEntity {
+        guard reader.firstFields else { return entity }
+        let headers = entity.headers
+        guard meanings(headers, "content-type").count > 1 || meanings(headers, "content-transfer-encoding").count > 1 else { return entity }
+        let written = entity.serialize()
+        guard let start = bodyStart(written) else { return entity }
+        var head = ""
+        for field in ["content-type", "content-transfer-encoding"] {
+            if let first = headers.first(where: { $0.name.lowercased() == field }) { head += first.name + ": " + FieldReadings.unfolded(first.rawValue) + "\n" }
+        }
+        return (try? MIMEEntity.parse(Array((head + "\n").utf8) + written[start...]))?.entity ?? entity
+    }
+
+    /// Whether `reader` shows `entity` (a leaf as it reads it) where it stands: a text
+    /// part whose Content-Disposition (the first or the last, as the reader takes them)
+    /// is not `attachment`.
+    static func shownInline(_ entity: MIMEEntity, headers: [Header], by reader: ShowingReader) -> Bool {
+        guard entity.kind == .leaf, entity.contentType.type == "text" else { return false }
+        let dispositions = headers.filter { $0.name.lowercased() == "content-disposition" }
+        guard let field = reader.firstFields ? dispositions.first : dispositions.last else { return true }
+        let value = FieldReadings.withoutComments(FieldReadings.unfolded(field.rawValue))
+        return value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?
+            .trimmingBlanks.lowercased() != "attachment"
+    }
+
+    /// What `reader` shows of `children`, in order, each an inline text part as it reads it, or nil
+    /// for anything else (which ends a run of text): a nested multipart that shows its parts in
+    /// order stands as its parts, an alternative as the part the reader chooses, a related part as
+    /// its root (the part `start` names, else the first), to the readings' depth.
+    static func shownInOrder(_ children: [MIMEEntity], by reader: ShowingReader, depth: Int = 0) -> [MIMEEntity?] {
+        children.flatMap { original -> [MIMEEntity?] in
+            let child = asRead(original, by: reader)
+            switch child.kind {
+            case .leaf:
+                return [shownInline(child, headers: original.headers, by: reader) ? child : nil]
+            case .multipart where depth < maxDepth:
+                let type = child.contentType, inner = child.children
+                if showsPartsInOrder(type) { return shownInOrder(inner, by: reader, depth: depth + 1) }
+                let chosen: MIMEEntity?
+                switch type.subtype.lowercased() {
+                case "alternative":
+                    // The last part a reader can show (text or a multipart), or the plain one.
+                    let types = inner.map { asRead($0, by: reader).contentType }
+                    let plain = reader.plainAlternative ? types.firstIndex { $0.type == "text" && $0.subtype.lowercased() == "plain" } : nil
+                    chosen = (plain ?? types.lastIndex { $0.type == "text" || $0.type == "multipart" }).map { inner[$0] }
+                case "related":
+                    let start = type.parameters["start"].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "<> \t")) }
+                    chosen = inner.first { child in
+                        start != nil && child.headers.last { $0.name.lowercased() == "content-id" }
+                            .map { FieldReadings.unfolded($0.rawValue).trimmingCharacters(in: CharacterSet(charactersIn: "<> \t")) } == start
+                    } ?? inner.first
+                default:
+                    chosen = nil
+                }
+                return chosen.map { shownInOrder([$0], by: reader, depth: depth + 1) } ?? [nil]
+            default:
+                return [nil]
+            }
         }
     }
 
@@ -268,59 +341,43 @@ package struct MessageReadings {
     /// (mixed, and any but alternative, related, digest and encrypted), read as one text:
     /// Apple Mail and Thunderbird show them so, with nothing between (issue 21, the fifth red
     /// team's inline-parts-*.eml: 'hello [[priv' | 'ate]]SECRET[[/priv' | 'ate]] bye', no marker in
-    /// any part, a span in the text shown). Each run of two or more (text/*, not `attachment`),
-    /// GMime's texts joined, is read as text/plain, flowed too when a part may be. A marker seen
-    /// only so is not censored: the rebuilt postcard keeps the parts as they were, its check reads
-    /// them joined again and refuses the mail (65). Runs beyond ``wholeTextLimit`` are not joined.
-    /// `children` are the parts in the order shown (``partsShownInOrder(_:depth:)``): a nested
-    /// mixed part's texts join its siblings'.
+    /// any part, a span in the text shown). Each run of two or more, as each ``ShowingReader``
+    /// shows them (``shownInOrder(_:by:depth:)``: the parts of nested mixed parts, the chosen
+    /// alternative, a related part's root, fields given twice read the first way or the last),
+    /// their texts joined, is read as text/plain, flowed too when a part may be. An HTML part
+    /// joins by its text (``Inflation/Markup``: tags and comments out, references decoded; more
+    /// than a browser shows, never less). A marker seen only so is not censored: the rebuilt
+    /// postcard keeps the parts as they were, its check reads them joined again and refuses the
+    /// mail (65). Runs beyond ``wholeTextLimit`` are not joined.
     private mutating func inlineTextsJoined(_ children: [MIMEEntity], name: String) {
-        guard reading, children.count > 1 else { return }
-        var start = 0
-        while start < children.count {
-            func shownInline(_ child: MIMEEntity) -> Bool {
-                child.kind == .leaf && child.contentType.type == "text" && child.disposition != "attachment"
-            }
-            guard shownInline(children[start]) else { start += 1; continue }
-            var end = start + 1
-            while end < children.count && shownInline(children[end]) { end += 1 }
-            defer { start = end }
-            guard end - start > 1 else { continue }
-            var joined = "", flowed = false, complete = true, markup = false
-            for child in children[start..<end] {
-                guard var text = child.text, joined.utf8.count + text.utf8.count <= Self.wholeTextLimit else { complete = false; break }
-                if ContentType.isMarkupName(child.contentType.subtype) {
-                    // An HTML part shows its text: its tags out (a document's head and all, which reads
-                    // more than is shown, never less), its references decoded by the search of the
-                    // joined text as HTML below.
-                    text = Self.withoutTags(text)
-                    markup = true
+        guard reading, children.count > 1 || children.first?.kind == .multipart else { return }
+        for reader in ShowingReader.all {
+            // The same run again (each reader that chooses alike): emitOnce reads its text once.
+            let pieces = Self.shownInOrder(children, by: reader)
+            var start = 0
+            while start < pieces.count {
+                guard pieces[start] != nil else { start += 1; continue }
+                var end = start + 1
+                while end < pieces.count && pieces[end] != nil { end += 1 }
+                defer { start = end }
+                guard end - start > 1 else { continue }
+                var joined = "", flowed = false, complete = true
+                for case let child? in pieces[start..<end] {
+                    guard var text = child.text, joined.utf8.count + text.utf8.count <= Self.wholeTextLimit else { complete = false; break }
+                    if ContentType.isMarkupName(child.contentType.subtype) {
+                        var markup = Inflation.Markup()
+                        text.withUTF8 { markup.feed(UnsafeRawBufferPointer($0)) }
+                        text = String(decoding: markup.text, as: UTF8.self)
+                    }
+                    joined += text
+                    let fields = child.headers.filter { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) }
+                    flowed = flowed || child.contentType.parameters["format"]?.lowercased() == "flowed" || Self.flowedReadings(fields).mayFlow
                 }
-                joined += text
-                let fields = child.headers.filter { $0.name.lowercased() == "content-type" }.map { FieldReadings.unfolded($0.rawValue) }
-                flowed = flowed || child.contentType.parameters["format"]?.lowercased() == "flowed" || Self.flowedReadings(fields).mayFlow
-            }
-            guard complete else { continue }
-            let media = ContentType(type: "text", subtype: "plain", parameters: flowed ? ["format": "flowed"] : [:])
-            emitOnce(name + " inline text parts \(start + 1) to \(end) read as one", joined, media: media)
-            if markup {
-                emitOnce(name + " inline text parts \(start + 1) to \(end) read as one", joined,
-                         media: ContentType(type: "text", subtype: "html", parameters: [:]))
+                guard complete else { continue }
+                let media = ContentType(type: "text", subtype: "plain", parameters: flowed ? ["format": "flowed"] : [:])
+                emitOnce(name + " inline text parts \(start + 1) to \(end) read as one", joined, media: media)
             }
         }
-    }
-
-    /// `html` without its tags and comments (each `<` up to the next `>`): the text a
-    /// browser shows of it, and more (a head's title, a style sheet, a script).
-    static func withoutTags(_ html: String) -> String {
-        var out = String.UnicodeScalarView()
-        var inTag = false
-        for scalar in html.unicodeScalars {
-            if inTag { inTag = scalar != ">"; continue }
-            if scalar == "<" { inTag = true; continue }
-            out.append(scalar)
-        }
-        return String(out)
     }
 
     /// The different values of the fields named `field` (lower-case), each
