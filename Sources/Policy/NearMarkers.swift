@@ -301,6 +301,82 @@ package struct NearMarkerScan: Sendable {
     }
 }
 
+/// ``NearMarkerScan`` over bytes read as UTF-16, in each byte order, as they come (issue 21: a
+/// UTF-16 file attached as `application/octet-stream` holding `［［private］］`, `[[privаte]]` with a
+/// Cyrillic `а` or `【【private】】` went out with opaque parts passed, where the same file in UTF-8
+/// was censored or refused: the byte search reads UTF-16 for markers written in ASCII only).
+/// Read where a viewer would guess UTF-16: after a byte-order mark at the start, and in every
+/// stretch of 4 KiB with a zero in at least every eighth byte; a stretch that looks otherwise ends
+/// whatever was in progress. Time linear in the bytes: one scalar fed per two bytes and order.
+package struct UTF16NearMarkerScan: Sendable {
+    /// Little-endian first, then big-endian.
+    private var scans: [NearMarkerScan]
+    /// A scan with nothing in progress, to start again from.
+    private let fresh: NearMarkerScan
+    /// A high surrogate waiting for its low one, per order.
+    private var high: [UInt16?] = [nil, nil]
+    /// The byte of a unit cut between two pieces.
+    private var carry: UInt8?
+    /// The first two bytes, to find a byte-order mark.
+    private var head: [UInt8] = []
+    private var byteOrderMark = false
+    private static let stretch = 4096
+
+    /// A scan for `redactor`'s near-markers (counting folded forms, as the byte search's scan does).
+    package init(_ redactor: Redactor) {
+        fresh = NearMarkerScan(redactor, countingFolds: true)
+        scans = [fresh, fresh]
+    }
+
+    /// Takes the next bytes; true when a near-marker ends in them.
+    package mutating func feed(_ piece: UnsafeRawBufferPointer) -> Bool {
+        var start = 0
+        while start < piece.count {
+            let end = min(piece.count, start + Self.stretch)
+            let stretch = UnsafeRawBufferPointer(rebasing: piece[start..<end])
+            start = end
+            if head.count < 2 {
+                head += stretch.prefix(2 - head.count)
+                byteOrderMark = head == [0xFF, 0xFE] || head == [0xFE, 0xFF]
+            }
+            var zeros = 0
+            for byte in stretch where byte == 0 { zeros += 1 }
+            guard byteOrderMark || zeros * 8 >= stretch.count else {
+                // Not read as UTF-16 here: what was in progress ends; the units keep their alignment.
+                scans = [fresh, fresh]
+                high = [nil, nil]
+                carry = ((carry == nil ? 0 : 1) + stretch.count) & 1 == 1 ? stretch.last : nil
+                continue
+            }
+            for byte in stretch {
+                guard let first = carry else { carry = byte; continue }
+                carry = nil
+                if take(UInt16(first) | UInt16(byte) << 8, order: 0) || take(UInt16(first) << 8 | UInt16(byte), order: 1) { return true }
+            }
+        }
+        return false
+    }
+
+    private mutating func take(_ unit: UInt16, order: Int) -> Bool {
+        if unit >= 0xD800 && unit < 0xDC00 {
+            let lone = high[order] != nil
+            high[order] = unit
+            return lone && scans[order].feed("\u{FFFD}")
+        }
+        var scalar: Unicode.Scalar = "\u{FFFD}"
+        if unit >= 0xDC00 && unit < 0xE000 {
+            if let lead = high[order] {
+                scalar = Unicode.Scalar(0x10000 + (UInt32(lead - 0xD800) << 10) + UInt32(unit - 0xDC00)) ?? "\u{FFFD}"
+            }
+        } else {
+            if high[order] != nil && scans[order].feed("\u{FFFD}") { return true }
+            scalar = Unicode.Scalar(unit) ?? "\u{FFFD}"
+        }
+        high[order] = nil
+        return scans[order].feed(scalar)
+    }
+}
+
 extension Redactor {
     /// True when `text` shows a near-marker (``NearMarkerScan``).
     public func hasNearMarker(_ text: String) -> Bool {

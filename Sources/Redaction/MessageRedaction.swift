@@ -80,6 +80,8 @@ extension Redactor {
         private var found = false
         /// Near-markers (``NearMarkerScan``) in the bytes as they come: one counts as a marker.
         private var near: NearMarkerScan
+        /// The same in the bytes read as UTF-16, when the content is read in other encodings too.
+        private var near16: UTF16NearMarkerScan
         /// Whether the bytes so far hold RTF's signature (``mentionsRTF(_:)``): from there on,
         /// RTF's reading, whose lines run on past bare line ends, is taken as its reader shows it.
         private var rtf = false
@@ -118,6 +120,7 @@ extension Redactor {
             // Counting markers written with scalars that fold to the marker's own (`［［ｐｒｉｖａｔｅ］］`):
             // the search of the bytes themselves finds markers written in ASCII only.
             near = NearMarkerScan(redactor, countingFolds: true)
+            near16 = UTF16NearMarkerScan(redactor)
             // A mail is searched in many pieces (every part, every reading of a hostile
             // mail's ambiguous parts): the tables of the standard markers are made once.
             let tables = redactor == .standard ? Self.standardTables : Tables(redactor)
@@ -203,6 +206,7 @@ extension Redactor {
             // write): taken a window at a time, so that no scan holds more than a window
             // and what it keeps (a 20 MB piece was scanned whole, its readings 300 MiB).
             if !found && near.feed(bytes: piece) { found = true }
+            if !found && encodings && near16.feed(piece) { found = true }
             var rest = piece[...]
             repeat {
                 let part = rest.prefix(Self.window)

@@ -171,6 +171,60 @@ struct LookAlikeMarkerTests {
         #expect(issues == 0)
     }
 
+    /// `text` as UTF-16 (little- or big-endian, with or without a byte-order mark) in an
+    /// `application/octet-stream` attachment beside a text part with a span of its own.
+    static func utf16Mail(_ text: String, _ random: inout SeededRandom) -> (mail: String, attachment: [UInt8], form: String) {
+        let little = Bool.random(using: &random), mark = Bool.random(using: &random)
+        var bytes: [UInt8] = mark ? (little ? [0xFF, 0xFE] : [0xFE, 0xFF]) : []
+        for unit in text.utf16 { bytes += little ? [UInt8(unit & 0xFF), UInt8(unit >> 8)] : [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
+        let mail = "From: a@example.org\r\nTo: b@example.org\r\nSubject: notes\r\nMIME-Version: 1.0\r\n"
+            + "Content-Type: multipart/mixed; boundary=\"u\"\r\n\r\n--u\r\nContent-Type: text/plain\r\n\r\nsee [[private]]zqx[[/private]]\r\n"
+            + "--u\r\nContent-Type: application/octet-stream; name=\"notes.txt\"\r\nContent-Disposition: attachment; filename=\"notes.txt\"\r\n"
+            + "Content-Transfer-Encoding: base64\r\n\r\n" + Data(bytes).base64EncodedString(options: .lineLength76Characters) + "\r\n--u--\r\n"
+        return (mail, bytes, (little ? "UTF-16LE" : "UTF-16BE") + (mark ? " with its mark" : ""))
+    }
+
+    @Test("a UTF-16 attachment with a look-alike marker of any class is refused with opaque parts passed, withheld by default; ordinary UTF-16 text passes as it came")
+    func utf16Attachments() throws {
+        var random = SeededRandom(seed: UInt64(ProcessInfo.processInfo.environment["MAILSEC_TEST_SEED"] ?? "") ?? 2026_11_27_43)
+        var issues = 0
+        for round in 0..<(Kind.allCases.count * 4) {
+            let kind = Kind.allCases[round % Kind.allCases.count]
+            let secret = "zq" + String((0..<8).map { _ in "bcdfghjkmnpqrstvwxz".randomElement(using: &random)! })
+            let open = round % 3 == 1 ? "[[private]]" : kind.typed("[[private]]", share: 70, &random)
+            let close = round % 3 == 0 ? "[[/private]]" : kind.typed("[[/private]]", share: 70, &random)
+            let (mail, attachment, form) = Self.utf16Mail("notes: " + open + secret + close + " end\n", &random)
+            let what = "round \(round) (\(kind), \(form)): \((open + secret + close).debugDescription)"
+            for opaque in [OpaqueParts.pass, .withhold] {
+                do {
+                    let postcard = try Postcard.censored(try MIMEMessage.parse(Array(mail.utf8)), opaque: opaque)
+                    if opaque == .pass || postcard.body?.children.contains(where: { $0.content == attachment }) != false {
+                        issues += 1
+                        Issue.record("\(what), opaque parts \(opaque): went out (the attachment withheld: \(opaque == .withhold))")
+                    }
+                } catch {
+                    if opaque == .withhold {
+                        issues += 1
+                        Issue.record("\(what): refused where it is withheld: \(error)")
+                    }
+                }
+            }
+        }
+        // Ordinary UTF-16 text without markers, passed: the attachment goes out as it came.
+        for (round, text) in Self.ordinary.enumerated() {
+            let (mail, attachment, form) = Self.utf16Mail(text + "\n", &random)
+            do {
+                let message = try Postcard.censored(try MIMEMessage.parse(Array(mail.utf8)), opaque: .pass)
+                let passed = message.body?.children.contains { $0.content == attachment } ?? false
+                #expect(passed, "ordinary \(round) (\(form)): the attachment was changed")
+            } catch {
+                issues += 1
+                Issue.record("ordinary \(round) (\(form)) \(text.debugDescription): refused: \(error)")
+            }
+        }
+        #expect(issues == 0)
+    }
+
     /// Ordinary text beyond ASCII without markers: CJK brackets, Turkish, Cyrillic, mathematics.
     static let ordinary = [
         "【注意】会議は明日です", "⟦x⟧ ∈ ℝ and ⟦ f ⟧", "〔注〕参照", "「かぎ」と『二重』", "《Private》 is a film", "【private】 notes",
