@@ -400,6 +400,10 @@ struct FlowedReadingsTests {
             ("alternative of both", { piece, _, boundary in alternative(boundary, ("plain", piece), ("html", "<span>" + piece + "</span>")) }),
             ("alternative, plain with the piece", { piece, decoy, boundary in alternative(boundary, ("plain", piece), ("html", "<p>" + decoy + "</p>")) }),
             ("alternative, html with the piece", { piece, decoy, boundary in alternative(boundary, ("plain", decoy), ("html", "<b>" + piece + "</b>")) }),
+            ("alternative, its plain part's type given twice", { piece, decoy, boundary in
+                "Content-Type: multipart/alternative; boundary=\"\(boundary)\"\r\n\r\n"
+                    + "--\(boundary)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Type: application/octet-stream\r\n\r\n\(piece)\r\n"
+                    + "--\(boundary)\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>\(decoy)</p>\r\n--\(boundary)--\r\n" }),
             ("related", { piece, _, boundary in
                 "Content-Type: multipart/related; boundary=\"\(boundary)\"\r\n\r\n--\(boundary)\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
                     + "<span>\(piece)</span>\r\n--\(boundary)\r\nContent-Type: image/gif\r\nContent-ID: <i1@x>\r\nContent-Transfer-Encoding: base64\r\n\r\n"

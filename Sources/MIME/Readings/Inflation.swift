@@ -1025,32 +1025,38 @@ package enum Inflation {
             }
         }
 
-        /// XML's five named references, by their bytes.
-        private static let named: [[UInt8]: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'"]
-            .reduce(into: [:]) { table, entry in table[Array(entry.key.utf8)] = entry.value }
-
-        /// Decodes the reference read (without its `;`), or keeps it as written. From its bytes:
-        /// made anew at each reference, the table and the Strings were a quarter of reading a
-        /// random-byte HTML part's text (issue 24).
+        /// Decodes the reference read (`&` and what follows, without its `;`), or keeps it as
+        /// written. From its bytes, by index: made anew at each reference, a table of XML's five
+        /// names and the Strings were a quarter of reading a random-byte HTML part's text (issue 24).
         private mutating func resolve() {
             guard let written = reference else { return }
             reference = nil
-            let name = written.dropFirst()
-            var scalar = Self.named[Array(name)]
-            if scalar == nil, name.first == UInt8(ascii: "#") {
-                let hex = name.dropFirst().first.map { $0 | 0x20 == UInt8(ascii: "x") } ?? false
-                let digits = name.dropFirst(hex ? 2 : 1)
-                var value: UInt32? = digits.isEmpty ? nil : 0
-                for digit in digits {
-                    let number: UInt32? = switch digit {
-                    case 0x30...0x39: UInt32(digit - 0x30)
-                    case 0x41...0x46 where hex, 0x61...0x66 where hex: UInt32(digit | 0x20) - 0x61 + 10
-                    default: nil
-                    }
-                    // At most 10 digits (the reference is 12 bytes at most): no overflow.
-                    value = number.flatMap { number in value.map { $0 * (hex ? 16 : 10) + number } }.flatMap { $0 <= 0x10FFFF ? $0 : nil }
+            let count = written.count
+            func at(_ index: Int) -> UInt8 { index < count ? written[index] : 0 }
+            var scalar: Unicode.Scalar?
+            if at(1) == UInt8(ascii: "#") {
+                let hex = at(2) | 0x20 == UInt8(ascii: "x")
+                let radix: UInt32 = hex ? 16 : 10
+                var index = hex ? 3 : 2, value: UInt32? = index < count ? 0 : nil
+                while index < count, let sum = value {
+                    let byte = written[index], lower = byte | 0x20
+                    let digit: UInt32 = byte >= 0x30 && byte <= 0x39 ? UInt32(byte - 0x30)
+                        : hex && lower >= 0x61 && lower <= 0x66 ? UInt32(lower - 0x61) + 10 : radix
+                    // At most 10 digits (a reference is 12 bytes at most), each step at most U+10FFFF times 16: no overflow.
+                    value = digit < radix && sum * radix + digit <= 0x10FFFF ? sum * radix + digit : nil
+                    index += 1
                 }
                 scalar = value.flatMap(Unicode.Scalar.init)
+            } else {
+                // XML's five names: amp, lt, gt, quot, apos.
+                switch (count, at(1), at(2), at(3), at(4)) {
+                case (4, 0x61, 0x6D, 0x70, _): scalar = "&"
+                case (3, 0x6C, 0x74, _, _): scalar = "<"
+                case (3, 0x67, 0x74, _, _): scalar = ">"
+                case (5, 0x71, 0x75, 0x6F, 0x74): scalar = "\""
+                case (5, 0x61, 0x70, 0x6F, 0x73): scalar = "'"
+                default: scalar = nil
+                }
             }
             if let scalar { text += UTF8.encode(scalar)! } else { text += written + [UInt8(ascii: ";")] }
         }

@@ -277,9 +277,8 @@ package struct MessageReadings {
     /// Content-Transfer-Encoding fields where it has two that mean different things (a reader
     /// that takes the first); else `entity` itself, as GMime reads it (the last).
     static func asRead(_ entity: MIMEEntity, by reader: ShowingReader) -> MIMEEntity {
-        guard reader.firstFields else { return entity }
         let headers = entity.headers
-        guard meanings(headers, "content-type").count > 1 || meanings(headers, "content-transfer-encoding").count > 1 else { return entity }
+        guard reader.firstFields, meanings(headers, "content-type").count > 1 || meanings(headers, "content-transfer-encoding").count > 1 else { return entity }
         let written = entity.serialize()
         guard let start = bodyStart(written) else { return entity }
         var head = ""
@@ -301,26 +300,45 @@ package struct MessageReadings {
             .trimmingBlanks.lowercased() != "attachment"
     }
 
+    /// What a mail's parts leave to a reader's choice (``shownInOrder(_:by:depth:choices:)``): where
+    /// nothing is, every ``ShowingReader`` shows what GMime's does.
+    struct Choices {
+        /// A part with a field given twice whose values mean different things.
+        var fields = false
+        /// An alternative whose plain part is not the last it can show.
+        var alternative = false
+    }
+
     /// What `reader` shows of `children`, in order, each an inline text part as it reads it, or nil
     /// for anything else (which ends a run of text): a nested multipart that shows its parts in
     /// order stands as its parts, an alternative as the part the reader chooses, a related part as
-    /// its root (the part `start` names, else the first), to the readings' depth.
-    static func shownInOrder(_ children: [MIMEEntity], by reader: ShowingReader, depth: Int = 0) -> [MIMEEntity?] {
+    /// its root (the part `start` names, else the first), to the readings' depth. `choices` gathers what
+    /// the parts leave to a reader's choice, for the caller to ask the readers that choose otherwise.
+    static func shownInOrder(_ children: [MIMEEntity], by reader: ShowingReader, depth: Int = 0, choices: inout Choices) -> [MIMEEntity?] {
         children.flatMap { original -> [MIMEEntity?] in
+            let headers = original.headers
+            if !choices.fields {
+                choices.fields = ["content-type", "content-transfer-encoding", "content-disposition"].contains { meanings(headers, $0).count > 1 }
+            }
             let child = asRead(original, by: reader)
             switch child.kind {
             case .leaf:
-                return [shownInline(child, headers: original.headers, by: reader) ? child : nil]
+                return [shownInline(child, headers: headers, by: reader) ? child : nil]
             case .multipart where depth < maxDepth:
                 let type = child.contentType, inner = child.children
-                if showsPartsInOrder(type) { return shownInOrder(inner, by: reader, depth: depth + 1) }
+                if showsPartsInOrder(type) { return shownInOrder(inner, by: reader, depth: depth + 1, choices: &choices) }
                 let chosen: MIMEEntity?
                 switch type.subtype.lowercased() {
                 case "alternative":
                     // The last part a reader can show (text or a multipart), or the plain one.
-                    let types = inner.map { asRead($0, by: reader).contentType }
-                    let plain = reader.plainAlternative ? types.firstIndex { $0.type == "text" && $0.subtype.lowercased() == "plain" } : nil
-                    chosen = (plain ?? types.lastIndex { $0.type == "text" || $0.type == "multipart" }).map { inner[$0] }
+                    let types = inner.map { alternative in
+                        if !choices.fields { choices.fields = meanings(alternative.headers, "content-type").count > 1 }
+                        return asRead(alternative, by: reader).contentType
+                    }
+                    let plain = types.firstIndex { $0.type == "text" && $0.subtype.lowercased() == "plain" }
+                    let last = types.lastIndex { $0.type == "text" || $0.type == "multipart" }
+                    if plain != nil && plain != last { choices.alternative = true }
+                    chosen = ((reader.plainAlternative ? plain : nil) ?? last).map { inner[$0] }
                 case "related":
                     let start = type.parameters["start"].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "<> \t")) }
                     chosen = inner.first { child in
@@ -330,7 +348,7 @@ package struct MessageReadings {
                 default:
                     chosen = nil
                 }
-                return chosen.map { shownInOrder([$0], by: reader, depth: depth + 1) } ?? [nil]
+                return chosen.map { shownInOrder([$0], by: reader, depth: depth + 1, choices: &choices) } ?? [nil]
             default:
                 return [nil]
             }
@@ -351,9 +369,12 @@ package struct MessageReadings {
     /// mail (65). Runs beyond ``wholeTextLimit`` are not joined.
     private mutating func inlineTextsJoined(_ children: [MIMEEntity], name: String) {
         guard reading, children.count > 1 || children.first?.kind == .multipart else { return }
+        var choices = Choices()
         for reader in ShowingReader.all {
-            // The same run again (each reader that chooses alike): emitOnce reads its text once.
-            let pieces = Self.shownInOrder(children, by: reader)
+            // Only the readers whose choices the parts leave open: the others show what GMime's does.
+            // The same run again (two readers that choose alike): emitOnce reads its text once.
+            guard (!reader.firstFields || choices.fields) && (!reader.plainAlternative || choices.alternative) else { continue }
+            let pieces = Self.shownInOrder(children, by: reader, choices: &choices)
             var start = 0
             while start < pieces.count {
                 guard pieces[start] != nil else { start += 1; continue }
