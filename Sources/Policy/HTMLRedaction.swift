@@ -10,13 +10,45 @@ extension Redactor {
     /// True when `html` has a marker, written plainly, with entities, or
     /// broken up by tags.
     public func hasMarkersHTML(_ html: String) -> Bool {
+        hasMarkersHTML(html, depth: 0)
+    }
+
+    /// How deep documents inside documents (``HTMLToken/documents(in:)``) are read.
+    private static let documentDepth = 3
+
+    private func hasMarkersHTML(_ html: String, depth: Int) -> Bool {
         if hasMarkers(html) { return true }
         var stream: [Unicode.Scalar] = []   // an array: appending to a String view copies it each time
-        var inTag = false
+        // The text a line shows: ruby annotations (`<rt>`, `<rp>`) are drawn above their base or
+        // not at all (issue 21, a red team's html-ruby-rt-annotation: `[[pr<ruby>i<rt>zz</rt></ruby>vate]]`
+        // shows the marker with a small `zz` above the `i`).
+        var line: [Unicode.Scalar] = []
+        var inTag = false, annotated = false, inAnnotation = false, shadowRoot = false
+        // Documents of their own: `srcdoc` values and `data:` URL payloads (issue 21: tags inside an
+        // iframe's srcdoc or a data: page or SVG image split markers the frame or image shows whole).
+        var documents: [String] = []
         for token in HTMLToken.split(html) {
             switch token {
-            case .text(_, let decoded): stream.append(contentsOf: decoded)
-            case .tag: inTag = inTag || token.hasMarkers(self)
+            case .text(_, let decoded):
+                stream.append(contentsOf: decoded)
+                if !inAnnotation { line.append(contentsOf: decoded) }
+            case .tag(let raw):
+                inTag = inTag || token.hasMarkers(self)
+                let name = HTMLToken.tagName(raw), closing = raw.hasPrefix("</")
+                if name == "rt" || name == "rp" {
+                    annotated = true
+                    inAnnotation = !closing
+                } else if name == "rb" || name == "ruby" || name == "rtc" {
+                    inAnnotation = false
+                }
+                // A declarative shadow root shows its host's text at its slots, in another order.
+                if name == "template" && !closing && HTMLToken.mentions(raw, "shadowroot") { shadowRoot = true }
+                if depth < Self.documentDepth && (HTMLToken.mentions(raw, "srcdoc") || HTMLToken.mentions(raw, "data:")) {
+                    for (name, value) in HTMLToken.attributes(raw) {
+                        if name == "srcdoc" { documents.append(value) }
+                        documents += HTMLToken.documents(in: value)
+                    }
+                }
             default: break
             }
         }
@@ -25,7 +57,29 @@ extension Redactor {
         // reversed span that the source's lines, each ordered on its own, did not.
         // ``hasMarkers(_:)`` of its text, searched in the scalars themselves: no text made of them.
         let markers = [folded(Array(open.unicodeScalars)), folded(Array(close.unicodeScalars))]
-        return inTag || containsAny(markers, in: stream) || hasMarkersInDecodings(scalars: stream, markup: true)
+        if inTag || containsAny(markers, in: stream) || hasMarkersInDecodings(scalars: stream, markup: true) { return true }
+        if annotated && (containsAny(markers, in: line) || hasNearMarker(scalars: line)) { return true }
+        // Slots may put the text in any order: the pieces of a marker anywhere count as one (the
+        // rebuild refuses a part with a shadow root).
+        if shadowRoot && Self.holdsPieces(of: markers, stream) { return true }
+        if depth < Self.documentDepth && HTMLToken.mentions(String(scalars: stream), "data:") {
+            // A style sheet's `url(data:…)`.
+            documents += Self.dataURLPayloads(stream)
+        }
+        return documents.contains { hasMarkersHTML($0, depth: depth + 1) }
+    }
+
+    /// True when `scalars` hold every scalar of some marker (folded) as often as it does.
+    package static func holdsPieces(of markers: [[Unicode.Scalar]], _ scalars: [Unicode.Scalar]) -> Bool {
+        let wanted = Set(markers.joined())
+        var counts: [Unicode.Scalar: Int] = [:]
+        for scalar in scalars {
+            let folded = fold(scalar)
+            if wanted.contains(folded) { counts[folded, default: 0] += 1 }
+        }
+        return markers.contains { marker in
+            Dictionary(marker.map { ($0, 1) }, uniquingKeysWith: +).allSatisfy { counts[$0.key, default: 0] >= $0.value }
+        }
     }
 
     /// Applies `mode` to the marked spans of an HTML document. Throws when
@@ -233,6 +287,69 @@ enum HTMLToken {
     /// Elements whose content a browser reads as text up to their end tag, not as tags and
     /// comments (`<title><!--</title>` leaves no comment open): raw text and escapable raw text.
     static let rawTextElements: Set<String> = ["script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes", "plaintext"]
+
+    /// True when `raw` holds `word` (ASCII, lower case) in any case.
+    static func mentions(_ raw: String, _ word: String) -> Bool {
+        let needle = Array(word.utf8), bytes = Array(raw.utf8)
+        guard bytes.count >= needle.count else { return false }
+        return (0...(bytes.count - needle.count)).contains { start in
+            bytes[start] | 0x20 == needle[0] && needle.indices.allSatisfy { bytes[start + $0] | (needle[$0] >= 0x61 ? 0x20 : 0) == needle[$0] }
+        }
+    }
+
+    /// The attributes of the tag `raw` as a browser's tokenizer reads them: names lower-cased,
+    /// values quoted or not, references decoded once.
+    static func attributes(_ raw: String) -> [(name: String, value: String)] {
+        let s = Array(raw.unicodeScalars)
+        func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "\t" || scalar == "\n" || scalar == "\r" || scalar == "\u{C}" }
+        var index = 1
+        while index < s.count && !isSpace(s[index]) && s[index] != ">" && s[index] != "/" { index += 1 }
+        var out: [(name: String, value: String)] = []
+        while index < s.count {
+            while index < s.count && (isSpace(s[index]) || s[index] == "/") { index += 1 }
+            guard index < s.count, s[index] != ">" else { break }
+            let nameStart = index
+            index += 1   // a name may start with `=`
+            while index < s.count && !isSpace(s[index]) && s[index] != "/" && s[index] != ">" && s[index] != "=" { index += 1 }
+            let name = String(scalars: s[nameStart..<index].map(lowercasedScalar))
+            while index < s.count && isSpace(s[index]) { index += 1 }
+            var value: ArraySlice<Unicode.Scalar> = []
+            if index < s.count && s[index] == "=" {
+                index += 1
+                while index < s.count && isSpace(s[index]) { index += 1 }
+                if index < s.count && (s[index] == "\"" || s[index] == "'") {
+                    let quote = s[index]
+                    let start = index + 1
+                    index = start
+                    while index < s.count && s[index] != quote { index += 1 }
+                    value = s[start..<min(index, s.count)]
+                    index += 1
+                } else {
+                    let start = index
+                    while index < s.count && !isSpace(s[index]) && s[index] != ">" { index += 1 }
+                    value = s[start..<index]
+                }
+            }
+            out.append((name, String(scalars: decodeEntities(Array(value)))))
+        }
+        return out
+    }
+
+    /// The documents a `data:` URL in the attribute value `value` holds (a page, an SVG image, any
+    /// payload: read as HTML, which reads more than a plain text shows, never less): the whole value
+    /// as one URL (a raw `<` may stand in an attribute), and each one inside it (`url(data:…)`, a
+    /// refresh's `0;url=data:…`) as ``Redactor/dataURLPayloads(_:)-(String)`` finds them.
+    static func documents(in value: String) -> [String] {
+        guard mentions(value, "data:") else { return [] }
+        var out = Redactor.dataURLPayloads(value)
+        let trimmed = value.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        if trimmed.lowercased().hasPrefix("data:"), let comma = trimmed.firstIndex(of: ",") {
+            var bytes = Redactor.percentDecodedBytes(Array(trimmed[trimmed.index(after: comma)...].utf8))
+            if trimmed[..<comma].lowercased().contains("base64") { bytes = Redactor.base64Decoded(bytes) }
+            out.append(String(decoding: bytes, as: UTF8.self))
+        }
+        return out
+    }
 
     /// The lower-cased element name of a tag.
     static func tagName(_ raw: String) -> String {

@@ -76,6 +76,8 @@ package enum HTMLRebuild {
         try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
         try model.refuseOtherOrders(spans: spans, part: part)
         try model.refuseRightToLeft(spans: spans, redactor: redactor, part: part)
+        try model.refuseAnnotated(redactor: redactor, part: part)
+        try model.refuseShadowRoot(spans: spans, redactor: redactor, part: part)
         var rebuilt = model.write(spans: spans, redactor: redactor, mode: mode)
         rebuilt.lines = String(scalars: model.lines)
         return rebuilt
@@ -93,7 +95,11 @@ package enum HTMLRebuild {
         guard let model = try? Model(HTMLDocument(parsing: html), redactor: redactor, mode: .censor, part: "page") else { return !xml }
         guard let spans = try? redactor.spans(model.stream, part: "page") else { return true }
         if !spans.isEmpty { return true }
-        do { try model.refuseJoinable(spans: spans, redactor: redactor, part: "page") } catch { return true }
+        do {
+            try model.refuseJoinable(spans: spans, redactor: redactor, part: "page")
+            try model.refuseAnnotated(redactor: redactor, part: "page")
+            try model.refuseShadowRoot(spans: spans, redactor: redactor, part: "page")
+        } catch { return true }
         return false
     }
 
@@ -109,6 +115,8 @@ package enum HTMLRebuild {
         try model.refuseJoinable(spans: spans, redactor: redactor, part: part)
         try model.refuseOtherOrders(spans: spans, part: part)
         try model.refuseRightToLeft(spans: spans, redactor: redactor, part: part)
+        try model.refuseAnnotated(redactor: redactor, part: part)
+        try model.refuseShadowRoot(spans: spans, redactor: redactor, part: part)
         var breaks: [Int: Int] = [:]   // line breaks to put before a stream position
         for event in model.events {
             switch event {
@@ -289,6 +297,11 @@ package enum HTMLRebuild {
         var directed = false
         /// True when the part has a `<bdo>`, which shows its text in the order it sets, reversed for `rtl`.
         var overrides = false
+        /// True when the part holds a declarative shadow root (`<template shadowrootmode>`).
+        var shadowRoot = false
+        /// The runs of ``stream`` inside ruby annotations (`<rt>`, `<rp>`), which a browser draws above
+        /// their base or not at all: see ``refuseAnnotated(redactor:part:)``.
+        var annotations: [Range<Int>] = []
 
         /// Refuses the part (``PolicyError/MarkerProblem/rightToLeft``) where a reader may show other
         /// text between its markers than the model reads there (issue 21, a hostile review's F3 and F1b):
@@ -323,6 +336,37 @@ package enum HTMLRebuild {
         ///   (``ShownContext``): a marker in a closed `<details>`, a `<meter>`'s fallback, a
         ///   `<tfoot>` written first, a `dir` or styled element, and the like, which a browser
         ///   shows elsewhere or not at all, so that its span and the model's differ.
+        /// Refuses the part (``PolicyError/MarkerProblem/otherOrder``) when its line without ruby
+        /// annotations (``annotations``: drawn above their base, or not at all) shows other markers than
+        /// the model reads with them in line (issue 21, a red team's html-ruby-rt-annotation:
+        /// `[[pr<ruby>i<rt>zz</rt></ruby>vate]]` shows the marker, a small `zz` above the `i`).
+        func refuseAnnotated(redactor: Redactor, part: String) throws(PolicyError) {
+            guard !annotations.isEmpty else { return }
+            var line: [Unicode.Scalar] = [], from = 0
+            line.reserveCapacity(stream.count)
+            for run in annotations where run.lowerBound >= from {
+                line += stream[from..<run.lowerBound]
+                from = run.upperBound
+            }
+            line += stream[from...]
+            if redactor.markerRanges(line).count != redactor.markerRanges(stream).count || redactor.hasNearMarker(scalars: line) {
+                throw PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .otherOrder))
+            }
+        }
+
+        /// Refuses the part (``PolicyError/MarkerProblem/otherOrder``) when it holds a declarative
+        /// shadow root (``shadowRoot``) and spans or the pieces of a marker anywhere in its text (issue 21,
+        /// a red team's html-shadow-slot-*): a browser shows the host's text at the root's slots, in the
+        /// root's order, between what the root holds, so `[[private]]<slot>` … `[[/private]]` in the root
+        /// marks the host's text, and the rebuild, which drops templates, kept it unmarked.
+        func refuseShadowRoot(spans: [Redactor.Span], redactor: Redactor, part: String) throws(PolicyError) {
+            guard shadowRoot else { return }
+            let markers = [redactor.open, redactor.close].map { folded(Array($0.unicodeScalars)) }
+            if !spans.isEmpty || Redactor.holdsPieces(of: markers, lines) {
+                throw PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .otherOrder))
+            }
+        }
+
         func refuseOtherOrders(spans: [Redactor.Span], part: String) throws(PolicyError) {
             guard !spans.isEmpty else { return }
             let refused = PolicyError(.unbalancedMarkers, marker: .init(part: part, line: 1, column: 1, problem: .otherOrder))
@@ -414,6 +458,8 @@ package enum HTMLRebuild {
             }
             // The names of the open elements, kept or not: a style sheet is the text right inside a `style`.
             var parents: [String] = []
+            // How many ruby annotations (`<rt>`, `<rp>`) the walk is inside.
+            var annotationDepth = 0
             // The context of each open element (see ``ShownContext``), interned.
             var shown = ShownContext.Interner(), tagged = ShownContext.Interner(everyElement: true)
             var shownStack: [Int] = [], taggedStack: [Int] = []
@@ -439,6 +485,11 @@ package enum HTMLRebuild {
                 switch node {
                 case .start(let element):
                     parents.append(element.name)
+                    if element.name == "rt" || element.name == "rp" { annotationDepth += 1 }
+                    // A declarative shadow root: see ``refuseShadowRoot(spans:redactor:part:)``.
+                    if element.isTemplate && element.attributes.contains(where: { $0.name == "shadowrootmode" || $0.name == "shadowroot" }) {
+                        shadowRoot = true
+                    }
                     if element.name == "br" || element.name == "hr" { lines.append("\n") }
                     if HTMLRebuild.styles(element) { styled = true }
                     if element.name == "bdo" { overrides = true; directed = true }
@@ -454,7 +505,9 @@ package enum HTMLRebuild {
                     }
                     for text in shownInPlace(element) { inPlace.append((stream.count, scalarArray(withoutControls(text)))) }
                 case .end:
-                    if let name = parents.popLast(), HTMLRebuild.blocks.contains(name) { lines.append("\n") }
+                    let name = parents.popLast()
+                    if name == "rt" || name == "rp" { annotationDepth -= 1 }
+                    if let name, HTMLRebuild.blocks.contains(name) { lines.append("\n") }
                 case .text(let text):
                     if parents.last != "style" { lines += text.unicodeScalars.lazy.filter { !isControl($0) } }
                     if parents.last == "style" {
@@ -505,6 +558,7 @@ package enum HTMLRebuild {
                     for scalar in text.unicodeScalars where !isControl(scalar) { stream.append(scalar) }
                     if stream.count > start {
                         events.append(.text(start..<stream.count))
+                        if annotationDepth > 0 { annotations.append(start..<stream.count) }
                         let context = shownStack.last ?? 0, tags = taggedStack.last ?? 0, element = elementStack.last ?? 0
                         if contexts.last?.context != context || contexts.last?.tags != tags || contexts.last?.element != element {
                             contexts.append((start, context, tags, element))
