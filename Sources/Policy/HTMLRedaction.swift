@@ -66,7 +66,9 @@ extension Redactor {
             // A style sheet's `url(data:…)`.
             documents += Self.dataURLPayloads(stream)
         }
-        return documents.contains { hasMarkersHTML($0, depth: depth + 1) }
+        // Each once: a payload read as UTF-8, as Latin-1 and as the whole value is mostly one text,
+        // and read three times at each depth it would cost 27 times its size three deep.
+        return Set(documents).contains { hasMarkersHTML($0, depth: depth + 1) }
     }
 
     /// True when `scalars` hold every scalar of some marker (folded) as often as it does.
