@@ -200,6 +200,12 @@ struct ContainerMembersTests {
         return issues
     }
 
+    @Test("a .lzma, zlib or .Z file as a member of a tar (v7, ustar, GNU, pax) alone or in a tar.gz or tar.xz, an ar, a cpio (newc, crc, odc), a .deb (data.tar.lzma, or a .lzma in data.tar.gz), a zip's stored tar: withheld, refused when passed; without a span sent as it came and read")
+    func membersOfContainers() throws {
+        // 30 with a span (each shape three times), 10 without.
+        #expect(try Self.rounds(Self.containerShapes, marked: 30, controls: 10, seed: 2026_11_27_21) == 0)
+    }
+
     @Test("a .Z followed by other bytes in an unpacked stream (a tar.gz's last member, before the tar's padding; after a script, before other bytes): gzip -dc the oracle; withheld, refused when passed; without a span sent as it came and read")
     func compressFollowedByOtherBytes() throws {
         #expect(try Self.rounds(["Z-last-in-tar.gz", "Z-mid-stream"], marked: 10, controls: 4, seed: 2026_11_27_22) == 0)

@@ -49,24 +49,27 @@ enum CompressedFormat: Sendable {
         // the LZMA SDK's largest): a tar's first header (`notes.txt` and NULs) would pass the rest, and
         // a tar of a gzip file was withheld as a `.lzma` asking 1.9 GB. A tar (`ustar` at 257) is not one.
         let properties = Int(bytes.first ?? 255)
-        if bytes.count >= 13, properties < 225, properties % 45 % 9 + properties % 45 / 9 <= 4, !isTar(bytes) {
+        if bytes.count >= 13, properties < 225, properties % 45 % 9 + properties % 45 / 9 <= 4 {
             let dictionary = Int(bytes[1]) | Int(bytes[2]) << 8 | Int(bytes[3]) << 16 | Int(bytes[4]) << 24
             let unknownSize = bytes[5...12].allSatisfy { $0 == 0xFF }
             // Any dictionary: liblzma takes one below 4 KiB as 4 KiB (a review: `xz -dc` read a .lzma whose header said 2048).
-            if dictionary <= 3 << 29, unknownSize || (bytes[11] == 0 && bytes[12] == 0) { return .lzma }
+            // (The tar check last: it sums a header's 512 bytes.)
+            if dictionary <= 3 << 29, unknownSize || (bytes[11] == 0 && bytes[12] == 0), !isTar(bytes) { return .lzma }
         }
         // zlib (RFC 1950): deflate, a window of at most 32 KiB, the header check right, no preset dictionary.
-        if bytes.count >= 2, !isTar(bytes), bytes[0] & 0x0F == 8, bytes[0] >> 4 <= 7, (Int(bytes[0]) << 8 | Int(bytes[1])) % 31 == 0,
-           bytes[1] & 0x20 == 0 {
+        if bytes.count >= 2, bytes[0] & 0x0F == 8, bytes[0] >> 4 <= 7, (Int(bytes[0]) << 8 | Int(bytes[1])) % 31 == 0,
+           bytes[1] & 0x20 == 0, !isTar(bytes) {
             return .zlib
         }
         return nil
     }
 
-    /// True when `bytes` start as a tar (`ustar` at 257, POSIX and GNU alike): its first bytes are a
-    /// member's name, which may look like a `.lzma` or zlib header.
+    /// True when `bytes` start as a tar (`ustar` at 257, POSIX and GNU alike, or a header whose checksum
+    /// is right, as a v7 tar's is: ``Container``): its first bytes are a member's name, which may look
+    /// like a `.lzma` or zlib header.
     static func isTar(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count >= 262 && bytes[257] == 0x75 && bytes[258] == 0x73 && bytes[259] == 0x74 && bytes[260] == 0x61 && bytes[261] == 0x72
+            || Container.isTarHeader(bytes, at: 0)
     }
 
     /// ``of(_:)`` for an array's first bytes.
