@@ -21,7 +21,7 @@ enum Container {
         if isTarHeader(bytes, at: 0) {
             var header = 0
             while isTarHeader(bytes, at: header) {
-                let size = tarSize(bytes, at: header)
+                let size = tarSize(bytes, at: header, cap: bytes.count + 1)
                 let data = header + 512
                 guard member(data, min(size, bytes.count - data)), size <= bytes.count - data else { return }
                 header = data + (size + 511) / 512 * 512
@@ -75,17 +75,18 @@ enum Container {
         return stored == unsigned || stored == signed
     }
 
-    /// A tar member's size: octal digits (12 bytes at 124), or GNU's base-256 (the first byte's high bit set).
-    static func tarSize(_ bytes: UnsafeRawBufferPointer, at header: Int) -> Int {
+    /// A tar member's size: octal digits (12 bytes at 124), or GNU's base-256 (the first byte's high bit set);
+    /// one beyond `cap` is `cap`.
+    static func tarSize(_ bytes: UnsafeRawBufferPointer, at header: Int, cap: Int) -> Int {
         if bytes[header + 124] & 0x80 != 0 {
             var size = 0
             for index in (header + 125)..<(header + 136) {
                 size = size << 8 | Int(bytes[index])
-                if size > bytes.count { return bytes.count + 1 }
+                if size > cap { return cap }
             }
             return size
         }
-        return number(bytes, header + 124, 12, radix: 8).map { min($0, bytes.count + 1) } ?? 0
+        return number(bytes, header + 124, 12, radix: 8).map { min($0, cap) } ?? 0
     }
 
     static func isAr(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -127,5 +128,153 @@ enum Container {
             }
         }
         return digits > 0 ? value : nil
+    }
+}
+
+extension Container {
+    /// What a member that starts so is read as: a `.lzma`, zlib or `.Z` file (which no signature
+    /// finds), a zip, or an archive of these kinds in turn; nil for any other (a compressed file
+    /// with a strong signature is found by that).
+    enum Reading { case members(CompressedFormat), zip, container }
+
+    /// ``Reading`` of a member starting with `bytes` (its first ``headSize`` bytes, or all of a shorter one).
+    static func reading(of bytes: UnsafeRawBufferPointer) -> Reading? {
+        if let format = CompressedFormat.of(bytes), format == .lzma || format == .zlib || format == .compress { return .members(format) }
+        if bytes.starts(with: [0x50, 0x4B, 0x03, 0x04]) { return .zip }
+        return opens(bytes) ? .container : nil
+    }
+
+    /// A tar, ar or cpio archive read as it is unpacked, piece by piece: an unpacked `.tar.gz` is not
+    /// held whole to find its members (a 95 MB tar was, and went past the 64 MiB a nested archive may
+    /// hold). Only a member worth reading (``reading(of:)``) is held, to its end, and handed over.
+    struct Stream {
+        private enum Kind { case tar, ar, cpio }
+        private let kind: Kind
+        /// The header being gathered, and how many bytes it needs (cpio: its fixed part, then with the name).
+        private var header: [UInt8] = []
+        private var need: Int
+        /// Bytes to pass over (ar's magic, a BSD name, padding after a member).
+        private var skip = 0
+        /// The current member's bytes still to come, and the padding after it.
+        private var remaining = 0
+        private var padding = 0
+        private var inMember = false
+        /// The current member's first bytes while its reading is not known, then all of it when it is worth one.
+        private var held: [UInt8]?
+        private var reading: Reading?
+        private var ended = false
+
+        /// A reader of the archive whose stream starts with `head` (at least ``headSize`` bytes, or the whole stream); nil when it is none.
+        init?(head: UnsafeRawBufferPointer) {
+            if Container.isTarHeader(head, at: 0) {
+                kind = .tar; need = 512
+            } else if Container.isAr(head) {
+                kind = .ar; need = 60; skip = 8
+            } else if Container.cpioFormat(head, at: 0) != nil {
+                kind = .cpio; need = 6
+            } else {
+                return nil
+            }
+        }
+
+        /// Takes the next piece of the stream; `found` is handed each member worth reading, whole, and
+        /// says whether to go on. False when a member held is beyond `limit` (not read, so not clean).
+        mutating func feed(_ piece: UnsafeRawBufferPointer, limit: Int, _ found: ([UInt8], Reading) -> Bool) -> Bool {
+            var index = 0
+            while index < piece.count, !ended {
+                let rest = piece.count - index
+                if skip > 0 {
+                    let count = min(skip, rest)
+                    skip -= count
+                    index += count
+                    continue
+                }
+                if !inMember {
+                    let count = min(need - header.count, rest)
+                    header += piece[index..<(index + count)]
+                    index += count
+                    if header.count == need { startMember() }
+                    continue
+                }
+                let count = min(remaining, rest)
+                if held != nil {
+                    held! += piece[index..<(index + count)]
+                    if reading == nil, held!.count >= Container.headSize { decide() }
+                    if held != nil, held!.count > limit { ended = true; return false }
+                }
+                remaining -= count
+                index += count
+                if remaining == 0, !endMember(found) { return true }
+            }
+            return true
+        }
+
+        /// At the stream's end: a member cut short is handed over as far as it came (as its tool gives it).
+        mutating func finish(_ found: ([UInt8], Reading) -> Bool) {
+            if inMember, !ended { remaining = 0; _ = endMember(found) }
+            ended = true
+        }
+
+        /// The header gathered: the member it announces, or the archive's end.
+        private mutating func startMember() {
+            let size: Int
+            var nameSkip = 0
+            let parsed: Int? = header.withUnsafeBytes { bytes in
+                switch kind {
+                case .tar:
+                    guard Container.isTarHeader(bytes, at: 0) else { return nil }
+                    return Container.tarSize(bytes, at: 0, cap: Int(UInt32.max) * 16)
+                case .ar:
+                    guard bytes[58] == 0x60, bytes[59] == 0x0A, let size = Container.number(bytes, 48, 10, radix: 10) else { return nil }
+                    if bytes[0] == 0x23, bytes[1] == 0x31, bytes[2] == 0x2F, let name = Container.number(bytes, 3, 13, radix: 10) { nameSkip = min(name, size) }
+                    return size
+                case .cpio:
+                    return nil
+                }
+            }
+            if kind == .cpio {
+                // The magic, then the fixed part, then the name (and padding to four bytes, newc and crc).
+                guard header.starts(with: Array("07070".utf8)), [0x31, 0x32, 0x37].contains(header[5]) else { ended = true; return }
+                let format: CpioFormat = header[5] == 0x37 ? .odc : .newc
+                let fixed = format == .odc ? 76 : 110
+                if need < fixed { need = fixed; return }
+                let fields: (name: Int?, size: Int?) = header.withUnsafeBytes { bytes in
+                    format == .odc ? (Container.number(bytes, 59, 6, radix: 8), Container.number(bytes, 65, 11, radix: 8))
+                        : (Container.number(bytes, 94, 8, radix: 16), Container.number(bytes, 54, 8, radix: 16))
+                }
+                guard let name = fields.name, let fileSize = fields.size, name <= 1 << 20 else { ended = true; return }
+                let whole = format == .odc ? fixed + name : (fixed + name + 3) / 4 * 4
+                if need < whole { need = whole; return }
+                size = fileSize
+                padding = format == .odc ? 0 : (size + 3) / 4 * 4 - size
+            } else {
+                guard let parsed else { ended = true; return }
+                size = parsed
+                padding = kind == .tar ? (size + 511) / 512 * 512 - size : size % 2
+            }
+            header.removeAll(keepingCapacity: true)
+            need = kind == .tar ? 512 : kind == .ar ? 60 : 6
+            skip = nameSkip
+            remaining = size - nameSkip
+            inMember = true
+            held = []
+            reading = nil
+        }
+
+        /// Whether the member held is worth reading, on its first bytes; let go when not.
+        private mutating func decide() {
+            reading = held!.withUnsafeBytes { Container.reading(of: $0) }
+            if reading == nil { held = nil }
+        }
+
+        /// The member's end: handed over when worth reading; the padding after it passed over.
+        private mutating func endMember(_ found: ([UInt8], Reading) -> Bool) -> Bool {
+            inMember = false
+            skip = padding
+            if held != nil, reading == nil { decide() }
+            defer { held = nil; reading = nil }
+            if let member = held, !member.isEmpty, let reading, !found(member, reading) { ended = true; return false }
+            return true
+        }
     }
 }

@@ -256,6 +256,8 @@ package enum Inflation {
         var head: [UInt8]?
         /// The role of the stream ``head`` is of.
         var headRole = Role.member
+        /// The tar, ar or cpio archive the stream being unpacked is, read as it comes.
+        var unpacking: Container.Stream?
         var nested: [UInt8]?
         /// ``nested`` holds an archive found after other data in its stream (kept from its first
         /// signature): walked as a zip with data before it, so that chance bytes that look
@@ -462,20 +464,40 @@ package enum Inflation {
             guard Container.opens(all) else { return false }
             Container.forEachMember(all) { data, count in
                 guard !exhausted, count > 0 else { return !exhausted }
-                let member = UnsafeRawBufferPointer(rebasing: all[data..<(data + count)])
-                if let format = CompressedFormat.of(member), format == .lzma || format == .zlib || format == .compress {
-                    walkInside(from: data, count: count, .members(format))
-                } else if member.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
-                    // A zip member: read as the file it is (its directory at its own end, its methods
-                    // strict), not only as a zip after other data in the archive.
-                    walkInside(from: data, count: count, .zip)
-                } else if Container.opens(member) {
-                    // A tar in an ar (a `.deb`'s `data.tar`), in a tar, …
-                    walkInside(from: data, count: count, .container)
+                // A zip member is read as the file it is (its directory at its own end, its methods strict), not
+                // only as a zip after other data in the archive; a tar in an ar (a `.deb`'s `data.tar`) in turn.
+                if let reading = Container.reading(of: UnsafeRawBufferPointer(rebasing: all[data..<(data + count)])) {
+                    walkInside(from: data, count: count, Inside(reading))
                 }
                 return !exhausted
             }
             return true
+        }
+
+        /// A member of an archive being unpacked (``Container/Stream``), held whole, read as the file it is,
+        /// as ``containerMembers()`` reads one; false once the walk is exhausted.
+        mutating func walkMember(_ member: [UInt8], _ reading: Container.Reading) -> Bool {
+            member.withUnsafeBufferPointer { buffer in
+                var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body, page: page, pageLimit: pageLimit)
+                walk.walkInside(from: 0, count: buffer.count, Inside(reading))
+                output = walk.output
+                input = walk.input
+                if walk.exhausted { exhausted = true }
+                if walk.unknownMethod { unknownMethod = true }
+            }
+            return !exhausted
+        }
+
+        /// Feeds the archive being unpacked, if any, a piece of its stream (nil: the stream's end).
+        mutating func feedUnpacking(_ piece: UnsafeRawBufferPointer?) {
+            guard var stream = unpacking else { return }
+            unpacking = nil
+            if let piece {
+                if !stream.feed(piece, limit: Inflation.nestedLimit, { walkMember($0, $1) }) { exhausted = true }
+                unpacking = stream
+            } else {
+                stream.finish { walkMember($0, $1) }
+            }
         }
 
         /// Every strong signature (``SignatureScan``, but a zip's, which ``zip(strict:)`` reads)
@@ -515,6 +537,14 @@ package enum Inflation {
             case otherArchive
             /// A tar, ar or cpio archive's members (``containerMembers()``).
             case container
+
+            init(_ reading: Container.Reading) {
+                switch reading {
+                case .members(let format): self = .members(format)
+                case .zip: self = .zip
+                case .container: self = .container
+                }
+            }
         }
 
         /// What is at `from` (`count` bytes at most) read as a file of its own, one level deeper,
@@ -704,6 +734,7 @@ package enum Inflation {
                 head = nil
                 _ = short.withUnsafeBytes { keep($0, opening: true) }
             }
+            feedUnpacking(nil)
             // An entity the document declares itself (`<!ENTITY a "[[pri">`) is expanded by its
             // reader wherever `&a;` stands: not read here, so the file cannot be shown clean.
             if markup?.declaresEntities == true { unknownMethod = true }
@@ -818,13 +849,18 @@ package enum Inflation {
         /// Keeps a piece of the stream for the archive inside, when there is one: from its start when
         /// the stream `opening` with this piece opens as one, else from a signature found after other data.
         mutating func keep(_ piece: UnsafeRawBufferPointer, opening: Bool) -> Bool {
-            if opening, Inflation.opensAsArchive(piece) || Container.opens(piece) {
+            if opening, Inflation.opensAsArchive(piece) {
                 // An archive inside: kept to be walked after this stream, or past the depth, not read.
                 // A PDF's stream too: an embedded file (`/EmbeddedFile`) that is a zip, which its reader opens.
                 if depth >= Inflation.maxDepth { exhausted = true; return false }
                 nested = []
                 if case .entry(let name) = headRole { nestedPages = isGzippedPage(name: name) }
+            } else if opening {
+                // A tar, ar or cpio archive: its members read as it is unpacked, not held whole.
+                unpacking = Container.Stream(head: piece)
             }
+            feedUnpacking(piece)
+            if exhausted { return false }
             if nested != nil {
                 // Held whole to be walked after the stream (a zip's directory is at its end): at most
                 // ``Inflation/nestedLimit``; one larger is not read (a 34 MB attachment held 664 MB).
