@@ -14,19 +14,12 @@ final class OtherArchive {
     }
 
     /// A reader of the archive in `bytes`, which must outlive it; nil when libarchive cannot start.
-    /// With `compressed`, `bytes` are one Unix `compress` (`.Z`) file, read as one entry (the raw
-    /// format behind libarchive's filter: ``CompressDecompressor``).
-    init?(_ bytes: UnsafeRawBufferPointer, compressed: Bool = false) {
+    init?(_ bytes: UnsafeRawBufferPointer) {
         guard let archive = archive_read_new() else { return nil }
         self.archive = archive
-        if compressed {
-            archive_read_support_filter_compress(archive)
-            archive_read_support_format_raw(archive)
-        } else {
-            archive_read_support_format_7zip(archive)
-            archive_read_support_format_rar(archive)
-            archive_read_support_format_rar5(archive)
-        }
+        archive_read_support_format_7zip(archive)
+        archive_read_support_format_rar(archive)
+        archive_read_support_format_rar5(archive)
         guard archive_read_open_memory(archive, bytes.baseAddress, bytes.count) == ARCHIVE_OK else { return nil }
     }
 

@@ -49,24 +49,27 @@ enum CompressedFormat: Sendable {
         // the LZMA SDK's largest): a tar's first header (`notes.txt` and NULs) would pass the rest, and
         // a tar of a gzip file was withheld as a `.lzma` asking 1.9 GB. A tar (`ustar` at 257) is not one.
         let properties = Int(bytes.first ?? 255)
-        if bytes.count >= 13, properties < 225, properties % 45 % 9 + properties % 45 / 9 <= 4, !isTar(bytes) {
+        if bytes.count >= 13, properties < 225, properties % 45 % 9 + properties % 45 / 9 <= 4 {
             let dictionary = Int(bytes[1]) | Int(bytes[2]) << 8 | Int(bytes[3]) << 16 | Int(bytes[4]) << 24
             let unknownSize = bytes[5...12].allSatisfy { $0 == 0xFF }
             // Any dictionary: liblzma takes one below 4 KiB as 4 KiB (a review: `xz -dc` read a .lzma whose header said 2048).
-            if dictionary <= 3 << 29, unknownSize || (bytes[11] == 0 && bytes[12] == 0) { return .lzma }
+            // (The tar check last: it sums a header's 512 bytes.)
+            if dictionary <= 3 << 29, unknownSize || (bytes[11] == 0 && bytes[12] == 0), !isTar(bytes) { return .lzma }
         }
         // zlib (RFC 1950): deflate, a window of at most 32 KiB, the header check right, no preset dictionary.
-        if bytes.count >= 2, !isTar(bytes), bytes[0] & 0x0F == 8, bytes[0] >> 4 <= 7, (Int(bytes[0]) << 8 | Int(bytes[1])) % 31 == 0,
-           bytes[1] & 0x20 == 0 {
+        if bytes.count >= 2, bytes[0] & 0x0F == 8, bytes[0] >> 4 <= 7, (Int(bytes[0]) << 8 | Int(bytes[1])) % 31 == 0,
+           bytes[1] & 0x20 == 0, !isTar(bytes) {
             return .zlib
         }
         return nil
     }
 
-    /// True when `bytes` start as a tar (`ustar` at 257, POSIX and GNU alike): its first bytes are a
-    /// member's name, which may look like a `.lzma` or zlib header.
+    /// True when `bytes` start as a tar (`ustar` at 257, POSIX and GNU alike, or a header whose checksum
+    /// is right, as a v7 tar's is: ``Container``): its first bytes are a member's name, which may look
+    /// like a `.lzma` or zlib header.
     static func isTar(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count >= 262 && bytes[257] == 0x75 && bytes[258] == 0x73 && bytes[259] == 0x74 && bytes[260] == 0x61 && bytes[261] == 0x72
+            || Container.isTarHeader(bytes, at: 0)
     }
 
     /// ``of(_:)`` for an array's first bytes.
@@ -329,22 +332,134 @@ final class LzipDecompressor: Decompressor {
     }
 }
 
-/// Unix `compress` (LZW) through libarchive's filter (``OtherArchive``), which reads from memory:
-/// given all that is left of the input at its first step (and said to take it), it then gives
-/// what it unpacks. LZW's tables are at most 64 Ki codes: no memory to limit.
+/// Unix `compress` (LZW, `.Z`), decoded here as `gzip -d` and `uncompress` decode it (gzip's
+/// `unlzw.c`): 9 to 16 bits a code, codes in groups of eight, the rest of a group passed over when
+/// the width grows or, in block mode, a CLEAR (256) empties the table. Ours, not a library's:
+/// libarchive's filter (the one Debian library that reads LZW) gives nothing of a `.Z` followed by
+/// other bytes (a tar's padding, the next member of an unpacked tar), where `gzip -dc` shows all it
+/// decoded before the first code that cannot be. LZW has no end of its own: the file ends where its
+/// input does, so a step that has used all its input and holds nothing more says `going`, with
+/// nothing taken or given (the walk then stops: what is after a `.Z` is searched on). A code beyond
+/// the table is damage: what was decoded before it is given, then `failed`. The tables are at most
+/// 64 Ki codes: no memory to limit; what a code expands to is counted by the walk's output budget.
 final class CompressDecompressor: Decompressor {
-    private var reader: OtherArchive?
-    private var opened = false
+    private var headerRead = 0
+    private var maxBits = 16
+    private var blockMode = true
+    private var width = 9
+    private var maxCode = 511
+    private var free = 257
+    /// Codes read since the last change of width or CLEAR: a group of eight ends at a multiple of eight.
+    private var codesInGroup = 0
+    /// Bits still to pass over to a group's end.
+    private var skip = 0
+    private var bits: UInt32 = 0
+    private var count = 0
+    private var old = -1
+    private var last: UInt8 = 0
+    /// The table's strings past the 256 bytes (and 256 itself): each the code before its last byte, and that byte. Grown
+    /// as codes are defined, so that a try of chance bytes costs no 192 KiB of table.
+    private var prefix = [UInt16](repeating: 0, count: 257)
+    private var suffix = [UInt8](repeating: 0, count: 257)
+    /// A code's string, last byte first, not yet all given.
+    private var pending: [UInt8] = []
+    private var failed = false
 
     func step(_ input: UnsafeRawBufferPointer, _ output: UnsafeMutableRawBufferPointer) -> DecodeStep {
-        var taken = 0
-        if !opened {
-            opened = true
-            reader = OtherArchive(input, compressed: true)
-            guard case .entry = reader?.next() else { return DecodeStep(taken: 0, given: 0, state: .failed) }
-            taken = input.count
+        var taken = 0, given = 0
+        while given < output.count {
+            if let byte = pending.popLast() {
+                output[given] = byte
+                given += 1
+                continue
+            }
+            if failed { return DecodeStep(taken: taken, given: given, state: .failed) }
+            if headerRead < 3 {
+                guard taken < input.count else { break }
+                let byte = input[taken]
+                taken += 1
+                headerRead += 1
+                if headerRead == 3 {
+                    maxBits = Int(byte & 0x1F)
+                    blockMode = byte & 0x80 != 0
+                    free = blockMode ? 257 : 256
+                    if !(9...16).contains(maxBits) || byte & 0x60 != 0 { failed = true }
+                }
+                continue
+            }
+            if skip == 0, free > maxCode, width < maxBits {
+                passGroup()
+                width += 1
+                maxCode = width == maxBits ? 1 << maxBits : (1 << width) - 1
+            }
+            // Fill the bits for the next code (or the bits to pass over).
+            while skip > 0 || count < width {
+                if skip > 0, count > 0 {
+                    let dropped = min(skip, count)
+                    bits >>= UInt32(dropped)
+                    count -= dropped
+                    skip -= dropped
+                    continue
+                }
+                guard taken < input.count else { return DecodeStep(taken: taken, given: given, state: .going) }
+                bits |= UInt32(input[taken]) << UInt32(count)
+                count += 8
+                taken += 1
+            }
+            let code = Int(bits & ((1 << UInt32(width)) - 1))
+            bits >>= UInt32(width)
+            count -= width
+            codesInGroup += 1
+            decode(code)
         }
-        guard let count = reader?.read(into: output) else { return DecodeStep(taken: taken, given: 0, state: .failed) }
-        return DecodeStep(taken: taken, given: count, state: count == 0 ? .ended : .going)
+        return DecodeStep(taken: taken, given: given, state: .going)
+    }
+
+    /// Passes over the rest of the group of eight codes being read.
+    private func passGroup() {
+        skip = (8 - codesInGroup % 8) % 8 * width
+        codesInGroup = 0
+    }
+
+    /// One code: its string onto ``pending``, and the table's next entry.
+    private func decode(_ code: Int) {
+        if old == -1 {
+            guard code < 256 else { failed = true; return }
+            old = code
+            last = UInt8(code)
+            pending.append(last)
+            return
+        }
+        if code == 256 && blockMode {
+            passGroup()
+            free = 256
+            width = 9
+            maxCode = 511
+            return
+        }
+        var current = code
+        if code >= free {
+            // The string being defined (KwKwK): the previous one and its own first byte.
+            guard code == free else { failed = true; return }
+            pending.append(last)
+            current = old
+        }
+        while current >= 256 {
+            pending.append(suffix[current])
+            current = Int(prefix[current])
+        }
+        last = UInt8(current)
+        pending.append(last)
+        if free < 1 << maxBits {
+            if free < prefix.count {
+                prefix[free] = UInt16(old)
+                suffix[free] = last
+            } else {
+                prefix.append(UInt16(old))
+                suffix.append(last)
+            }
+            free += 1
+        }
+        old = code
     }
 }

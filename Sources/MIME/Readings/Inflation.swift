@@ -33,10 +33,10 @@ package enum Inflation {
     package static let headSize = 1024
 
     /// True when a file starting with `head` is a zip archive, a compressed file
-    /// (``CompressedFormat``), a tar (its members may be) or a PDF (`%PDF-` within its first ``headSize`` bytes,
-    /// where readers look for it).
+    /// (``CompressedFormat``), a tar, ar or cpio archive (its members may be: ``Container``) or a PDF
+    /// (`%PDF-` within its first ``headSize`` bytes, where readers look for it).
     package static func mayHold(_ head: [UInt8]) -> Bool {
-        head.withUnsafeBytes { opensAsArchive($0) || CompressedFormat.isTar($0) }
+        head.withUnsafeBytes { opensAsArchive($0) || CompressedFormat.isTar($0) || Container.opens($0) }
             || head.withUnsafeBufferPointer { Walk.find(Array("%PDF-".utf8), in: $0, from: 0, below: $0.count) != nil }
     }
 
@@ -252,6 +252,12 @@ package enum Inflation {
         /// What the stream being inflated is fed to beside `body` (``stream(from:format:role:)``).
         var markup: Markup?
         var pdfStrings: PDFStrings?
+        /// The first bytes of the stream being unpacked, while fewer than ``Container/headSize`` (``deliver(_:first:role:)``).
+        var head: [UInt8]?
+        /// The role of the stream ``head`` is of.
+        var headRole = Role.member
+        /// The tar, ar or cpio archive the stream being unpacked is, read as it comes.
+        var unpacking: Container.Stream?
         var nested: [UInt8]?
         /// ``nested`` holds an archive found after other data in its stream (kept from its first
         /// signature): walked as a zip with data before it, so that chance bytes that look
@@ -290,8 +296,8 @@ package enum Inflation {
             }
             // 7z and RAR, read by libarchive.
             if !exhausted, OtherArchive.opens(UnsafeRawBufferPointer(bytes)) { kind = otherArchive() }
-            // Compressed files inside other data: a plain tar's members, a `.deb`, after a script.
-            if !exhausted, tarMembers() { kind = .read }
+            // Compressed files inside other data: a tar's, ar's (a `.deb`) or cpio's members, after a script.
+            if !exhausted, containerMembers() { kind = .read }
             if !exhausted, !zipAtStart, carve(from: carveFrom) { kind = .read }
             return exhausted || unknownMethod ? .unreadable : kind
         }
@@ -448,35 +454,50 @@ package enum Inflation {
             return .read
         }
 
-        /// Each plain tar member (`ustar` headers one after the other from the start) that starts as
-        /// a compressed file, walked as one: `.lzma` and zlib files have no signature ``carve(from:)``
-        /// finds. True when the file is such a tar.
-        mutating func tarMembers() -> Bool {
-            var header = 0
-            var isTar = false
-            while !exhausted, header + 512 <= bytes.count, starts(with: Array("ustar".utf8), at: header + 257) {
-                isTar = true
-                // The size: octal digits, blanks or NULs around them (12 bytes at 124).
-                var size = 0
-                for index in (header + 124)..<(header + 136) where (0x30...0x37).contains(bytes[index]) {
-                    size = size * 8 + Int(bytes[index] - 0x30)
-                    if size > bytes.count { break }
+        /// Each member of a tar, ar or cpio archive (``Container``) read as the file it is, as their tools
+        /// write it out: one that starts as a `.lzma`, zlib or `.Z` file walked as one (the first two have
+        /// no signature ``carve(from:)`` finds; LZW has no end of its own, so it is read to the member's
+        /// end, not into the next), a zip as a zip, an archive of these kinds in turn; the others
+        /// ``carve(from:)`` finds by their signatures. True when the file is such an archive.
+        mutating func containerMembers() -> Bool {
+            let all = UnsafeRawBufferPointer(bytes)
+            guard Container.opens(all) else { return false }
+            Container.forEachMember(all) { data, count in
+                guard !exhausted, count > 0 else { return !exhausted }
+                // A zip member is read as the file it is (its directory at its own end, its methods strict), not
+                // only as a zip after other data in the archive; a tar in an ar (a `.deb`'s `data.tar`) in turn.
+                if let reading = Container.reading(of: UnsafeRawBufferPointer(rebasing: all[data..<(data + count)])) {
+                    walkInside(from: data, count: count, Inside(reading))
                 }
-                let data = header + 512
-                let count = min(size, bytes.count - data)
-                let member = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[data..<(data + count)])
-                // (A `.Z` too: LZW has no end of its own, so it is read to the member's end, not into the next.)
-                if count > 0, let format = CompressedFormat.of(member), format == .lzma || format == .zlib || format == .compress {
-                    walkInside(from: data, count: count, .members(format))
-                } else if member.starts(with: [0x50, 0x4B, 0x03, 0x04]) {
-                    // A zip member: read as the file it is (its directory at its own end, its methods
-                    // strict), not only as a zip after other data in the tar.
-                    walkInside(from: data, count: count, .zip)
-                }
-                guard size <= bytes.count - data else { break }
-                header = data + (size + 511) / 512 * 512
+                return !exhausted
             }
-            return isTar
+            return true
+        }
+
+        /// A member of an archive being unpacked (``Container/Stream``), held whole, read as the file it is,
+        /// as ``containerMembers()`` reads one; false once the walk is exhausted.
+        mutating func walkMember(_ member: [UInt8], _ reading: Container.Reading) -> Bool {
+            member.withUnsafeBufferPointer { buffer in
+                var walk = Walk(bytes: buffer, output: output, input: input, depth: depth + 1, body: body, page: page, pageLimit: pageLimit)
+                walk.walkInside(from: 0, count: buffer.count, Inside(reading))
+                output = walk.output
+                input = walk.input
+                if walk.exhausted { exhausted = true }
+                if walk.unknownMethod { unknownMethod = true }
+            }
+            return !exhausted
+        }
+
+        /// Feeds the archive being unpacked, if any, a piece of its stream (nil: the stream's end).
+        mutating func feedUnpacking(_ piece: UnsafeRawBufferPointer?) {
+            guard var stream = unpacking else { return }
+            unpacking = nil
+            if let piece {
+                if !stream.feed(piece, limit: Inflation.nestedLimit, { walkMember($0, $1) }) { exhausted = true }
+                unpacking = stream
+            } else {
+                stream.finish { walkMember($0, $1) }
+            }
         }
 
         /// Every strong signature (``SignatureScan``, but a zip's, which ``zip(strict:)`` reads)
@@ -514,6 +535,16 @@ package enum Inflation {
             case zip
             /// A 7z or RAR archive (``otherArchive()``).
             case otherArchive
+            /// A tar, ar or cpio archive's members (``containerMembers()``).
+            case container
+
+            init(_ reading: Container.Reading) {
+                switch reading {
+                case .members(let format): self = .members(format)
+                case .zip: self = .zip
+                case .container: self = .container
+                }
+            }
         }
 
         /// What is at `from` (`count` bytes at most) read as a file of its own, one level deeper,
@@ -538,6 +569,7 @@ package enum Inflation {
             case .members(let format): used = walk.members(format)
             case .zip: _ = walk.zip(strict: true); used = count
             case .otherArchive: _ = walk.otherArchive(); used = count
+            case .container: _ = walk.containerMembers(); used = count
             }
             output = walk.output
             input = walk.input
@@ -697,6 +729,12 @@ package enum Inflation {
 
         /// After a stream: its text without markup fed, the archive inside walked.
         mutating func finish() {
+            // A stream shorter than a tar's header: its head is all of it.
+            if let short = head {
+                head = nil
+                _ = short.withUnsafeBytes { keep($0, opening: true) }
+            }
+            feedUnpacking(nil)
             // An entity the document declares itself (`<!ENTITY a "[[pri">`) is expanded by its
             // reader wherever `&a;` stands: not read here, so the file cannot be shown clean.
             if markup?.declaresEntities == true { unknownMethod = true }
@@ -780,13 +818,9 @@ package enum Inflation {
             if first {
                 first = false
                 scan = SignatureScan()
-                // An archive inside: kept to be walked after this stream, or past the depth, not read.
-                // A PDF's stream too: an embedded file (`/EmbeddedFile`) that is a zip, which its reader opens.
-                if Inflation.opensAsArchive(piece) {
-                    if depth >= Inflation.maxDepth { exhausted = true; return false }
-                    nested = []
-                    if case .entry(let name) = role { nestedPages = isGzippedPage(name: name) }
-                }
+                // What the stream is, archive or not, is told by its first ``Container/headSize`` bytes.
+                head = []
+                headRole = role
                 if case .entry(let name) = role, isMarkup(name: name, first: piece) { markup = Markup() }
                 if page != nil, case .entry(let name) = role, isPage(name: name) { pageBytes = [] }
                 if page != nil, case .member = role, membersArePages, pageBytes == nil { pageBytes = [] }
@@ -801,6 +835,32 @@ package enum Inflation {
                 handOver(held)
                 pageBytes = nil
             }
+            if let begun = head {
+                // A decoder may give a few bytes at a time (a zstd frame of one-byte blocks): the stream's
+                // head is gathered before it is looked at, its bytes then kept as one piece.
+                let gathered = begun + piece
+                guard gathered.count >= Container.headSize else { head = gathered; return true }
+                head = nil
+                return gathered.withUnsafeBytes { keep($0, opening: true) }
+            }
+            return keep(piece, opening: false)
+        }
+
+        /// Keeps a piece of the stream for the archive inside, when there is one: from its start when
+        /// the stream `opening` with this piece opens as one, else from a signature found after other data.
+        mutating func keep(_ piece: UnsafeRawBufferPointer, opening: Bool) -> Bool {
+            if opening, Inflation.opensAsArchive(piece) {
+                // An archive inside: kept to be walked after this stream, or past the depth, not read.
+                // A PDF's stream too: an embedded file (`/EmbeddedFile`) that is a zip, which its reader opens.
+                if depth >= Inflation.maxDepth { exhausted = true; return false }
+                nested = []
+                if case .entry(let name) = headRole { nestedPages = isGzippedPage(name: name) }
+            } else if opening {
+                // A tar, ar or cpio archive: its members read as it is unpacked, not held whole.
+                unpacking = Container.Stream(head: piece)
+            }
+            feedUnpacking(piece)
+            if exhausted { return false }
             if nested != nil {
                 // Held whole to be walked after the stream (a zip's directory is at its end): at most
                 // ``Inflation/nestedLimit``; one larger is not read (a 34 MB attachment held 664 MB).
@@ -835,7 +895,7 @@ package enum Inflation {
             output -= count
             if output < 0 { exhausted = true; return }
             let piece = UnsafeRawBufferPointer(start: base + from, count: count)
-            if Inflation.opensAsArchive(piece) {
+            if Inflation.opensAsArchive(piece) || Container.opens(piece) {
                 if depth >= Inflation.maxDepth { exhausted = true; return }
                 nested = Array(piece)
                 if case .entry(let name) = role { nestedPages = isGzippedPage(name: name) }
