@@ -97,6 +97,9 @@ extension Redactor {
         if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
             let unfolded = Self.unfolded(text)
             if body(.text(unfolded)) || Self.binaryValuesDecoded(unfolded).contains(where: { body(.text($0)) }) { return true }
+            // vCard 2.1 and vCalendar 1.0 values in quoted-printable: a `=` at a line's end is a soft
+            // break, joined by an address book (its `=HH` are among the decodings of this rendering).
+            if let joined = Self.softBreaksJoined(text), body(.text(joined)) { return true }
         }
         if subtype == "enriched" || subtype == "richtext" {
             // As RFC 1896 shows it (`<param>` never shown), and with the parameters' text kept, as a

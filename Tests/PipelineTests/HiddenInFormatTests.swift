@@ -147,4 +147,34 @@ struct HiddenInFormatTests {
             return (body, Self.mail(body, type: type), "")
         }
     }
+
+    @Test("a vCard 2.1 or vCalendar 1.0 value in quoted-printable with soft breaks inside the markers: refused or censored (quopri the reader); controls sent as they came")
+    func quotedPrintableValues() throws {
+        try Self.check("quoted-printable values", rounds: 48, oracle: "qp", seed: 2026_11_27_32) { secret, random in
+            let shows = secret.map { "[[private]]\($0)[[/private]]" } ?? "[[public]] note"
+            // Quoted-printable, a soft break at a random place inside each marker, some brackets as =5B/=5D.
+            var value = ""
+            var inMarker = false
+            for character in shows {
+                if character == "[" && !inMarker { inMarker = true }
+                var written = String(character)
+                if (character == "[" || character == "]") && Int.random(in: 0..<3, using: &random) == 0 {
+                    written = character == "[" ? "=5B" : "=5D"
+                }
+                value += written
+                if inMarker && character.isLetter && Int.random(in: 0..<3, using: &random) == 0 { value += "=\n" }
+                if character == "]" { inMarker = false }
+            }
+            let lineEnd = Bool.random(using: &random) ? "\r\n" : "\n"
+            let card = Bool.random(using: &random)
+            let lines = card
+                ? ["BEGIN:VCARD", "VERSION:2.1", "N:Doe;Jane", "NOTE;ENCODING=QUOTED-PRINTABLE;CHARSET=UTF-8:" + value, "END:VCARD"]
+                : ["BEGIN:VCALENDAR", "VERSION:1.0", "BEGIN:VEVENT", "SUMMARY:m", "DESCRIPTION;ENCODING=QUOTED-PRINTABLE:" + value, "END:VEVENT", "END:VCALENDAR"]
+            let body = lines.joined(separator: "\n").replacingOccurrences(of: "\n", with: lineEnd)
+            let type = card ? ["text/x-vcard; charset=utf-8", "text/vcard; charset=utf-8", "text/directory"].randomElement(using: &random)!
+                : ["text/x-vcalendar; charset=utf-8", "text/calendar; charset=utf-8"].randomElement(using: &random)!
+            let attached = Bool.random(using: &random)
+            return (body, Self.mail(body, type: type, name: attached ? (card ? "jane.vcf" : "event.vcs") : nil, attachment: attached), shows)
+        }
+    }
 }
