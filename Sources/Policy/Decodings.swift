@@ -65,7 +65,7 @@ extension Redactor {
         // Which of them the text holds, as bits: a look-up for ASCII and one comparison for the
         // rest, in place (a switch at every scalar cost a twentieth of reading random-byte HTML).
         let backslash: UInt8 = 1, ampersand: UInt8 = 2, percent: UInt8 = 4, equals: UInt8 = 8, plus: UInt8 = 16
-        let emphasis: UInt8 = 32, bidi: UInt8 = 64
+        let emphasis: UInt8 = 32, bidi: UInt8 = 64, markdown: UInt8 = 128
         var table = [UInt8](repeating: 0, count: 128)
         table[0x5C] = backslash
         table[0x26] = ampersand
@@ -73,6 +73,8 @@ extension Redactor {
         table[0x3D] = equals
         table[0x2B] = plus
         for value in [0x2A, 0x5F, 0x7E, 0x60] { table[value] = emphasis }
+        table[0x3C] = markdown
+        table[0x5D] = markdown
         let held = scalars.withUnsafeBufferPointer { scalars in
             table.withUnsafeBufferPointer { table in
                 var held: UInt8 = 0
@@ -89,6 +91,7 @@ extension Redactor {
         }
         let hasBackslash = held & backslash != 0, hasAmpersand = held & ampersand != 0, hasPercent = held & percent != 0
         let hasEquals = held & equals != 0, hasEmphasis = held & emphasis != 0, hasBidi = held & bidi != 0, hasPlus = held & plus != 0
+        let hasMarkdown = held & markdown != 0
         // A decoding makes a control only from an escape, so only after a backslash, `&`, `%`,
         // `=` or `+`; a reading without one has no visual order (``visualReadings(_:)``), so
         // each decoding's visual orders follow it, and the text's come first if it has a control.
@@ -118,6 +121,10 @@ extension Redactor {
             if decoding(cDecoded!) || decoding(Self.rtfDecoded(scalars)) || decoding(Self.cssUnescaped(scalars)) { return true }
         }
         if hasAmpersand && !markup && decoding(decodeEntities(scalars)) { return true }
+        // Markdown as rendered (links as their text, images and inline HTML out), whatever the type
+        // says: a `.md` file sent as text/plain or octet-stream opens in a Markdown viewer. HTML's
+        // own renderings read it as a browser does.
+        if hasMarkdown && !markup && decoding(Self.markdownShown(scalars)) { return true }
         if (hasPercent || hasEquals) && decoding(Self.hexEscapesDecoded(scalars)) { return true }
         if hasPlus && decoding(Self.utf7Decoded(scalars)) { return true }
         if hasEmphasis || hasBackslash {

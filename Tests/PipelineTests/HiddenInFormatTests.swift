@@ -177,4 +177,23 @@ struct HiddenInFormatTests {
             return (body, Self.mail(body, type: type, name: attached ? (card ? "jane.vcf" : "event.vcs") : nil, attachment: attached), shows)
         }
     }
+
+    @Test("Markdown (text/markdown, text/x-markdown, a .md or .markdown file as text/plain or octet-stream) whose inline HTML or empty links split the markers: refused or censored (Python-Markdown the reader); controls sent as they came")
+    func markdown() throws {
+        try Self.check("Markdown", rounds: 64, oracle: "markdown", seed: 2026_11_27_34) { secret, random in
+            let splitters = ["<b></b>", "<!-- -->", "<span></span>", "<wbr>", "<img alt=\"\">", "[](#)", "![](x)", "[](x \"t\")",
+                             "<span title=\">\"></span>", "<!-- " + String(repeating: "y", count: 70) + " -->"]
+            let inner = secret.map { Self.span($0, splitters, &random) } ?? Self.split("[[public]]", splitters.randomElement(using: &random)!, &random)
+            let shows = secret.map { "[[private]]\($0)[[/private]]" } ?? "[[public]]"
+            let body = "hi \(Self.word(&random)) " + inner + " x"
+            let form = Int.random(in: 0..<4, using: &random)
+            let mail = switch form {
+            case 0: Self.mail(body, type: "text/markdown; charset=utf-8")
+            case 1: Self.mail(body, type: "text/x-markdown; charset=utf-8")
+            case 2: Self.mail(body, type: "text/plain; charset=utf-8", name: "notes.md")
+            default: Self.mail(body, type: "application/octet-stream", name: "notes.markdown", attachment: true)
+            }
+            return (body, mail, shows)
+        }
+    }
 }

@@ -35,6 +35,8 @@ struct ReadingsOneAtATimeTests {
             readings.append(Redactor.cssUnescaped(scalars))
         }
         if hasAmpersand && !markup { readings.append(decodeEntities(scalars)) }
+        // Since the sixth red team: Markdown as rendered.
+        if !markup && scalars.contains(where: { $0 == "<" || $0 == "]" }) { readings.append(Redactor.markdownShown(scalars)) }
         if hasPercent || hasEquals { readings.append(Redactor.hexEscapesDecoded(scalars)) }
         if hasPlus { readings.append(Redactor.utf7Decoded(scalars)) }
         if hasEmphasis || hasBackslash {
