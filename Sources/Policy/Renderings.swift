@@ -100,6 +100,10 @@ extension Redactor {
             // vCard 2.1 and vCalendar 1.0 values in quoted-printable: a `=` at a line's end is a soft
             // break, joined by an address book (its `=HH` are among the decodings of this rendering).
             if let joined = Self.softBreaksJoined(text), body(.text(joined)) { return true }
+            // An HTML value (`X-ALT-DESC;FMTTYPE=text/html:`, which Outlook shows as the event's body):
+            // the values with iCalendar's escapes undone, read as a browser shows HTML.
+            if unfolded.contains("<") || unfolded.contains("&"),
+               body(.scalars(Self.htmlShown(Self.calendarUnescaped(scalarArray(unfolded))))) { return true }
         }
         if subtype == "enriched" || subtype == "richtext" {
             // As RFC 1896 shows it (`<param>` never shown), and with the parameters' text kept, as a

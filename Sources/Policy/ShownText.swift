@@ -32,6 +32,25 @@ extension Redactor {
         return found ? String(scalars: out) : nil
     }
 
+    /// A calendar's or a card's text with the escapes of its values undone
+    /// (RFC 5545 §3.3.11: `\\`, `\;`, `\,`, `\n` and `\N` a line end).
+    static func calendarUnescaped(_ s: [Unicode.Scalar]) -> [Unicode.Scalar] {
+        guard s.contains("\\") else { return s }
+        var out: [Unicode.Scalar] = []
+        out.reserveCapacity(s.count)
+        var index = 0
+        while index < s.count {
+            if s[index] == "\\" && index + 1 < s.count {
+                out.append(s[index + 1] == "n" || s[index + 1] == "N" ? "\n" : s[index + 1])
+                index += 2
+            } else {
+                out.append(s[index])
+                index += 1
+            }
+        }
+        return out
+    }
+
     /// HTML's text as a browser shows it: tags (to the first `>` outside a quoted
     /// value), comments, `<!…>` and `<?…>` out, with what `<script>`, `<style>`,
     /// `<template>`, `<title>`, `<noembed>` and `<noframes>` hold; character references

@@ -178,6 +178,29 @@ struct HiddenInFormatTests {
         }
     }
 
+    @Test("an iCalendar X-ALT-DESC;FMTTYPE=text/html value whose HTML splits the markers with tags or comments: refused or censored (html.parser the reader); controls sent as they came")
+    func calendarHTMLDescription() throws {
+        try Self.check("X-ALT-DESC", rounds: 48, oracle: "alt-desc", seed: 2026_11_27_33) { secret, random in
+            let splitters = ["<b></b>", "<!-- -->", "<span></span>", "<span title=\"a>b\"></span>", "<!---->", "<i\n></i>",
+                             "<!-- " + String(repeating: "z", count: 80) + " -->", "<style>p{}</style>"]
+            let inner = secret.map { Self.span($0, splitters, &random) } ?? Self.split("[[public]]", splitters.randomElement(using: &random)!, &random)
+            let shows = secret.map { "[[private]]\($0)[[/private]]" } ?? "[[public]]"
+            var html = "<html><body>room\\, \(Self.word(&random)) " + inner + " ok</body></html>"
+            html = html.replacingOccurrences(of: "\n", with: "\\n")
+            // Folded at 60 scalars or so, as calendars write long lines.
+            var folded = "X-ALT-DESC;FMTTYPE=text/html:"
+            for (index, scalar) in html.unicodeScalars.enumerated() {
+                if index > 0 && index % 60 == 0 && Bool.random(using: &random) { folded += "\n " }
+                folded.unicodeScalars.append(scalar)
+            }
+            let body = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:x", "METHOD:REQUEST", "BEGIN:VEVENT", "UID:1@example.org",
+                        "DTSTART:20261127T100000Z", "SUMMARY:meeting", "DESCRIPTION:see invite", folded, "END:VEVENT", "END:VCALENDAR"]
+                .joined(separator: "\r\n")
+            let attached = Bool.random(using: &random)
+            return (body, Self.mail(body, type: "text/calendar; charset=utf-8; method=REQUEST", name: attached ? "invite.ics" : nil, attachment: attached), shows)
+        }
+    }
+
     @Test("Markdown (text/markdown, text/x-markdown, a .md or .markdown file as text/plain or octet-stream) whose inline HTML or empty links split the markers: refused or censored (Python-Markdown the reader); controls sent as they came")
     func markdown() throws {
         try Self.check("Markdown", rounds: 64, oracle: "markdown", seed: 2026_11_27_34) { secret, random in
