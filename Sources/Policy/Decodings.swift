@@ -119,6 +119,8 @@ extension Redactor {
         if hasBackslash {
             cDecoded = cEscapesDecoded(scalars)
             if decoding(cDecoded!) || decoding(Self.rtfDecoded(scalars)) || decoding(Self.cssUnescaped(scalars)) { return true }
+            // RTF as its readers show it by default: ignorable destinations and hidden text out.
+            if let shown = Self.rtfShown(scalars), decoding(shown) { return true }
         }
         if hasAmpersand && !markup && decoding(decodeEntities(scalars)) { return true }
         // Markdown as rendered (links as their text, images and inline HTML out), whatever the type
@@ -343,6 +345,107 @@ extension Redactor {
             }
         }
         return out
+    }
+
+    /// RTF as a reader shows it by default (``rtfDecoded(_:)``, and what it does not
+    /// show taken out): an ignorable destination `{\*\word …}` and the destinations
+    /// no reader shows in the text (`fonttbl`, `colortbl`, `stylesheet`, `info`, `pict`)
+    /// whole, and hidden text, from `\v` to `\v0`, `\plain` or the end of the group
+    /// that set it. Nil when `s` holds neither `\*` nor a `\v` or such a destination
+    /// (its reading is then ``rtfDecoded(_:)``'s). Issue 21: `[[pri{\*\zz junk}vate]]`
+    /// and `[[pri\v junk\v0 vate]]` are `[[private]]` to Word and LibreOffice.
+    static func rtfShown(_ s: [Unicode.Scalar]) -> [Unicode.Scalar]? {
+        func isLetter(_ scalar: Unicode.Scalar) -> Bool { ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) }
+        let unseen: Set<String> = ["fonttbl", "colortbl", "stylesheet", "info", "pict"]
+        // Whether anything is hidden: a `\*`, or a control word `\v` or one of `unseen`.
+        var hides = false
+        var index = 0
+        while index + 1 < s.count && !hides {
+            if s[index] == "\\" {
+                if s[index + 1] == "*" { hides = true }
+                var at = index + 1
+                while at < s.count, isLetter(s[at]), at - index < 12 { at += 1 }
+                let word = String(scalars: s[(index + 1)..<at])
+                if word == "v" || unseen.contains(word) { hides = true }
+                index = max(at, index + 2)
+            } else {
+                index += 1
+            }
+        }
+        guard hides else { return nil }
+        // The text to decode, with what is not shown left out; then read as ``rtfDecoded(_:)`` reads it.
+        var kept: [Unicode.Scalar] = []
+        kept.reserveCapacity(s.count)
+        // Per open group: whether text was hidden where it opened.
+        var groups: [Bool] = []
+        var hidden = false
+        index = 0
+        while index < s.count {
+            let scalar = s[index]
+            if scalar == "{" {
+                // A destination not shown: the group whole, to its matching brace (or the end).
+                var at = index + 1
+                while at < s.count && (s[at] == "\r" || s[at] == "\n") { at += 1 }
+                var skip = false
+                if at + 1 < s.count && s[at] == "\\" {
+                    if s[at + 1] == "*" {
+                        skip = true
+                    } else {
+                        var end = at + 1
+                        while end < s.count, isLetter(s[end]), end - at < 12 { end += 1 }
+                        skip = unseen.contains(String(scalars: s[(at + 1)..<end]))
+                    }
+                }
+                if skip {
+                    var depth = 0
+                    at = index
+                    while at < s.count {
+                        if s[at] == "\\" { at += 2; continue }
+                        if s[at] == "{" { depth += 1 } else if s[at] == "}" { depth -= 1; if depth == 0 { break } }
+                        at += 1
+                    }
+                    index = at + 1
+                    continue
+                }
+                groups.append(hidden)
+                index += 1
+                continue
+            }
+            if scalar == "}" {
+                hidden = groups.popLast() ?? false
+                index += 1
+                continue
+            }
+            if scalar == "\\" && index + 1 < s.count && isLetter(s[index + 1]) {
+                var at = index + 1
+                while at < s.count, isLetter(s[at]), at - index < 33 { at += 1 }
+                let word = String(scalars: s[(index + 1)..<at])
+                var numberEnd = at
+                if numberEnd < s.count && s[numberEnd] == "-" { numberEnd += 1 }
+                while numberEnd < s.count, ("0"..."9").contains(s[numberEnd]) { numberEnd += 1 }
+                if word == "v" {
+                    // `\v` and `\v1` hide, `\v0` shows; the word and its delimiting space are not text.
+                    hidden = !(numberEnd == at + 1 && s[at] == "0")
+                    index = numberEnd < s.count && s[numberEnd] == " " ? numberEnd + 1 : numberEnd
+                    continue
+                }
+                if word == "plain" { hidden = false }
+            }
+            if hidden {
+                // A control symbol or `\'HH` goes whole, so that what follows is not read as text.
+                index += scalar == "\\" && index + 1 < s.count ? 2 : 1
+                continue
+            }
+            if scalar == "\\" && index + 1 < s.count {
+                kept.append(scalar)
+                kept.append(s[index + 1])
+                index += 2
+                continue
+            }
+            kept.append(scalar)
+            index += 1
+        }
+        return rtfDecoded(kept)
     }
 
     /// `%HH` and `=HH` decoded as bytes, the result read as UTF-8 (URLs,

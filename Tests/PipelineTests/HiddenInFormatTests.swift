@@ -219,4 +219,23 @@ struct HiddenInFormatTests {
             return (body, mail, shows)
         }
     }
+
+    @Test("RTF (text/rtf, application/rtf, a .rtf octet-stream) with an ignorable destination {\\*…} or hidden text \\v…\\v0 inside the markers: refused or censored; controls sent as they came")
+    func rtfHidden() throws {
+        // No RTF reader is installed here: what readers show is the RTF specification's (1.9.1:
+        // `\*` destinations a reader does not know are skipped whole; `\v` text is not shown by default).
+        try Self.check("RTF", rounds: 48, oracle: nil, seed: 2026_11_27_35) { secret, random in
+            let splitters = ["{\\*\\zz junk}", "\\v junk\\v0 ", "{\\v junk}", "{\\*\\bkmkstart a}", "\\v1 q\\plain ",
+                             "{\\*\\generator " + String(repeating: "g", count: 80) + ";}", "{\\*\\zz {\\b nested} x}"]
+            let inner = secret.map { Self.span($0, splitters, &random) } ?? Self.split("[[public]]", splitters.randomElement(using: &random)!, &random)
+            let body = "{\\rtf1\\ansi hi \(Self.word(&random)) " + inner + " y\\par}"
+            let form = Int.random(in: 0..<3, using: &random)
+            let mail = switch form {
+            case 0: Self.mail(body, type: "application/rtf", name: "memo.rtf", attachment: true)
+            case 1: Self.mail(body, type: "text/rtf")
+            default: Self.mail(body, type: "application/octet-stream", name: "memo.rtf", attachment: true)
+            }
+            return (body, mail, "")
+        }
+    }
 }

@@ -33,6 +33,8 @@ struct ReadingsOneAtATimeTests {
             readings.append(cDecoded!)
             readings.append(Redactor.rtfDecoded(scalars))
             readings.append(Redactor.cssUnescaped(scalars))
+            // Since the sixth red team: RTF as its readers show it by default.
+            if let shown = Redactor.rtfShown(scalars) { readings.append(shown) }
         }
         if hasAmpersand && !markup { readings.append(decodeEntities(scalars)) }
         // Since the sixth red team: Markdown as rendered.
