@@ -147,7 +147,7 @@ extension Redactor {
     /// to tell it from other bytes (`&#91`, `&#x5b`, `&#0`, `&lsqb`, `\x5b`,
     /// `\u005b`, `\u{`, `\n{`, `\133`, `\'5b`, `\u91`, `\5b`, `\[`,
     /// `%5b`, `=5b`, UTF-7's `+afs`), and the scalar itself followed by any
-    /// escape's first character. A marker that shows only through these
+    /// escape's first character, a tag's `<` or a Markdown image's `!`. A marker that shows only through these
     /// readings starts at one of them (or after a bidirectional control), so
     /// a byte search looks for them first and decodes only from there.
     package static func escapeStarts(of scalar: Unicode.Scalar) -> [[UInt8]] {
@@ -163,7 +163,7 @@ extension Redactor {
         // The named references that stand for it.
         for name in Self.entityNamesByScalar[value] ?? [] { forms.append("&" + name.prefix(4)) }
         // The scalar itself, then an escape or something a viewer shows as nothing.
-        for lead in ["&", "\\", "%", "=", "+", "{", "}", "*", "_", "~", "`", "\n", "\r"] { forms.append(String(Character(scalar)) + lead) }
+        for lead in ["&", "\\", "%", "=", "+", "{", "}", "*", "_", "~", "`", "\n", "\r", "<", "!"] { forms.append(String(Character(scalar)) + lead) }
         var seen = Set<[UInt8]>()
         return forms.map { Array($0.lowercased().utf8) }.filter { seen.insert($0).inserted }
     }

@@ -238,4 +238,29 @@ struct HiddenInFormatTests {
             return (body, mail, "")
         }
     }
+
+    @Test("attachments read as bytes: a long run a reader hides (a comment, a tag, an RTF group or hidden text) between a marker's first two scalars: refused when passed, withheld")
+    func longRunsBetweenFirstScalars() throws {
+        var random = SeededRandom(seed: 2026_11_27_36)
+        var issues = 0
+        for round in 0..<16 {
+            let secret = "zq" + Self.word(&random) + "x"
+            let filler = String(repeating: Self.word(&random) + " ", count: Int.random(in: 12...40, using: &random))
+            let markdown = round % 2 == 0
+            let splitter = markdown
+                ? ["<!-- \(filler)-->", "<span title=\"\(filler)\"></span>"][round / 2 % 2]
+                : ["{\\*\\generator \(filler);}", "\\v \(filler)\\v0 "][round / 2 % 2]
+            let span = "[" + splitter + "[private]]" + secret + "[" + splitter + "[/private]]"
+            let body = markdown ? "hi " + span + " x" : "{\\rtf1\\ansi hi " + span + " y\\par}"
+            let mail = Self.mail(body, type: "application/octet-stream", name: markdown ? "notes.md" : "memo.rtf", attachment: true)
+            if let problem = Self.problem(mail, body: body, secret: secret).problem {
+                issues += 1
+                Issue.record("round \(round): \(problem)")
+            }
+            #expect(throws: (any Error).self, "round \(round): passed") {
+                try Postcard.censored(try MIMEMessage.parse(Array(mail.utf8)), opaque: .pass)
+            }
+        }
+        #expect(issues == 0)
+    }
 }
