@@ -65,7 +65,7 @@ extension Redactor {
         // Which of them the text holds, as bits: a look-up for ASCII and one comparison for the
         // rest, in place (a switch at every scalar cost a twentieth of reading random-byte HTML).
         let backslash: UInt8 = 1, ampersand: UInt8 = 2, percent: UInt8 = 4, equals: UInt8 = 8, plus: UInt8 = 16
-        let emphasis: UInt8 = 32, bidi: UInt8 = 64
+        let emphasis: UInt8 = 32, bidi: UInt8 = 64, markdown: UInt8 = 128
         var table = [UInt8](repeating: 0, count: 128)
         table[0x5C] = backslash
         table[0x26] = ampersand
@@ -73,6 +73,8 @@ extension Redactor {
         table[0x3D] = equals
         table[0x2B] = plus
         for value in [0x2A, 0x5F, 0x7E, 0x60] { table[value] = emphasis }
+        table[0x3C] = markdown
+        table[0x5D] = markdown
         let held = scalars.withUnsafeBufferPointer { scalars in
             table.withUnsafeBufferPointer { table in
                 var held: UInt8 = 0
@@ -89,6 +91,7 @@ extension Redactor {
         }
         let hasBackslash = held & backslash != 0, hasAmpersand = held & ampersand != 0, hasPercent = held & percent != 0
         let hasEquals = held & equals != 0, hasEmphasis = held & emphasis != 0, hasBidi = held & bidi != 0, hasPlus = held & plus != 0
+        let hasMarkdown = held & markdown != 0
         // A decoding makes a control only from an escape, so only after a backslash, `&`, `%`,
         // `=` or `+`; a reading without one has no visual order (``visualReadings(_:)``), so
         // each decoding's visual orders follow it, and the text's come first if it has a control.
@@ -116,8 +119,14 @@ extension Redactor {
         if hasBackslash {
             cDecoded = cEscapesDecoded(scalars)
             if decoding(cDecoded!) || decoding(Self.rtfDecoded(scalars)) || decoding(Self.cssUnescaped(scalars)) { return true }
+            // RTF as its readers show it by default: ignorable destinations and hidden text out.
+            if let shown = Self.rtfShown(scalars), decoding(shown) { return true }
         }
         if hasAmpersand && !markup && decoding(decodeEntities(scalars)) { return true }
+        // Markdown as rendered (links as their text, images and inline HTML out), whatever the type
+        // says: a `.md` file sent as text/plain or octet-stream opens in a Markdown viewer. HTML's
+        // own renderings read it as a browser does.
+        if hasMarkdown && !markup && decoding(Self.markdownShown(scalars)) { return true }
         if (hasPercent || hasEquals) && decoding(Self.hexEscapesDecoded(scalars)) { return true }
         if hasPlus && decoding(Self.utf7Decoded(scalars)) { return true }
         if hasEmphasis || hasBackslash {
@@ -138,7 +147,7 @@ extension Redactor {
     /// to tell it from other bytes (`&#91`, `&#x5b`, `&#0`, `&lsqb`, `\x5b`,
     /// `\u005b`, `\u{`, `\n{`, `\133`, `\'5b`, `\u91`, `\5b`, `\[`,
     /// `%5b`, `=5b`, UTF-7's `+afs`), and the scalar itself followed by any
-    /// escape's first character. A marker that shows only through these
+    /// escape's first character, a tag's `<` or a Markdown image's `!`. A marker that shows only through these
     /// readings starts at one of them (or after a bidirectional control), so
     /// a byte search looks for them first and decodes only from there.
     package static func escapeStarts(of scalar: Unicode.Scalar) -> [[UInt8]] {
@@ -154,7 +163,7 @@ extension Redactor {
         // The named references that stand for it.
         for name in Self.entityNamesByScalar[value] ?? [] { forms.append("&" + name.prefix(4)) }
         // The scalar itself, then an escape or something a viewer shows as nothing.
-        for lead in ["&", "\\", "%", "=", "+", "{", "}", "*", "_", "~", "`", "\n", "\r"] { forms.append(String(Character(scalar)) + lead) }
+        for lead in ["&", "\\", "%", "=", "+", "{", "}", "*", "_", "~", "`", "\n", "\r", "<", "!"] { forms.append(String(Character(scalar)) + lead) }
         var seen = Set<[UInt8]>()
         return forms.map { Array($0.lowercased().utf8) }.filter { seen.insert($0).inserted }
     }
@@ -336,6 +345,107 @@ extension Redactor {
             }
         }
         return out
+    }
+
+    /// RTF as a reader shows it by default (``rtfDecoded(_:)``, and what it does not
+    /// show taken out): an ignorable destination `{\*\word …}` and the destinations
+    /// no reader shows in the text (`fonttbl`, `colortbl`, `stylesheet`, `info`, `pict`)
+    /// whole, and hidden text, from `\v` to `\v0`, `\plain` or the end of the group
+    /// that set it. Nil when `s` holds neither `\*` nor a `\v` or such a destination
+    /// (its reading is then ``rtfDecoded(_:)``'s). Issue 21: `[[pri{\*\zz junk}vate]]`
+    /// and `[[pri\v junk\v0 vate]]` are `[[private]]` to Word and LibreOffice.
+    static func rtfShown(_ s: [Unicode.Scalar]) -> [Unicode.Scalar]? {
+        func isLetter(_ scalar: Unicode.Scalar) -> Bool { ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) }
+        let unseen: Set<String> = ["fonttbl", "colortbl", "stylesheet", "info", "pict"]
+        // Whether anything is hidden: a `\*`, or a control word `\v` or one of `unseen`.
+        var hides = false
+        var index = 0
+        while index + 1 < s.count && !hides {
+            if s[index] == "\\" {
+                if s[index + 1] == "*" { hides = true }
+                var at = index + 1
+                while at < s.count, isLetter(s[at]), at - index < 12 { at += 1 }
+                let word = String(scalars: s[(index + 1)..<at])
+                if word == "v" || unseen.contains(word) { hides = true }
+                index = max(at, index + 2)
+            } else {
+                index += 1
+            }
+        }
+        guard hides else { return nil }
+        // The text to decode, with what is not shown left out; then read as ``rtfDecoded(_:)`` reads it.
+        var kept: [Unicode.Scalar] = []
+        kept.reserveCapacity(s.count)
+        // Per open group: whether text was hidden where it opened.
+        var groups: [Bool] = []
+        var hidden = false
+        index = 0
+        while index < s.count {
+            let scalar = s[index]
+            if scalar == "{" {
+                // A destination not shown: the group whole, to its matching brace (or the end).
+                var at = index + 1
+                while at < s.count && (s[at] == "\r" || s[at] == "\n") { at += 1 }
+                var skip = false
+                if at + 1 < s.count && s[at] == "\\" {
+                    if s[at + 1] == "*" {
+                        skip = true
+                    } else {
+                        var end = at + 1
+                        while end < s.count, isLetter(s[end]), end - at < 12 { end += 1 }
+                        skip = unseen.contains(String(scalars: s[(at + 1)..<end]))
+                    }
+                }
+                if skip {
+                    var depth = 0
+                    at = index
+                    while at < s.count {
+                        if s[at] == "\\" { at += 2; continue }
+                        if s[at] == "{" { depth += 1 } else if s[at] == "}" { depth -= 1; if depth == 0 { break } }
+                        at += 1
+                    }
+                    index = at + 1
+                    continue
+                }
+                groups.append(hidden)
+                index += 1
+                continue
+            }
+            if scalar == "}" {
+                hidden = groups.popLast() ?? false
+                index += 1
+                continue
+            }
+            if scalar == "\\" && index + 1 < s.count && isLetter(s[index + 1]) {
+                var at = index + 1
+                while at < s.count, isLetter(s[at]), at - index < 33 { at += 1 }
+                let word = String(scalars: s[(index + 1)..<at])
+                var numberEnd = at
+                if numberEnd < s.count && s[numberEnd] == "-" { numberEnd += 1 }
+                while numberEnd < s.count, ("0"..."9").contains(s[numberEnd]) { numberEnd += 1 }
+                if word == "v" {
+                    // `\v` and `\v1` hide, `\v0` shows; the word and its delimiting space are not text.
+                    hidden = !(numberEnd == at + 1 && s[at] == "0")
+                    index = numberEnd < s.count && s[numberEnd] == " " ? numberEnd + 1 : numberEnd
+                    continue
+                }
+                if word == "plain" { hidden = false }
+            }
+            if hidden {
+                // A control symbol or `\'HH` goes whole, so that what follows is not read as text.
+                index += scalar == "\\" && index + 1 < s.count ? 2 : 1
+                continue
+            }
+            if scalar == "\\" && index + 1 < s.count {
+                kept.append(scalar)
+                kept.append(s[index + 1])
+                index += 2
+                continue
+            }
+            kept.append(scalar)
+            index += 1
+        }
+        return rtfDecoded(kept)
     }
 
     /// `%HH` and `=HH` decoded as bytes, the result read as UTF-8 (URLs,

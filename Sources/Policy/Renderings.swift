@@ -97,8 +97,18 @@ extension Redactor {
         if ["calendar", "vcard", "directory", "x-vcard", "x-vcalendar", "ics"].contains(subtype) {
             let unfolded = Self.unfolded(text)
             if body(.text(unfolded)) || Self.binaryValuesDecoded(unfolded).contains(where: { body(.text($0)) }) { return true }
+            // vCard 2.1 and vCalendar 1.0 values in quoted-printable: a `=` at a line's end is a soft
+            // break, joined by an address book (its `=HH` are among the decodings of this rendering).
+            if let joined = Self.softBreaksJoined(text), body(.text(joined)) { return true }
+            // An HTML value (`X-ALT-DESC;FMTTYPE=text/html:`, which Outlook shows as the event's body):
+            // the values with iCalendar's escapes undone, read as a browser shows HTML.
+            if unfolded.contains("<") || unfolded.contains("&"),
+               body(.scalars(Self.htmlShown(Self.calendarUnescaped(scalarArray(unfolded))))) { return true }
         }
         if subtype == "enriched" || subtype == "richtext" {
+            // As RFC 1896 shows it (`<param>` never shown), and with the parameters' text kept, as a
+            // reader that only drops commands shows it.
+            if body(.text(Self.withoutEnrichedCommands(text, hidingParameters: true))) { return true }
             if body(.text(Self.withoutEnrichedCommands(text))) { return true }
         }
         if Self.isMarkup(type: type, subtype: subtype) {
@@ -291,20 +301,36 @@ extension Redactor {
     }
 
     /// text/enriched (RFC 1896) as shown: commands `<…>` dropped, `<<` is `<`,
-    /// a single line break is a space.
-    static func withoutEnrichedCommands(_ text: String) -> String {
+    /// a single line break is a space. With `hidingParameters`, the text of a
+    /// `<param>…</param>` is dropped too: RFC 1896 says it is never shown
+    /// (issue 21: `[[pri<param>x</param>vate]]` is `[[private]]` to neomutt).
+    static func withoutEnrichedCommands(_ text: String, hidingParameters: Bool = false) -> String {
         var out: [Unicode.Scalar] = []
         let scalars = scalarArray(text)
         var index = 0
+        // How many `<param>` are open: their text is not shown (nested, as a reader counts them).
+        var parameters = 0
         while index < scalars.count {
             let scalar = scalars[index]
             if scalar == "<" {
-                if index + 1 < scalars.count && scalars[index + 1] == "<" { out.append("<"); index += 2; continue }
+                if index + 1 < scalars.count && scalars[index + 1] == "<" {
+                    if parameters == 0 { out.append("<") }
+                    index += 2
+                    continue
+                }
                 var end = index + 1
                 while end < scalars.count && scalars[end] != ">" { end += 1 }
+                if hidingParameters {
+                    // The command's name, in any case; only `param` and `/param` count.
+                    if end - index <= 7 {
+                        let name = String(scalars: scalars[(index + 1)..<end]).lowercased()
+                        if name == "param" { parameters += 1 } else if name == "/param" { parameters = max(0, parameters - 1) }
+                    }
+                }
                 index = end + 1
                 continue
             }
+            if parameters > 0 { index += 1; continue }
             if scalar == "\n" {
                 if index + 1 < scalars.count && scalars[index + 1] == "\n" { out.append("\n"); index += 2; continue }
                 out.append(" ")

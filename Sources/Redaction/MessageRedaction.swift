@@ -387,6 +387,9 @@ extension Redactor {
                 var head = 0
                 var weight = 0
                 var lineEnd = -1
+                // Up to where a run a reader hides stands (``Redactor/hiddenRunLength(_:at:)``): no weight,
+                // though every byte of it is still read for starts and controls.
+                var quietUntil = 0
                 var index = 0
                 while index < count {
                     let byte = buffer[index]
@@ -428,8 +431,15 @@ extension Redactor {
                         if end == count { keepFrom = min(keepFrom, from) }
                     }
                     if head < pending.count {
-                        let skip = Redactor.ignorableLength(buffer, at: index)
-                        if skip > 0 { index += skip } else { weight += 1; index += 1 }
+                        if index < quietUntil {
+                            index += 1
+                        } else if let run = Redactor.hiddenRunLength(buffer, at: index) {
+                            quietUntil = index + run
+                            index += 1
+                        } else {
+                            let skip = Redactor.ignorableLength(buffer, at: index)
+                            if skip > 0 { index += skip } else { weight += 1; index += 1 }
+                        }
                     } else {
                         index += 1
                     }
@@ -774,6 +784,73 @@ extension Redactor {
             value = value << 6 | UInt32(next & 0x3F)
         }
         return Unicode.Scalar(value).map(isInvisible) == true ? length : 0
+    }
+
+    /// How many bytes a run that starts at `index` takes when a reader of some format
+    /// hides it whole, however long (nil when none starts there): an HTML tag (to its
+    /// `>` outside quotes), comment, `<!…>` or `<?…>` (Markdown's inline HTML, an HTML
+    /// value of a calendar); an RTF group `{\*…}` (an ignorable destination, to its
+    /// matching brace) or hidden text from `\v` (to `\v0`, `\plain` or a brace). One
+    /// left open runs to the end. The marker search reads the run's bytes all the same;
+    /// the run only adds nothing to the distance between a marker's first two scalars.
+    fileprivate static func hiddenRunLength(_ buffer: UnsafeBufferPointer<UInt8>, at index: Int) -> Int? {
+        let count = buffer.count
+        let byte = buffer[index]
+        guard index + 2 < count else { return nil }
+        let next = buffer[index + 1]
+        func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
+        switch byte {
+        case UInt8(ascii: "<"):
+            if next == UInt8(ascii: "!") && buffer[index + 2] == UInt8(ascii: "-") {
+                // A comment, to `-->`.
+                var at = index + 4
+                while at + 2 < count && !(buffer[at] == UInt8(ascii: "-") && buffer[at + 1] == UInt8(ascii: "-") && buffer[at + 2] == UInt8(ascii: ">")) { at += 1 }
+                return min(count, at + 3) - index
+            }
+            guard isLetter(next) || next == UInt8(ascii: "/") || next == UInt8(ascii: "!") || next == UInt8(ascii: "?") else { return nil }
+            var at = index + 1
+            var quote: UInt8 = 0
+            while at < count {
+                let b = buffer[at]
+                if quote != 0 {
+                    if b == quote { quote = 0 }
+                } else if b == UInt8(ascii: ">") {
+                    break
+                } else if b == UInt8(ascii: "\"") || b == UInt8(ascii: "'") {
+                    quote = b
+                }
+                at += 1
+            }
+            return min(count, at + 1) - index
+        case UInt8(ascii: "{"):
+            guard next == UInt8(ascii: "\\"), buffer[index + 2] == UInt8(ascii: "*") else { return nil }
+            var at = index, depth = 0
+            while at < count {
+                if buffer[at] == UInt8(ascii: "\\") { at += 2; continue }
+                if buffer[at] == UInt8(ascii: "{") { depth += 1 } else if buffer[at] == UInt8(ascii: "}") { depth -= 1; if depth == 0 { break } }
+                at += 1
+            }
+            return min(count, at + 1) - index
+        case UInt8(ascii: "\\"):
+            // `\v`, not `\v0` nor a longer word (`\viewkind`).
+            guard next == UInt8(ascii: "v"), !isLetter(buffer[index + 2]), buffer[index + 2] != UInt8(ascii: "0") else { return nil }
+            var at = index + 2
+            while at < count {
+                let b = buffer[at]
+                if b == UInt8(ascii: "{") || b == UInt8(ascii: "}") { break }
+                if b == UInt8(ascii: "\\") && at + 2 < count {
+                    if buffer[at + 1] == UInt8(ascii: "v") && buffer[at + 2] == UInt8(ascii: "0") { break }
+                    if buffer[at + 1] == UInt8(ascii: "p") && at + 5 < count && buffer[at + 2] == UInt8(ascii: "l")
+                        && buffer[at + 3] == UInt8(ascii: "a") && buffer[at + 4] == UInt8(ascii: "i") && buffer[at + 5] == UInt8(ascii: "n") { break }
+                    at += 2
+                    continue
+                }
+                at += 1
+            }
+            return at - index
+        default:
+            return nil
+        }
     }
 
     /// How many bytes at `index` a viewer of `buffer` may show as nothing (0 when

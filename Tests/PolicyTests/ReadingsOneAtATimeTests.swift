@@ -33,8 +33,12 @@ struct ReadingsOneAtATimeTests {
             readings.append(cDecoded!)
             readings.append(Redactor.rtfDecoded(scalars))
             readings.append(Redactor.cssUnescaped(scalars))
+            // Since the sixth red team: RTF as its readers show it by default.
+            if let shown = Redactor.rtfShown(scalars) { readings.append(shown) }
         }
         if hasAmpersand && !markup { readings.append(decodeEntities(scalars)) }
+        // Since the sixth red team: Markdown as rendered.
+        if !markup && scalars.contains(where: { $0 == "<" || $0 == "]" }) { readings.append(Redactor.markdownShown(scalars)) }
         if hasPercent || hasEquals { readings.append(Redactor.hexEscapesDecoded(scalars)) }
         if hasPlus { readings.append(Redactor.utf7Decoded(scalars)) }
         if hasEmphasis || hasBackslash {
