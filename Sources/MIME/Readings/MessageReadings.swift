@@ -278,14 +278,19 @@ package struct MessageReadings {
     /// that takes the first); else `entity` itself, as GMime reads it (the last).
     static func asRead(_ entity: MIMEEntity, by reader: ShowingReader) -> MIMEEntity {
         let headers = entity.headers
-        guard reader.firstFields, meanings(headers, "content-type").count > 1 || meanings(headers, "content-transfer-encoding").count > 1 else { return entity }
+        let types = meanings(headers, "content-type"), encodings = meanings(headers, "content-transfer-encoding")
+        guard reader.firstFields, types.count > 1 || encodings.count > 1 else { return entity }
         let written = entity.serialize()
         guard let start = bodyStart(written) else { return entity }
+        return parsed(written[start...], contentType: types.first ?? "", encoding: encodings.first ?? "") ?? entity
+    }
+
+    /// `body` parsed anew under only the Content-Type and Content-Transfer-Encoding given (empty: none).
+    static func parsed(_ body: ArraySlice<UInt8>, contentType: String, encoding: String) -> MIMEEntity? {
         var head = ""
-        for field in ["content-type", "content-transfer-encoding"] {
-            if let first = headers.first(where: { $0.name.lowercased() == field }) { head += first.name + ": " + FieldReadings.unfolded(first.rawValue) + "\n" }
-        }
-        return (try? MIMEEntity.parse(Array((head + "\n").utf8) + written[start...]))?.entity ?? entity
+        if !contentType.isEmpty { head += "Content-Type: " + contentType + "\n" }
+        if !encoding.isEmpty { head += "Content-Transfer-Encoding: " + encoding + "\n" }
+        return (try? MIMEEntity.parse(Array((head + "\n").utf8) + body))?.entity
     }
 
     /// Whether `reader` shows `entity` (a leaf as it reads it) where it stands: a text
@@ -448,17 +453,14 @@ package struct MessageReadings {
             return encoded.map { ($0, typeField) }
         }
         guard let blank = Self.bodyStart(written) else { return [] }
-        let body = Array(written[blank...])
+        let body = written[blank...]
         var multiparts: Set<String> = []
         for (typeIndex, contentType) in (types.isEmpty ? [""] : types).prefix(4).enumerated() {
             // Two multipart subtypes with the same parameters hold the same parts, read alike
             // (a hostile mail gives mixed and alternative at every level): read once.
             if let same = Self.multipartReading(contentType), !multiparts.insert(same).inserted { continue }
             for encoding in (encodings.isEmpty ? [""] : encodings).prefix(4) {
-                var head = ""
-                if !contentType.isEmpty { head += "Content-Type: " + contentType + "\n" }
-                if !encoding.isEmpty { head += "Content-Transfer-Encoding: " + encoding + "\n" }
-                guard let (alternative, _) = try? MIMEEntity.parse(Array((head + "\n").utf8) + body) else { continue }
+                guard let alternative = Self.parsed(body, contentType: contentType, encoding: encoding) else { continue }
                 self.entity(alternative, path: [], prefix: name + " read as Content-Type #\(typeIndex + 1) ", inDigest: inDigest)
             }
         }
